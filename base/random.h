@@ -1,0 +1,56 @@
+// Counter-based random numbers: every value is a pure function of its keys
+// (seed, table, row, sample, ...), so results never depend on the world size,
+// the thread that computes them, or the order of computation. Immutable.
+#ifndef LEMRT_BASE_RANDOM_H_
+#define LEMRT_BASE_RANDOM_H_
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+
+namespace lemrt::base {
+
+// SplitMix64 finaliser: a bijective 64-bit mix with good avalanche.
+inline uint64_t Mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Hash of an ordered list of keys.
+inline uint64_t HashKeys(std::initializer_list<uint64_t> keys) {
+  uint64_t h = 0x6a09e667f3bcc909ULL;
+  for (uint64_t k : keys) h = Mix64(h ^ Mix64(k));
+  return h;
+}
+
+// A stream of random values derived from one key: value i = Mix64(key + i).
+// Thread-compatible; cheap to create (one per row / sample).
+class CounterRng {
+ public:
+  explicit CounterRng(uint64_t key) : key_(key) {}
+
+  uint64_t NextU64() { return Mix64(key_ + 0x632be59bd9b4e019ULL * ++counter_); }
+  // Uniform in [0, 1) with 53 bits.
+  double NextDouble() { return (NextU64() >> 11) * 0x1.0p-53; }
+  // Uniform integer in [0, n); n > 0.
+  uint64_t NextBelow(uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(NextU64()) * n) >> 64);
+  }
+  // Standard normal (Box-Muller, one value per call).
+  double NextNormal() {
+    double u1 = NextDouble();
+    double u2 = NextDouble();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+ private:
+  uint64_t key_;
+  uint64_t counter_ = 0;
+};
+
+}  // namespace lemrt::base
+
+#endif  // LEMRT_BASE_RANDOM_H_

@@ -1,0 +1,46 @@
+#include "device/optimizers/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "glog/logging.h"
+
+namespace lemrt::device {
+
+void SgdOptimizer::Apply(std::span<float> params, std::span<float>,
+                         std::span<const float> grad) const {
+  DCHECK_EQ(params.size(), grad.size());
+  const float lr = lr_;
+  float* w = params.data();
+  const float* g = grad.data();
+  for (size_t i = 0; i < params.size(); ++i) w[i] -= lr * g[i];
+}
+
+void AdagradOptimizer::InitSlots(std::span<float> slots) const {
+  std::fill(slots.begin(), slots.end(), initial_);
+}
+
+void AdagradOptimizer::Apply(std::span<float> params, std::span<float> slots,
+                             std::span<const float> grad) const {
+  DCHECK_EQ(params.size(), grad.size());
+  DCHECK_EQ(slots.size(), params.size());
+  float* w = params.data();
+  float* a = slots.data();
+  const float* g = grad.data();
+  for (size_t i = 0; i < params.size(); ++i) {
+    a[i] += g[i] * g[i];
+    w[i] -= lr_ * g[i] / (std::sqrt(a[i]) + epsilon_);
+  }
+}
+
+std::unique_ptr<Optimizer> CreateOptimizer(const config::OptimizerConfig& config,
+                                           float default_lr) {
+  const float lr = config.has_learning_rate() ? config.learning_rate() : default_lr;
+  if (config.has_adagrad()) {
+    return std::make_unique<AdagradOptimizer>(lr, config.adagrad().initial_accumulator(),
+                                              config.adagrad().epsilon());
+  }
+  return std::make_unique<SgdOptimizer>(lr);
+}
+
+}  // namespace lemrt::device

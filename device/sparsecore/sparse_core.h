@@ -1,0 +1,73 @@
+// One emulated SparseCore: owns a shard of every table and runs the embedding
+// lookup (dedup ids of its partition, gather rows, combine them into partial
+// pooled vectors) and the update (sum gradients per id, apply the table's
+// optimizer). It sees only entries whose col % N equals its global index.
+// Thread-compatible; distinct SparseCores may run on distinct threads.
+//
+// Partial layout, per received segment: walking the segment's entries in
+// order, each maximal run with the same (feature, row) is a "group"; the
+// segment's partials are the groups' pooled vectors concatenated, each of its
+// table's dim floats. Gradients come back in the same layout.
+#ifndef LEMRT_DEVICE_SPARSECORE_SPARSE_CORE_H_
+#define LEMRT_DEVICE_SPARSECORE_SPARSE_CORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "device/optimizers/optimizer.h"
+#include "device/sparsecore/table_shard.h"
+#include "host/coo.h"
+#include "proto/config.pb.h"
+
+namespace lemrt::device {
+
+// Floats of a segment's partials (see the layout above).
+int64_t PartialFloats(std::span<const host::CooEntry> segment, std::span<const int> table_dims);
+
+// What the lookup of one step leaves for the update of the same step.
+struct SparseCoreStepState {
+  // Unique (table, col) of the partition, sorted; float offsets of each in the
+  // gradient accumulator (prefix sums of dims).
+  std::vector<uint64_t> unique_keys;
+  std::vector<int64_t> unique_offsets;
+  // Unique index of every entry, segments concatenated in order.
+  std::vector<int32_t> entry_unique;
+  // Scratch reused between steps.
+  std::vector<std::pair<uint64_t, int32_t>> sort_scratch;
+  std::vector<float> grad_acc;
+};
+
+class SparseCore {
+ public:
+  // `optimizers[t]` is table t's optimizer; all must outlive the SparseCore.
+  SparseCore(const config::RunConfig& config, int global_sc,
+             std::span<const Optimizer* const> optimizers);
+
+  // Lookup: `segments` are the partition's entries as received (any order of
+  // segments, but the same order must be given to Backward). Writes segment
+  // k's partials to partials[k] (PartialFloats(segments[k]) floats).
+  void Forward(std::span<const std::span<const host::CooEntry>> segments,
+               std::span<float* const> partials, SparseCoreStepState* state) const;
+
+  // Update: grads[k] holds the loss gradients w.r.t. segment k's partials.
+  // Sums each unique id's contributions in entry order (independent of
+  // arrival timing) and applies its table's optimizer once per unique id.
+  void Backward(std::span<const std::span<const host::CooEntry>> segments,
+                std::span<const float* const> grads, SparseCoreStepState* state);
+
+  int global_sc() const { return global_sc_; }
+  int num_tables() const { return static_cast<int>(shards_.size()); }
+  const TableShard& shard(int table) const { return *shards_[table]; }
+  std::span<const int> table_dims() const { return dims_; }
+
+ private:
+  int global_sc_;
+  std::vector<int> dims_;
+  std::vector<std::unique_ptr<TableShard>> shards_;
+};
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_SPARSECORE_SPARSE_CORE_H_

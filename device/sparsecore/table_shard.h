@@ -1,0 +1,63 @@
+// The rows of one embedding table owned by one SparseCore, with their
+// optimizer slots. Mod sharding: global row j lives on SparseCore j % N at
+// local row j / N (N = SparseCores over all chips). Thread-compatible.
+//
+//   weights_: [local_rows x dim] floats
+//   slots_:   [local_rows x slots_per_param x dim] floats (row-major, so one
+//             row's slots are contiguous and slot-major, as Optimizer expects)
+#ifndef LEMRT_DEVICE_SPARSECORE_TABLE_SHARD_H_
+#define LEMRT_DEVICE_SPARSECORE_TABLE_SHARD_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "device/optimizers/optimizer.h"
+#include "proto/config.pb.h"
+
+namespace lemrt::device {
+
+class TableShard {
+ public:
+  // Initialises every owned row from (seed, table_index, global row) so the
+  // model's initial state is the same whatever the world size. `optimizer`
+  // must outlive the shard.
+  TableShard(const config::TableConfig& table, int table_index, int global_sc, int total_sc,
+             uint64_t seed, const Optimizer& optimizer);
+  TableShard(const TableShard&) = delete;
+  TableShard& operator=(const TableShard&) = delete;
+
+  int dim() const { return dim_; }
+  int64_t local_rows() const { return local_rows_; }
+  int64_t GlobalRow(int64_t local_row) const { return local_row * total_sc_ + global_sc_; }
+  int64_t LocalRow(int64_t global_row) const { return global_row / total_sc_; }
+  const float* row(int64_t local_row) const { return weights_.data() + local_row * dim_; }
+
+  // Applies the optimizer to one row with gradient `grad` (dim floats).
+  void Update(int64_t local_row, std::span<const float> grad) {
+    optimizer_.Apply(std::span<float>(weights_.data() + local_row * dim_, dim_),
+                     std::span<float>(slots_.data() + local_row * slot_stride_, slot_stride_),
+                     grad);
+  }
+
+  std::span<const float> weights() const { return weights_; }
+  std::span<float> mutable_weights() { return std::span<float>(weights_); }
+
+ private:
+  int dim_;
+  int global_sc_;
+  int total_sc_;
+  int64_t local_rows_;
+  int64_t slot_stride_;
+  const Optimizer& optimizer_;
+  std::vector<float> weights_;
+  std::vector<float> slots_;
+};
+
+// Initial value of element k of global row `row` of table `table_index`.
+void InitialRow(const config::TableConfig& table, int table_index, int64_t row, uint64_t seed,
+                std::span<float> out);
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_SPARSECORE_TABLE_SHARD_H_

@@ -1,0 +1,346 @@
+#include "proto/config_loader.h"
+
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace lemrt::config {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::TextFormat;
+
+// One step of a field path: field name and index (-1 for singular fields).
+struct PathStep {
+  std::string field;
+  int index = -1;
+};
+using FieldPath = std::vector<PathStep>;
+
+std::string PathString(const FieldPath& path) {
+  std::string out;
+  for (const PathStep& s : path) {
+    if (!out.empty()) out += ".";
+    out += s.field;
+    if (s.index >= 0) absl::StrAppend(&out, "[", s.index, "]");
+  }
+  return out;
+}
+
+// A semantic error: which field, and the sentence.
+struct ConfigError {
+  FieldPath path;
+  std::string message;
+};
+
+class ParseErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit ParseErrorCollector(std::string_view source) : source_(source) {}
+  void AddError(int line, int column, const std::string& message) override {
+    if (first_.empty()) {
+      first_ = absl::StrFormat("%s:%d:%d: %s", source_, line + 1, column + 1, message);
+    }
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string source_;
+  std::string first_;
+};
+
+absl::Status ParseText(std::string_view text, std::string_view source, bool merge,
+                       TextFormat::ParseInfoTree* tree, RunConfig* out) {
+  TextFormat::Parser parser;
+  ParseErrorCollector errors(source);
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(tree);
+  google::protobuf::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  const bool ok = merge ? parser.Merge(&input, out) : parser.Parse(&input, out);
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        errors.first().empty() ? absl::StrCat(std::string(source), ": cannot parse config") : errors.first());
+  }
+  return absl::OkStatus();
+}
+
+// Location of `path` in a parse tree, or of its deepest present ancestor.
+std::optional<std::pair<int, int>> Locate(const TextFormat::ParseInfoTree* tree,
+                                          const FieldPath& path) {
+  const Descriptor* desc = RunConfig::descriptor();
+  std::optional<std::pair<int, int>> found;
+  for (size_t i = 0; i < path.size() && tree != nullptr && desc != nullptr; ++i) {
+    const FieldDescriptor* fd = desc->FindFieldByName(path[i].field);
+    if (fd == nullptr) break;
+    const int index = fd->is_repeated() ? std::max(path[i].index, 0) : -1;
+    auto loc = tree->GetLocation(fd, index);
+    if (loc.line < 0) break;
+    found = std::make_pair(loc.line + 1, loc.column + 1);
+    if (fd->type() != FieldDescriptor::TYPE_MESSAGE) break;
+    tree = tree->GetTreeForNested(fd, index);
+    desc = fd->message_type();
+  }
+  return found;
+}
+
+bool Positive(double x) { return std::isfinite(x) && x > 0; }
+
+class Validator {
+ public:
+  Validator(const RunConfig& c, int world_size) : c_(c), world_size_(world_size) {}
+
+  std::optional<ConfigError> Run() {
+    CheckTopology();
+    CheckTables();
+    CheckFeatures();
+    CheckModel();
+    CheckTraining();
+    CheckSparseCore();
+    CheckData();
+    if (errors_.empty()) return std::nullopt;
+    return errors_.front();
+  }
+
+ private:
+  void Fail(FieldPath path, std::string message) {
+    errors_.push_back({std::move(path), std::move(message)});
+  }
+
+  void CheckTopology() {
+    const TopologyConfig& t = c_.topology();
+    if (t.num_chips() != world_size_) {
+      Fail({{"topology"}, {"num_chips"}},
+           absl::StrFormat("is %d but the MPI world size is %d (leave num_chips unset to "
+                           "use the world size)",
+                           t.num_chips(), world_size_));
+    }
+    auto positive = [&](const char* name, int64_t v) {
+      if (v <= 0) Fail({{"topology"}, {name}}, absl::StrCat("must be > 0, got ", v));
+    };
+    positive("sparse_cores_per_chip", t.sparse_cores_per_chip());
+    positive("tiles_per_sparse_core", t.tiles_per_sparse_core());
+    positive("simd_width", t.simd_width());
+    positive("hbm_bytes", t.hbm_bytes());
+    positive("spmem_bytes_per_tile", t.spmem_bytes_per_tile());
+  }
+
+  void CheckOptimizer(FieldPath path, const OptimizerConfig& o) {
+    if (o.has_learning_rate() && !Positive(o.learning_rate())) {
+      path.push_back({"learning_rate"});
+      Fail(path, absl::StrCat("must be a finite number > 0, got ", o.learning_rate()));
+      return;
+    }
+    if (o.has_adagrad()) {
+      if (!Positive(o.adagrad().initial_accumulator())) {
+        path.push_back({"adagrad"});
+        path.push_back({"initial_accumulator"});
+        Fail(path, absl::StrCat("must be > 0, got ", o.adagrad().initial_accumulator()));
+      }
+    }
+  }
+
+  void CheckTables() {
+    if (c_.tables_size() == 0) Fail({{"tables"}}, "at least one table is required");
+    std::set<std::string> names;
+    for (int i = 0; i < c_.tables_size(); ++i) {
+      const TableConfig& t = c_.tables(i);
+      auto at = [&](const char* f) { return FieldPath{{"tables", i}, {f}}; };
+      if (t.name().empty()) Fail({{"tables", i}}, "a table needs a name");
+      if (!names.insert(t.name()).second) {
+        Fail(at("name"), absl::StrCat("duplicate table name '", t.name(), "'"));
+      }
+      if (t.vocab_size() <= 0) {
+        Fail(at("vocab_size"), absl::StrCat("table '", t.name(), "': must be > 0, got ",
+                                            t.vocab_size()));
+      }
+      if (t.dim() <= 0) {
+        Fail(at("dim"), absl::StrCat("table '", t.name(), "': must be > 0, got ", t.dim()));
+      }
+      if (t.combiner() == TableConfig::COMBINER_UNSPECIFIED) {
+        Fail(at("combiner"), absl::StrCat("table '", t.name(), "': set SUM, MEAN or SQRTN"));
+      }
+      if (t.has_optimizer()) CheckOptimizer(at("optimizer"), t.optimizer());
+      if (t.initializer().has_uniform() && !(t.initializer().uniform().scale() >= 0)) {
+        Fail(at("initializer"), "uniform.scale must be >= 0");
+      }
+      if (t.initializer().has_normal() && !(t.initializer().normal().stddev() >= 0)) {
+        Fail(at("initializer"), "normal.stddev must be >= 0");
+      }
+    }
+  }
+
+  void CheckFeatures() {
+    if (c_.features_size() == 0) Fail({{"features"}}, "at least one feature is required");
+    std::set<std::string> names;
+    for (int i = 0; i < c_.features_size(); ++i) {
+      const FeatureConfig& f = c_.features(i);
+      auto at = [&](const char* name) { return FieldPath{{"features", i}, {name}}; };
+      if (f.name().empty()) Fail({{"features", i}}, "a feature needs a name");
+      if (!names.insert(f.name()).second) {
+        Fail(at("name"), absl::StrCat("duplicate feature name '", f.name(), "'"));
+      }
+      if (FindTable(c_, f.table()) < 0) {
+        Fail(at("table"), absl::StrCat("feature '", f.name(), "' uses unknown table '",
+                                       f.table(), "'"));
+      }
+      if (f.max_sequence_length() <= 0) {
+        Fail(at("max_sequence_length"),
+             absl::StrCat("feature '", f.name(), "': must be > 0, got ", f.max_sequence_length()));
+      }
+      if (f.has_input_column() && (f.input_column() < 0 || f.input_column() >= 26)) {
+        Fail(at("input_column"), absl::StrCat("feature '", f.name(),
+                                              "': Criteo categorical columns are 0..25, got ",
+                                              f.input_column()));
+      }
+    }
+  }
+
+  void CheckModel() {
+    const DlrmConfig& m = c_.model();
+    if (m.num_dense_features() <= 0) {
+      Fail({{"model"}, {"num_dense_features"}},
+           absl::StrCat("must be > 0, got ", m.num_dense_features()));
+    }
+    if (m.bottom_mlp_size() == 0) Fail({{"model"}, {"bottom_mlp"}}, "needs at least one layer");
+    for (int i = 0; i < m.bottom_mlp_size(); ++i) {
+      if (m.bottom_mlp(i) <= 0) {
+        Fail({{"model"}, {"bottom_mlp", i}}, absl::StrCat("must be > 0, got ", m.bottom_mlp(i)));
+      }
+    }
+    if (m.top_mlp_size() == 0 || m.top_mlp(m.top_mlp_size() - 1) != 1) {
+      Fail({{"model"}, {"top_mlp"}}, "must end in a layer of width 1 (the logit)");
+    }
+    for (int i = 0; i < m.top_mlp_size(); ++i) {
+      if (m.top_mlp(i) <= 0) {
+        Fail({{"model"}, {"top_mlp", i}}, absl::StrCat("must be > 0, got ", m.top_mlp(i)));
+      }
+    }
+  }
+
+  void CheckTraining() {
+    const TrainingConfig& t = c_.training();
+    auto at = [](const char* f) { return FieldPath{{"training"}, {f}}; };
+    const int64_t total_sc = TotalSparseCores(c_);
+    if (t.global_batch() <= 0) {
+      Fail(at("global_batch"), absl::StrCat("must be > 0, got ", t.global_batch()));
+    } else if (total_sc > 0 && t.global_batch() % total_sc != 0) {
+      Fail(at("global_batch"),
+           absl::StrFormat("%d is not divisible by the total number of SparseCores %d "
+                           "(%d chips x %d SparseCores per chip)",
+                           t.global_batch(), total_sc, c_.topology().num_chips(),
+                           c_.topology().sparse_cores_per_chip()));
+    }
+    if (t.steps() < 0) Fail(at("steps"), absl::StrCat("must be >= 0, got ", t.steps()));
+    if (!Positive(t.dense_learning_rate())) {
+      Fail(at("dense_learning_rate"),
+           absl::StrCat("must be a finite number > 0, got ", t.dense_learning_rate()));
+    }
+    if (!Positive(t.embedding_learning_rate())) {
+      Fail(at("embedding_learning_rate"),
+           absl::StrCat("must be a finite number > 0, got ", t.embedding_learning_rate()));
+    }
+    if (t.has_dense_optimizer()) CheckOptimizer(at("dense_optimizer"), t.dense_optimizer());
+    if (t.eval_every() < 0) Fail(at("eval_every"), "must be >= 0");
+    if (t.eval_samples() < 0) Fail(at("eval_samples"), "must be >= 0");
+    if (t.log_every() < 0) Fail(at("log_every"), "must be >= 0");
+  }
+
+  void CheckSparseCore() {
+    const SparseCoreConfig& s = c_.sparse_core();
+    if (s.max_ids_per_chip_per_sample() <= 0) {
+      Fail({{"sparse_core"}, {"max_ids_per_chip_per_sample"}},
+           absl::StrCat("must be > 0, got ", s.max_ids_per_chip_per_sample()));
+    }
+    for (const auto* map : {&s.max_ids_per_table(), &s.max_unique_ids_per_table()}) {
+      const char* field =
+          map == &s.max_ids_per_table() ? "max_ids_per_table" : "max_unique_ids_per_table";
+      for (const auto& [name, limit] : *map) {
+        if (FindTable(c_, name) < 0) {
+          Fail({{"sparse_core"}, {field}}, absl::StrCat("unknown table '", name, "'"));
+        } else if (limit <= 0) {
+          Fail({{"sparse_core"}, {field}},
+               absl::StrCat("table '", name, "': must be > 0, got ", limit));
+        }
+      }
+    }
+  }
+
+  void CheckData() {
+    const DataConfig& d = c_.data();
+    if (d.has_criteo()) {
+      if (d.criteo().train_path().empty()) {
+        Fail({{"data"}, {"criteo"}, {"train_path"}}, "is required for Criteo data");
+      }
+      return;
+    }
+    const SyntheticSourceConfig& s = d.synthetic();
+    if (!(s.zipf_fraction() >= 0 && s.zipf_fraction() <= 1)) {
+      Fail({{"data"}, {"synthetic"}, {"zipf_fraction"}},
+           absl::StrCat("must be in [0, 1], got ", s.zipf_fraction()));
+    }
+    if (!Positive(s.zipf_exponent())) {
+      Fail({{"data"}, {"synthetic"}, {"zipf_exponent"}},
+           absl::StrCat("must be > 0, got ", s.zipf_exponent()));
+    }
+  }
+
+  const RunConfig& c_;
+  int world_size_;
+  std::vector<ConfigError> errors_;
+};
+
+}  // namespace
+
+int FindTable(const RunConfig& config, std::string_view name) {
+  for (int i = 0; i < config.tables_size(); ++i) {
+    if (config.tables(i).name() == name) return i;
+  }
+  return -1;
+}
+
+absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view source_name,
+                                      std::string_view override_text, int world_size) {
+  RunConfig config;
+  TextFormat::ParseInfoTree file_tree;
+  TextFormat::ParseInfoTree override_tree;
+  absl::Status st = ParseText(text, source_name, /*merge=*/false, &file_tree, &config);
+  if (!st.ok()) return st;
+  if (!override_text.empty()) {
+    st = ParseText(override_text, "--override", /*merge=*/true, &override_tree, &config);
+    if (!st.ok()) return st;
+  }
+  ApplyTopologyPreset(world_size, config.mutable_topology());
+  std::optional<ConfigError> error = Validator(config, world_size).Run();
+  if (!error.has_value()) return config;
+
+  std::string where(source_name);
+  if (auto loc = Locate(&override_tree, error->path)) {
+    where = absl::StrFormat("--override:%d:%d", loc->first, loc->second);
+  } else if (auto loc = Locate(&file_tree, error->path)) {
+    where = absl::StrFormat("%s:%d:%d", source_name, loc->first, loc->second);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, ": ", PathString(error->path), ": ", error->message));
+}
+
+absl::StatusOr<RunConfig> LoadConfig(const std::string& path, std::string_view override_text,
+                                     int world_size) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config file '", path, "'"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseConfig(text.str(), path, override_text, world_size);
+}
+
+}  // namespace lemrt::config

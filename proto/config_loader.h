@@ -1,0 +1,49 @@
+// Loads and validates the run config: parse text proto -> merge --override ->
+// apply topology preset -> Validate -> a complete RunConfig that later code
+// trusts. Stateless functions; thread-safe.
+#ifndef LEMRT_PROTO_CONFIG_LOADER_H_
+#define LEMRT_PROTO_CONFIG_LOADER_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "proto/config.pb.h"
+
+namespace lemrt::config {
+
+// Reads `path` (text format), merges `override_text` into it with text-format
+// merge semantics (scalars replace, repeated fields append, messages merge),
+// fills the topology from its preset and the world size, and validates.
+// Errors (InvalidArgument / NotFound) are sentences:
+//   parse errors:    "<path>:<line>:<col>: <parser message>"
+//   semantic errors: "<path>:<line>:<col>: <field path>: <what is wrong>"
+//                    (location of the offending field, or of "--override" when
+//                    the override set it; just the file when unset).
+absl::StatusOr<RunConfig> LoadConfig(const std::string& path,
+                                     std::string_view override_text,
+                                     int world_size);
+
+// As LoadConfig, from text already in memory; `source_name` is used in
+// messages in place of the path.
+absl::StatusOr<RunConfig> ParseConfig(std::string_view text,
+                                      std::string_view source_name,
+                                      std::string_view override_text,
+                                      int world_size);
+
+// Fills unset topology fields from the preset (TPU_V5P when none is named) and
+// num_chips from `world_size`. Explicitly set fields are kept.
+void ApplyTopologyPreset(int world_size, TopologyConfig* topology);
+
+// Index of the table named `name` in config.tables(), or -1.
+int FindTable(const RunConfig& config, std::string_view name);
+
+// Total SparseCores over all chips.
+inline int64_t TotalSparseCores(const RunConfig& config) {
+  return static_cast<int64_t>(config.topology().num_chips()) *
+         config.topology().sparse_cores_per_chip();
+}
+
+}  // namespace lemrt::config
+
+#endif  // LEMRT_PROTO_CONFIG_LOADER_H_

@@ -1,0 +1,138 @@
+#include "proto/config_loader.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lemrt::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kValid[] = R"pb(
+topology { preset: TPU_V5P }
+tables { name: "t0" vocab_size: 1000 dim: 16 combiner: SUM }
+tables { name: "t1" vocab_size: 500 dim: 8 combiner: MEAN }
+features { name: "f0" table: "t0" max_sequence_length: 3 }
+features { name: "f1" table: "t1" }
+model { num_dense_features: 4 bottom_mlp: [ 8, 16 ] top_mlp: [ 8, 1 ] }
+training {
+  global_batch: 64
+  steps: 10
+}
+)pb";
+
+std::string ErrorOf(std::string_view override_text, int world_size = 2) {
+  auto c = ParseConfig(kValid, "model.pbtxt", override_text, world_size);
+  return c.ok() ? "" : std::string(c.status().message());
+}
+
+TEST(ConfigLoaderTest, ValidConfigGetsPresetValues) {
+  auto c = ParseConfig(kValid, "model.pbtxt", "", 2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->topology().num_chips(), 2);
+  EXPECT_EQ(c->topology().sparse_cores_per_chip(), 4);
+  EXPECT_EQ(c->topology().tiles_per_sparse_core(), 16);
+  EXPECT_EQ(c->topology().simd_width(), 8);
+  EXPECT_EQ(c->topology().hbm_bytes(), int64_t{96} << 30);
+  EXPECT_EQ(c->sparse_core().max_ids_per_chip_per_sample(), 64);
+  EXPECT_FALSE(c->sparse_core().allow_id_dropping());
+  EXPECT_TRUE(c->sparse_core().initialize_tables_on_host());
+  EXPECT_FALSE(c->sparse_core().disable_full_embedding_pipelining());
+}
+
+TEST(ConfigLoaderTest, PresetsAndExplicitOverrides) {
+  auto v4 = ParseConfig(kValid, "m", "topology { preset: TPU_V4 }", 1);
+  ASSERT_TRUE(v4.ok()) << v4.status();
+  EXPECT_EQ(v4->topology().hbm_bytes(), int64_t{32} << 30);
+  auto tr = ParseConfig(kValid, "m",
+                        "topology { preset: TRILLIUM tiles_per_sparse_core: 8 }"
+                        "training { global_batch: 32 }",
+                        1);
+  ASSERT_TRUE(tr.ok()) << tr.status();
+  EXPECT_EQ(tr->topology().sparse_cores_per_chip(), 2);
+  EXPECT_EQ(tr->topology().tiles_per_sparse_core(), 8);
+}
+
+TEST(ConfigLoaderTest, OverrideMergesScalars) {
+  auto c = ParseConfig(kValid, "m", "training { steps: 77 }", 2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->training().steps(), 77);
+  EXPECT_EQ(c->training().global_batch(), 64);
+}
+
+TEST(ConfigLoaderTest, SyntaxErrorNamesFileLineColumn) {
+  auto c = ParseConfig("tables { name: \"a\"\n  dim: x }", "bad.pbtxt", "", 1);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("bad.pbtxt:2:"));
+}
+
+TEST(ConfigLoaderTest, UnknownFieldIsAnError) {
+  auto c = ParseConfig("tables { name: \"a\" dimm: 3 }", "bad.pbtxt", "", 1);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("bad.pbtxt:1:"));
+  EXPECT_THAT(c.status().message(), HasSubstr("dimm"));
+}
+
+TEST(ConfigLoaderTest, UnknownTableNamesFeatureAndLine) {
+  auto c = ParseConfig(std::string(kValid) + "features { name: \"f2\" table: \"nope\" }\n",
+                       "model.pbtxt", "", 2);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("model.pbtxt:12:"));
+  EXPECT_THAT(c.status().message(), HasSubstr("unknown table 'nope'"));
+  EXPECT_THAT(c.status().message(), HasSubstr("features[2].table"));
+}
+
+TEST(ConfigLoaderTest, NonPositiveDim) {
+  auto c = ParseConfig(std::string(kValid) +
+                           "tables { name: \"t2\" vocab_size: 5 dim: 0 combiner: SUM }\n",
+                       "model.pbtxt", "", 2);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("model.pbtxt:12:"));
+  EXPECT_THAT(c.status().message(), HasSubstr("tables[2].dim"));
+  EXPECT_THAT(c.status().message(), HasSubstr("must be > 0, got 0"));
+}
+
+TEST(ConfigLoaderTest, NumChipsMustMatchWorldSize) {
+  EXPECT_THAT(ErrorOf("topology { num_chips: 4 }", 3),
+              HasSubstr("is 4 but the MPI world size is 3"));
+  EXPECT_THAT(ErrorOf("topology { num_chips: 4 }", 3), HasSubstr("--override:1:"));
+}
+
+TEST(ConfigLoaderTest, GlobalBatchDivisibleByTotalSparseCores) {
+  std::string e = ErrorOf("training { global_batch: 60 }", 2);
+  EXPECT_THAT(e, HasSubstr("training.global_batch"));
+  EXPECT_THAT(e, HasSubstr("60 is not divisible by the total number of SparseCores 8"));
+}
+
+TEST(ConfigLoaderTest, SemanticErrors) {
+  EXPECT_THAT(ErrorOf("training { steps: -1 }"), HasSubstr("training.steps"));
+  EXPECT_THAT(ErrorOf("training { dense_learning_rate: nan }"),
+              HasSubstr("dense_learning_rate: must be a finite number > 0"));
+  EXPECT_THAT(ErrorOf("training { embedding_learning_rate: -0.1 }"),
+              HasSubstr("embedding_learning_rate"));
+  EXPECT_THAT(ErrorOf("model { top_mlp: 4 }"), HasSubstr("must end in a layer of width 1"));
+  EXPECT_THAT(ErrorOf("topology { sparse_cores_per_chip: 0 }"),
+              HasSubstr("topology.sparse_cores_per_chip: must be > 0, got 0"));
+  EXPECT_THAT(ErrorOf("sparse_core { max_ids_per_table { key: \"zz\" value: 3 } }"),
+              HasSubstr("unknown table 'zz'"));
+  EXPECT_THAT(ErrorOf("features { name: \"f0\" table: \"t0\" }"),
+              HasSubstr("duplicate feature name 'f0'"));
+  EXPECT_THAT(ErrorOf("features { name: \"f9\" table: \"t0\" max_sequence_length: 0 }"),
+              HasSubstr("max_sequence_length"));
+  EXPECT_THAT(ErrorOf("data { criteo { } }"), HasSubstr("data.criteo.train_path"));
+  EXPECT_THAT(ErrorOf("data { synthetic { zipf_fraction: 2 } }"), HasSubstr("zipf_fraction"));
+  EXPECT_THAT(ErrorOf("tables { name: \"t0\" vocab_size: 4 dim: 4 combiner: SUM }"),
+              HasSubstr("duplicate table name 't0'"));
+}
+
+TEST(ConfigLoaderTest, MissingFileIsNotFound) {
+  auto c = LoadConfig("/nonexistent/model.pbtxt", "", 1);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/model.pbtxt"));
+}
+
+}  // namespace
+}  // namespace lemrt::config

@@ -1,0 +1,60 @@
+// The collectives lemrt uses between chips (ranks). One interface, with an
+// MPI implementation (mpi_communicator.h). Thread-compatible: one thread
+// issues a communicator's collectives, all ranks in the same order.
+#ifndef LEMRT_RUNTIME_COMM_COMMUNICATOR_H_
+#define LEMRT_RUNTIME_COMM_COMMUNICATOR_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace lemrt::runtime {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Every rank sends `send.size() / size()` int64 values to each rank (block
+  // r goes to rank r) and receives the same amount from each into `recv`
+  // (block r came from rank r). One round; bytes per rank = send.size() * 8.
+  virtual absl::Status AllToAll(std::span<const int64_t> send, std::span<int64_t> recv) = 0;
+
+  // Personalised exchange of bytes: send_bytes[r] bytes starting at
+  // send + send_offsets[r] go to rank r; recv_bytes[r] bytes from rank r land
+  // at recv + recv_offsets[r]. Counts must agree pairwise (the caller learns
+  // them first, e.g. with AllToAll). One round; each rank sends sum(send_bytes).
+  virtual absl::Status AllToAllv(const void* send, std::span<const int64_t> send_bytes,
+                                 std::span<const int64_t> send_offsets, void* recv,
+                                 std::span<const int64_t> recv_bytes,
+                                 std::span<const int64_t> recv_offsets) = 0;
+
+  // In-place element-wise sums over ranks. The result is identical on every
+  // rank and, for a given world size, from run to run.
+  virtual absl::Status AllReduceSum(std::span<float> values) = 0;
+  virtual absl::Status AllReduceSum(std::span<double> values) = 0;
+  virtual absl::Status AllReduceSum(std::span<int64_t> values) = 0;
+  virtual absl::Status AllReduceSum(std::span<uint64_t> values) = 0;  // wraps mod 2^64
+  virtual absl::Status AllReduceMax(std::span<int64_t> values) = 0;
+
+  // Gathers `send` (any length per rank) from every rank onto every rank, in
+  // rank order, into `recv` (resized).
+  virtual absl::Status AllGather(std::span<const float> send, std::vector<float>* recv) = 0;
+
+  // Copies `bytes` from `root` to every rank (resized on non-roots).
+  virtual absl::Status Broadcast(std::string* bytes, int root) = 0;
+};
+
+// Agrees on a status that may differ by rank: when any rank's `local` is not
+// OK, every rank returns the error of the lowest failing rank, prefixed with
+// "rank N: ". Costs one all-reduce, plus a broadcast on error. Call it before
+// the next collective after any step that can fail on one rank only.
+absl::Status AgreeOnStatus(Communicator& comm, const absl::Status& local);
+
+}  // namespace lemrt::runtime
+
+#endif  // LEMRT_RUNTIME_COMM_COMMUNICATOR_H_

@@ -1,0 +1,180 @@
+#include "runtime/sparsecore_stage.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "proto/config_loader.h"
+
+namespace lemrt::runtime {
+namespace {
+
+using host::CooEntry;
+
+bool SameGroup(const CooEntry& a, const CooEntry& b) {
+  return a.feature == b.feature && a.row == b.row;
+}
+
+// Per-rank sums of `per_segment` values over blocks of `block` segments, and
+// their prefix offsets, both scaled by `unit` bytes.
+void BlockBytes(std::span<const int64_t> offsets, int ranks, int block, int64_t unit,
+                std::vector<int64_t>* bytes, std::vector<int64_t>* offs) {
+  bytes->resize(ranks);
+  offs->resize(ranks);
+  for (int q = 0; q < ranks; ++q) {
+    (*offs)[q] = offsets[int64_t{q} * block] * unit;
+    (*bytes)[q] = (offsets[int64_t{q + 1} * block] - offsets[int64_t{q} * block]) * unit;
+  }
+}
+
+}  // namespace
+
+template <typename Fn>
+void SparseCoreStage::ForEachGroup(const host::PartitionedCoo& coo, Fn&& fn) const {
+  // Groups never span segments: two segments may hold the same (feature, row)
+  // when S == 1, so walk segment by segment.
+  for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
+    for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1];) {
+      const CooEntry& e = coo.entries[i];
+      fn(e, feature_dims_[e.feature]);
+      ++i;
+      while (i < coo.segment_offsets[k + 1] && SameGroup(e, coo.entries[i])) ++i;
+    }
+  }
+}
+
+SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& comm,
+                                 std::span<const device::Optimizer* const> optimizers)
+    : comm_(comm), S_(config.topology().sparse_cores_per_chip()), W_(comm.size()) {
+  for (const auto& t : config.tables()) table_dims_.push_back(t.dim());
+  for (const auto& f : config.features()) {
+    const int dim = table_dims_[config::FindTable(config, f.table())];
+    feature_offsets_.push_back(activation_width_);
+    feature_dims_.push_back(dim);
+    activation_width_ += dim;
+  }
+  for (int l = 0; l < S_; ++l) {
+    scs_.push_back(
+        std::make_unique<device::SparseCore>(config, comm.rank() * S_ + l, optimizers));
+  }
+}
+
+void SparseCoreStage::SegmentsOf(const SparseStepBuffers& buf, int l,
+                                 std::vector<std::span<const CooEntry>>* segs) const {
+  segs->clear();
+  for (int q = 0; q < W_; ++q) {
+    for (int s = 0; s < S_; ++s) {
+      const int64_t k = (int64_t{q} * S_ + l) * S_ + s;
+      segs->emplace_back(buf.recv_entries.data() + buf.recv_offsets[k],
+                         buf.recv_offsets[k + 1] - buf.recv_offsets[k]);
+    }
+  }
+}
+
+absl::Status SparseCoreStage::Forward(const host::PartitionedCoo& coo, SparseStepBuffers* buf,
+                                      std::span<float> activations) {
+  const int64_t segs = int64_t{W_} * S_ * S_;
+  // 1. Segment sizes: our segments to rank q are coo's [q*S, q*S+S) x [0, S).
+  buf->send_counts.resize(segs);
+  buf->recv_counts.resize(segs);
+  for (int64_t k = 0; k < segs; ++k) {
+    buf->send_counts[k] = coo.segment_offsets[k + 1] - coo.segment_offsets[k];
+  }
+  absl::Status st = comm_.AllToAll(buf->send_counts, buf->recv_counts);
+  if (!st.ok()) return st;
+
+  // 2. Entries.
+  buf->recv_offsets.assign(segs + 1, 0);
+  for (int64_t k = 0; k < segs; ++k) {
+    buf->recv_offsets[k + 1] = buf->recv_offsets[k] + buf->recv_counts[k];
+  }
+  buf->recv_entries.resize(buf->recv_offsets[segs]);
+  const int block = S_ * S_;
+  BlockBytes(coo.segment_offsets, W_, block, sizeof(CooEntry), &buf->bytes_a, &buf->offs_a);
+  BlockBytes(buf->recv_offsets, W_, block, sizeof(CooEntry), &buf->bytes_b, &buf->offs_b);
+  st = comm_.AllToAllv(coo.entries.data(), buf->bytes_a, buf->offs_a, buf->recv_entries.data(),
+                       buf->bytes_b, buf->offs_b);
+  if (!st.ok()) return st;
+
+  // 3. Lookup on each local SparseCore; partials in received-segment order.
+  buf->owner_offsets.assign(segs + 1, 0);
+  for (int64_t k = 0; k < segs; ++k) {
+    std::span<const CooEntry> seg(buf->recv_entries.data() + buf->recv_offsets[k],
+                                  buf->recv_counts[k]);
+    buf->owner_offsets[k + 1] = buf->owner_offsets[k] + device::PartialFloats(seg, table_dims_);
+  }
+  buf->owner_partials.resize(buf->owner_offsets[segs]);
+  buf->sc_states.resize(S_);
+  for (int l = 0; l < S_; ++l) {
+    SegmentsOf(*buf, l, &segs_);
+    outs_.clear();
+    for (int q = 0; q < W_; ++q) {
+      for (int s = 0; s < S_; ++s) {
+        outs_.push_back(buf->owner_partials.data() +
+                        buf->owner_offsets[(int64_t{q} * S_ + l) * S_ + s]);
+      }
+    }
+    scs_[l]->Forward(segs_, outs_, &buf->sc_states[l]);
+  }
+
+  // 4. Partials back to the sources.
+  buf->source_offsets.assign(segs + 1, 0);
+  for (int64_t k = 0; k < segs; ++k) {
+    std::span<const CooEntry> seg(coo.entries.data() + coo.segment_offsets[k],
+                                  coo.segment_offsets[k + 1] - coo.segment_offsets[k]);
+    buf->source_offsets[k + 1] = buf->source_offsets[k] + device::PartialFloats(seg, table_dims_);
+  }
+  buf->source_partials.resize(buf->source_offsets[segs]);
+  BlockBytes(buf->owner_offsets, W_, block, sizeof(float), &buf->bytes_a, &buf->offs_a);
+  BlockBytes(buf->source_offsets, W_, block, sizeof(float), &buf->bytes_b, &buf->offs_b);
+  st = comm_.AllToAllv(buf->owner_partials.data(), buf->bytes_a, buf->offs_a,
+                       buf->source_partials.data(), buf->bytes_b, buf->offs_b);
+  if (!st.ok()) return st;
+
+  // 5. Sum partials into activations, destination SparseCores in order.
+  std::fill(activations.begin(), activations.end(), 0.0f);
+  const float* p = buf->source_partials.data();
+  ForEachGroup(coo, [&](const CooEntry& e, int dim) {
+    float* out = activations.data() + int64_t{e.row} * activation_width_ + feature_offsets_[e.feature];
+    for (int d = 0; d < dim; ++d) out[d] += p[d];
+    p += dim;
+  });
+  return absl::OkStatus();
+}
+
+absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
+                                       std::span<const float> d_activations,
+                                       SparseStepBuffers* buf) {
+  const int block = S_ * S_;
+  buf->grads_out.resize(buf->source_partials.size());
+  float* g = buf->grads_out.data();
+  ForEachGroup(coo, [&](const CooEntry& e, int dim) {
+    std::memcpy(g, d_activations.data() + int64_t{e.row} * activation_width_ + feature_offsets_[e.feature],
+                sizeof(float) * dim);
+    g += dim;
+  });
+  buf->grads_in.resize(buf->owner_partials.size());
+  BlockBytes(buf->source_offsets, W_, block, sizeof(float), &buf->bytes_a, &buf->offs_a);
+  BlockBytes(buf->owner_offsets, W_, block, sizeof(float), &buf->bytes_b, &buf->offs_b);
+  absl::Status st = comm_.AllToAllv(buf->grads_out.data(), buf->bytes_a, buf->offs_a,
+                                    buf->grads_in.data(), buf->bytes_b, buf->offs_b);
+  if (!st.ok()) return st;
+  for (int l = 0; l < S_; ++l) {
+    SegmentsOf(*buf, l, &segs_);
+    ins_.clear();
+    for (int q = 0; q < W_; ++q) {
+      for (int s = 0; s < S_; ++s) {
+        ins_.push_back(buf->grads_in.data() + buf->owner_offsets[(int64_t{q} * S_ + l) * S_ + s]);
+      }
+    }
+    scs_[l]->Backward(segs_, ins_, &buf->sc_states[l]);
+  }
+  return absl::OkStatus();
+}
+
+int64_t SparseCoreStage::last_unique_ids(const SparseStepBuffers& buf) const {
+  int64_t n = 0;
+  for (const auto& s : buf.sc_states) n += static_cast<int64_t>(s.unique_keys.size());
+  return n;
+}
+
+}  // namespace lemrt::runtime

@@ -1,0 +1,96 @@
+// The SparseCore stages of a step on one chip: forward (ship ids to their
+// owners, look up, ship partial pooled vectors back, sum them into
+// activations) and backward (ship activation gradients to the owners, update
+// rows). Buffers live in SparseStepBuffers, one per step in flight, so the
+// lookup state of a step stays with that step. Thread-compatible.
+//
+// Exchanges per step (W ranks, S SparseCores per chip, N = W x S):
+//   forward 1: MPI_Alltoall of S x S segment sizes per rank pair (8 S^2 B)
+//   forward 2: MPI_Alltoallv of COO entries (24 B per id after per-sample dedup)
+//   forward 3: MPI_Alltoallv of partials (4 x dim B per (sample, feature,
+//              destination SparseCore) group)
+//   backward:  MPI_Alltoallv of gradients, the reverse of forward 3.
+// Segment order everywhere is [destination SC][source local SC]; on the
+// receiving side [source rank][destination local SC][source local SC].
+#ifndef LEMRT_RUNTIME_SPARSECORE_STAGE_H_
+#define LEMRT_RUNTIME_SPARSECORE_STAGE_H_
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "device/sparsecore/sparse_core.h"
+#include "host/coo.h"
+#include "proto/config.pb.h"
+#include "runtime/comm/communicator.h"
+
+namespace lemrt::runtime {
+
+// Everything one step's SparseCore work keeps between forward and backward.
+struct SparseStepBuffers {
+  std::vector<int64_t> send_counts, recv_counts;  // [rank][dest local SC][src local SC]
+  std::vector<host::CooEntry> recv_entries;
+  std::vector<int64_t> recv_offsets;              // entries, per received segment (+1)
+  std::vector<float> owner_partials;              // partials this chip computed, per received segment
+  std::vector<int64_t> owner_offsets;             // floats, per received segment (+1)
+  std::vector<float> source_partials;             // partials for this chip's own segments
+  std::vector<int64_t> source_offsets;            // floats, per own segment (+1)
+  std::vector<device::SparseCoreStepState> sc_states;  // per local SparseCore
+  // Per-rank byte counts and offsets of the three exchanges.
+  std::vector<int64_t> bytes_a, offs_a, bytes_b, offs_b;
+  std::vector<float> grads_in;                    // owner side, layout of owner_partials
+  std::vector<float> grads_out;                   // source side, layout of source_partials
+};
+
+class SparseCoreStage {
+ public:
+  // Creates this chip's S SparseCores (global indices rank x S .. rank x S +
+  // S - 1) with their table shards. `comm` and `optimizers` must outlive it.
+  SparseCoreStage(const config::RunConfig& config, Communicator& comm,
+                  std::span<const device::Optimizer* const> optimizers);
+
+  // Lookup for `coo`; writes activations [local batch x activation_width()]
+  // (feature f at columns feature_offset(f) .. + its table's dim).
+  absl::Status Forward(const host::PartitionedCoo& coo, SparseStepBuffers* buf,
+                       std::span<float> activations);
+
+  // Update from d_activations (same layout as activations) for the step whose
+  // Forward filled `buf`.
+  absl::Status Backward(const host::PartitionedCoo& coo, std::span<const float> d_activations,
+                        SparseStepBuffers* buf);
+
+  int activation_width() const { return activation_width_; }
+  int feature_offset(int f) const { return feature_offsets_[f]; }
+  const std::vector<std::unique_ptr<device::SparseCore>>& sparse_cores() const { return scs_; }
+
+  // Unique ids the local SparseCores gathered in the last Forward.
+  int64_t last_unique_ids(const SparseStepBuffers& buf) const;
+
+ private:
+  // Views of local SC l's received segments, in (source rank, source SC) order.
+  void SegmentsOf(const SparseStepBuffers& buf, int l,
+                  std::vector<std::span<const host::CooEntry>>* segs) const;
+
+  // Calls fn(first entry, dim) for each (feature, row) group of coo, in the
+  // partial layout's order.
+  template <typename Fn>
+  void ForEachGroup(const host::PartitionedCoo& coo, Fn&& fn) const;
+
+  Communicator& comm_;
+  int S_;
+  int W_;
+  int activation_width_ = 0;
+  std::vector<int> feature_offsets_;
+  std::vector<int> feature_dims_;
+  std::vector<int> table_dims_;
+  std::vector<std::unique_ptr<device::SparseCore>> scs_;
+  // Scratch for per-SC views (no per-step allocation after the first steps).
+  std::vector<std::span<const host::CooEntry>> segs_;
+  std::vector<float*> outs_;
+  std::vector<const float*> ins_;
+};
+
+}  // namespace lemrt::runtime
+
+#endif  // LEMRT_RUNTIME_SPARSECORE_STAGE_H_

@@ -1,0 +1,53 @@
+#include "runtime/tensorcore_stage.h"
+
+#include "proto/config_loader.h"
+
+namespace lemrt::runtime {
+
+absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
+    const config::RunConfig& config, Communicator& comm) {
+  device::DlrmShape shape;
+  shape.num_dense = config.model().num_dense_features();
+  shape.bottom.assign(config.model().bottom_mlp().begin(), config.model().bottom_mlp().end());
+  shape.top.assign(config.model().top_mlp().begin(), config.model().top_mlp().end());
+  for (const auto& f : config.features()) {
+    shape.feature_dims.push_back(config.tables(config::FindTable(config, f.table())).dim());
+  }
+  const int64_t local_batch = config.training().global_batch() / comm.size();
+  auto model = device::DlrmDense::Create(shape, local_batch, config.training().seed());
+  if (!model.ok()) return model.status();
+  auto optimizer = device::CreateOptimizer(config.training().dense_optimizer(),
+                                           config.training().dense_learning_rate());
+  return std::unique_ptr<TensorCoreStage>(new TensorCoreStage(
+      comm, std::move(*model), std::move(optimizer), config.training().global_batch()));
+}
+
+TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::DlrmDense> model,
+                                 std::unique_ptr<device::Optimizer> optimizer,
+                                 int64_t global_batch)
+    : comm_(comm),
+      model_(std::move(model)),
+      optimizer_(std::move(optimizer)),
+      slots_(model_->num_params() * optimizer_->slots_per_param()),
+      loss_scale_(1.0f / static_cast<float>(global_batch)) {
+  optimizer_->InitSlots(slots_);
+}
+
+absl::StatusOr<double> TensorCoreStage::Step(const host::Batch& batch,
+                                             std::span<const float> activations,
+                                             std::span<float> d_activations) {
+  const double loss =
+      model_->ForwardBackward(batch.num_samples, batch.dense.data(), activations.data(),
+                              batch.labels.data(), loss_scale_, d_activations.data());
+  absl::Status st = comm_.AllReduceSum(model_->mutable_grads());
+  if (!st.ok()) return st;
+  optimizer_->Apply(model_->params(), slots_, model_->grads());
+  return loss;
+}
+
+void TensorCoreStage::Predict(const host::Batch& batch, std::span<const float> activations,
+                              std::span<float> probs) {
+  model_->Predict(batch.num_samples, batch.dense.data(), activations.data(), probs.data());
+}
+
+}  // namespace lemrt::runtime

@@ -1,0 +1,54 @@
+// The TensorCore stage of a step on one chip: DLRM forward and backward on the
+// local batch, dense gradients summed over chips with one all-reduce, and the
+// dense optimizer step. Thread-compatible.
+//
+// Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B).
+#ifndef LEMRT_RUNTIME_TENSORCORE_STAGE_H_
+#define LEMRT_RUNTIME_TENSORCORE_STAGE_H_
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "device/optimizers/optimizer.h"
+#include "device/tensorcore/dlrm_dense.h"
+#include "host/batch.h"
+#include "proto/config.pb.h"
+#include "runtime/comm/communicator.h"
+
+namespace lemrt::runtime {
+
+class TensorCoreStage {
+ public:
+  // `comm` must outlive the stage. Errors: InvalidArgument for a model shape
+  // the dense model rejects.
+  static absl::StatusOr<std::unique_ptr<TensorCoreStage>> Create(const config::RunConfig& config,
+                                                                  Communicator& comm);
+
+  // Forward + backward of `batch` with pooled embeddings `activations`
+  // ([batch x width]); writes d_activations (gradient of the global mean loss)
+  // and updates the dense parameters. Returns this chip's sum of losses.
+  absl::StatusOr<double> Step(const host::Batch& batch, std::span<const float> activations,
+                              std::span<float> d_activations);
+
+  // Click probabilities for `batch` (forward only); probs.size() == batch size.
+  void Predict(const host::Batch& batch, std::span<const float> activations,
+               std::span<float> probs);
+
+  const device::DlrmDense& model() const { return *model_; }
+
+ private:
+  TensorCoreStage(Communicator& comm, std::unique_ptr<device::DlrmDense> model,
+                  std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch);
+
+  Communicator& comm_;
+  std::unique_ptr<device::DlrmDense> model_;
+  std::unique_ptr<device::Optimizer> optimizer_;
+  std::vector<float> slots_;
+  float loss_scale_;
+};
+
+}  // namespace lemrt::runtime
+
+#endif  // LEMRT_RUNTIME_TENSORCORE_STAGE_H_

@@ -1,0 +1,218 @@
+#include "runtime/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "base/auc.h"
+#include "glog/logging.h"
+#include "base/status_macros.h"
+#include "runtime/model_stats.h"
+
+namespace lemrt::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
+  return v[k];
+}
+
+}  // namespace
+
+Trainer::Trainer(const config::RunConfig& config, Communicator& comm)
+    : config_(config), comm_(comm), coo_builder_(host::MakeCooOptions(config)) {}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
+                                                         Communicator& comm) {
+  std::unique_ptr<Trainer> t(new Trainer(config, comm));
+  auto data = host::CreateDataSource(config, comm.rank(), comm.size());
+  absl::Status st = AgreeOnStatus(comm, data.status());
+  if (!st.ok()) return st;
+  t->data_ = std::move(*data);
+  std::vector<const device::Optimizer*> optimizers;
+  for (const auto& table : config.tables()) {
+    t->table_optimizers_.push_back(
+        device::CreateOptimizer(table.optimizer(), config.training().embedding_learning_rate()));
+    optimizers.push_back(t->table_optimizers_.back().get());
+  }
+  t->sparse_ = std::make_unique<SparseCoreStage>(config, comm, optimizers);
+  auto dense = TensorCoreStage::Create(config, comm);
+  if (!dense.ok()) return dense.status();
+  t->dense_ = std::move(*dense);
+  const int64_t local_batch = config.training().global_batch() / comm.size();
+  t->activations_.resize(local_batch * t->sparse_->activation_width());
+  t->d_activations_.resize(t->activations_.size());
+  return t;
+}
+
+absl::Status Trainer::TrainStep(int64_t step, double* loss_sum, double stage_ms[4]) {
+  Clock::time_point t0 = Clock::now();
+  absl::Status st = data_->TrainBatch(step, &batch_);
+  if (st.ok()) st = coo_builder_.Build(batch_, &coo_);
+  if (!st.ok()) st = absl::Status(st.code(), absl::StrFormat("step %d: %s", step, st.message()));
+  st = AgreeOnStatus(comm_, st);
+  if (!st.ok()) return st;
+  stage_ms[0] = MsSince(t0);
+
+  t0 = Clock::now();
+  st = sparse_->Forward(coo_, &sparse_buffers_, activations_);
+  if (!st.ok()) return st;
+  stage_ms[1] = MsSince(t0);
+
+  t0 = Clock::now();
+  auto loss = dense_->Step(batch_, activations_, d_activations_);
+  if (!loss.ok()) return loss.status();
+  stage_ms[2] = MsSince(t0);
+
+  t0 = Clock::now();
+  st = sparse_->Backward(coo_, d_activations_, &sparse_buffers_);
+  if (!st.ok()) return st;
+  stage_ms[3] = MsSince(t0);
+
+  *loss_sum = *loss;
+  ids_total_ += coo_.ids_total;
+  ids_after_dedup_ += coo_.ids_after_dedup;
+  unique_ids_ += sparse_->last_unique_ids(sparse_buffers_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalResult> Trainer::Evaluate() {
+  std::vector<float> probs, labels, teacher;
+  std::vector<float> chunk_probs;
+  for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
+    absl::Status st = data_->EvalBatch(c, &batch_);
+    if (st.ok()) st = coo_builder_.Build(batch_, &coo_);
+    st = AgreeOnStatus(comm_, st);
+    if (!st.ok()) return st;
+    st = sparse_->Forward(coo_, &sparse_buffers_, activations_);
+    if (!st.ok()) return st;
+    chunk_probs.resize(batch_.num_samples);
+    dense_->Predict(batch_, activations_, chunk_probs);
+    probs.insert(probs.end(), chunk_probs.begin(), chunk_probs.end());
+    labels.insert(labels.end(), batch_.labels.begin(), batch_.labels.end());
+    teacher.insert(teacher.end(), batch_.teacher_prob.begin(), batch_.teacher_prob.end());
+  }
+  std::vector<float> all_probs, all_labels, all_teacher;
+  LEMRT_RETURN_IF_ERROR(comm_.AllGather(probs, &all_probs));
+  LEMRT_RETURN_IF_ERROR(comm_.AllGather(labels, &all_labels));
+  LEMRT_RETURN_IF_ERROR(comm_.AllGather(teacher, &all_teacher));
+  EvalResult r;
+  r.samples = static_cast<int64_t>(all_probs.size());
+  if (r.samples == 0) return r;
+  r.auc = base::Auc(all_probs, all_labels);
+  r.logloss = base::LogLoss(all_probs, all_labels);
+  if (data_->has_teacher() && all_teacher.size() == all_labels.size()) {
+    r.teacher_auc = base::Auc(all_teacher, all_labels);
+  }
+  return r;
+}
+
+absl::StatusOr<summary::RunSummary> Trainer::Run() {
+  const auto& tc = config_.training();
+  const bool leader = comm_.rank() == 0;
+  std::vector<double> step_ms;
+  std::vector<double> losses;
+  double stage_total[4] = {0, 0, 0, 0};
+  double train_sec = 0;
+  Clock::time_point window_start = Clock::now();
+  for (int64_t step = 0; step < tc.steps(); ++step) {
+    const Clock::time_point t0 = Clock::now();
+    double stage_ms[4];
+    double loss = 0;
+    LEMRT_RETURN_IF_ERROR(TrainStep(step, &loss, stage_ms));
+    LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<double>(&loss, 1)));
+    step_ms.push_back(MsSince(t0));
+    train_sec += step_ms.back() / 1000.0;
+    for (int k = 0; k < 4; ++k) stage_total[k] += stage_ms[k];
+    losses.push_back(loss / tc.global_batch());
+    if (!std::isfinite(losses.back())) {
+      return absl::InternalError(absl::StrFormat(
+          "step %d: the training loss is %f; lower the learning rates", step, losses.back()));
+    }
+    const bool log_now = tc.log_every() > 0 && (step + 1) % tc.log_every() == 0;
+    if (log_now && leader) {
+      const double window = std::chrono::duration<double>(Clock::now() - window_start).count();
+      LOG(INFO) << absl::StrFormat("step %d/%d  loss %.5f  samples/s %.0f", step + 1,
+                                   tc.steps(), losses.back(),
+                                   tc.log_every() * tc.global_batch() / window);
+    }
+    if (log_now) window_start = Clock::now();
+    if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
+      LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
+      if (leader) {
+        LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
+                                     step + 1, e.auc, e.logloss, e.samples);
+      }
+      window_start = Clock::now();
+    }
+  }
+  LEMRT_ASSIGN_OR_RETURN(EvalResult eval, Evaluate());
+  if (leader) {
+    LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
+                                 tc.steps(), eval.auc, eval.logloss, eval.samples);
+  }
+  LEMRT_ASSIGN_OR_RETURN(ModelStats stats,
+                         ComputeModelStats(comm_, *sparse_, dense_->model().params()));
+  int64_t ids[3] = {ids_total_, ids_after_dedup_, unique_ids_};
+  LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<int64_t>(ids, 3)));
+  // The slowest rank defines the step time.
+  double slowest = train_sec;
+  {
+    std::vector<float> all;
+    LEMRT_RETURN_IF_ERROR(comm_.AllGather(std::span<const float>(
+        std::vector<float>{static_cast<float>(train_sec)}), &all));
+    for (float v : all) slowest = std::max<double>(slowest, v);
+  }
+
+  summary::RunSummary s;
+  s.set_world_size(comm_.size());
+  s.set_sparse_cores_per_chip(config_.topology().sparse_cores_per_chip());
+  s.set_global_batch(tc.global_batch());
+  s.set_steps(tc.steps());
+  s.set_samples_per_sec(slowest > 0 ? tc.steps() * tc.global_batch() / slowest : 0);
+  double mean = 0;
+  for (double v : step_ms) mean += v;
+  s.mutable_step_time_ms()->set_mean(step_ms.empty() ? 0 : mean / step_ms.size());
+  s.mutable_step_time_ms()->set_p50(Percentile(step_ms, 0.5));
+  s.mutable_step_time_ms()->set_p99(Percentile(step_ms, 0.99));
+  if (!losses.empty()) {
+    s.mutable_train()->set_loss_last(losses.back());
+    double tail = 0;
+    const size_t n = std::min<size_t>(10, losses.size());
+    for (size_t i = losses.size() - n; i < losses.size(); ++i) tail += losses[i];
+    s.mutable_train()->set_loss_mean_last_10(tail / n);
+  }
+  s.mutable_eval()->set_auc(eval.auc);
+  s.mutable_eval()->set_logloss(eval.logloss);
+  s.mutable_eval()->set_samples(eval.samples);
+  if (eval.teacher_auc >= 0) {
+    s.mutable_eval()->mutable_teacher_auc()->set_number_value(eval.teacher_auc);
+  } else {
+    s.mutable_eval()->mutable_teacher_auc()->set_null_value(google::protobuf::NULL_VALUE);
+  }
+  s.mutable_ids()->set_total(ids[0]);
+  s.mutable_ids()->set_after_dedup(ids[1]);
+  s.mutable_ids()->set_unique_per_partition(ids[2]);
+  s.set_params_l2(stats.params_l2);
+  s.set_model_checksum(stats.checksum);
+  s.set_pipelining(false);
+  s.set_wall_time_sec(slowest);
+  auto* b = s.mutable_breakdown_ms();
+  const double n = std::max<double>(1, tc.steps());
+  b->set_host(stage_total[0] / n);
+  b->set_sc_forward(stage_total[1] / n);
+  b->set_tc(stage_total[2] / n);
+  b->set_sc_backward(stage_total[3] / n);
+  return s;
+}
+
+}  // namespace lemrt::runtime
