@@ -65,8 +65,9 @@ struct PartitionedCoo {
 
   std::span<const CooEntry> segment(int dest_sc, int src_local_sc) const {
     const int64_t k = int64_t{dest_sc} * local_sparse_cores + src_local_sc;
-    return std::span<const CooEntry>(entries.data() + segment_offsets[k],
-                                     segment_offsets[k + 1] - segment_offsets[k]);
+    return std::span<const CooEntry>(
+        entries.data() + segment_offsets[k],
+        segment_offsets[k + 1] - segment_offsets[k]);
   }
 };
 
@@ -83,10 +84,11 @@ class CooBuilder {
 
  private:
   CooOptions options_;
-  std::vector<int64_t> sorted_;       // one sample's ids
-  std::vector<CooEntry> staged_;      // entries in (src SC, feature, row, col) order
+  std::vector<int64_t> sorted_;  // one sample's ids
+  std::vector<CooEntry>
+      staged_;  // entries in (src SC, feature, row, col) order
   std::vector<int32_t> staged_dest_;  // destination SC of each staged entry
-  std::vector<int32_t> sample_ids_;   // ids after dedup per sample (limit check)
+  std::vector<int32_t> sample_ids_;  // ids after dedup per sample (limit check)
   std::vector<int64_t> cursor_;
 };
 

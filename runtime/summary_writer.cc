@@ -54,7 +54,7 @@ std::string SummaryTable(const summary::RunSummary& s) {
   row("train loss (last)", absl::StrFormat("%.5f", s.train().loss_last()));
   row("eval AUC / teacher", absl::StrFormat("%.4f / %s", s.eval().auc(), teacher));
   row("eval logloss", absl::StrFormat("%.5f (%d samples)", s.eval().logloss(), s.eval().samples()));
-  row("ids total/dedup/unique", absl::StrFormat("%d / %d / %d", s.ids().total(),
+  row("ids total/dedup/unique", absl::StrFormat("%.0f / %.0f / %.0f", s.ids().total(),
                                                 s.ids().after_dedup(),
                                                 s.ids().unique_per_partition()));
   row("params L2", absl::StrFormat("%.6f", s.params_l2()));

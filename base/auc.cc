@@ -1,0 +1,55 @@
+#include "base/auc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "glog/logging.h"
+
+namespace lemrt::base {
+
+double Auc(std::span<const float> scores, std::span<const float> labels) {
+  CHECK_EQ(scores.size(), labels.size());
+  const size_t n = scores.size();
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return scores[a] < scores[b]; });
+  // Sum of the (1-based, tie-averaged) ranks of the positives.
+  double positive_rank_sum = 0;
+  int64_t positives = 0;
+  for (size_t begin = 0; begin < n;) {
+    size_t end = begin + 1;
+    while (end < n && scores[order[end]] == scores[order[begin]]) ++end;
+    const double average_rank = 0.5 * static_cast<double>(begin + 1 + end);
+    for (size_t j = begin; j < end; ++j) {
+      if (labels[order[j]] > 0.5f) {
+        positive_rank_sum += average_rank;
+        ++positives;
+      }
+    }
+    begin = end;
+  }
+  const int64_t negatives = static_cast<int64_t>(n) - positives;
+  if (positives == 0 || negatives == 0) return 0.5;
+  const double p = static_cast<double>(positives);
+  return (positive_rank_sum - p * (p + 1) / 2) /
+         (p * static_cast<double>(negatives));
+}
+
+double LogLoss(std::span<const float> probs, std::span<const float> labels) {
+  CHECK_EQ(probs.size(), labels.size());
+  if (probs.empty()) return 0;
+  constexpr double kEps = 1e-7;
+  double total = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    const double p = std::clamp(static_cast<double>(probs[i]), kEps, 1 - kEps);
+    const double y = labels[i];
+    total -= y * std::log(p) + (1 - y) * std::log(1 - p);
+  }
+  return total / static_cast<double>(probs.size());
+}
+
+}  // namespace lemrt::base

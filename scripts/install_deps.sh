@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs lemrt's build and test dependencies from Debian packages. Idempotent
+# and quiet when everything is already there.
+set -euo pipefail
+
+PACKAGES=(
+  cmake g++ make python3
+  openmpi-bin libopenmpi-dev
+  libeigen3-dev
+  libprotobuf-dev protobuf-compiler
+  libgoogle-glog-dev libgflags-dev
+  libgtest-dev libgmock-dev
+  libabsl-dev
+  libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install_deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds lemrt (Release, build/), trains the example
+# DLRM on 4 ranks and prints the result table. Extra arguments go to
+# lemrt_train (e.g. --override='training { steps: 50 }').
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+"$LEMRT_ROOT/scripts/install_deps.sh"
+lemrt_build "$LEMRT_ROOT/build"
+mkdir -p "$LEMRT_ROOT/out"
+mpirun -np "${LEMRT_RANKS:-4}" --bind-to none "$LEMRT_ROOT/build/bin/lemrt_train" \
+  --config="$LEMRT_ROOT/examples/configs/dlrm_synthetic.pbtxt" \
+  --summary_json="$LEMRT_ROOT/out/example_summary.json" "$@"
+echo "summary JSON: out/example_summary.json"
