@@ -26,6 +26,28 @@ double Percentile(std::vector<double> v, double p) {
   return v[k];
 }
 
+// Says, once at start-up, which configured knobs this build does not act on
+// yet, so that nothing silently pretends to work.
+void WarnAboutPendingKnobs(const config::RunConfig& config) {
+  const auto& sc = config.sparse_core();
+  if (!sc.disable_table_stacking() && config.tables_size() > 1) {
+    LOG(WARNING) << "sparse_core.disable_table_stacking is false, but table stacking is not "
+                    "implemented yet: every table is looked up on its own.";
+  }
+  if (!sc.max_ids_per_table().empty() || !sc.max_unique_ids_per_table().empty()) {
+    LOG(WARNING) << "sparse_core.max_ids_per_table / max_unique_ids_per_table are validated "
+                    "but not enforced yet (no per-partition limits, minibatching or dropping).";
+  }
+  if (sc.allow_id_dropping()) {
+    LOG(WARNING) << "sparse_core.allow_id_dropping has no effect yet: ids are never dropped.";
+  }
+  if (!sc.disable_full_embedding_pipelining()) {
+    LOG(WARNING) << "pipelining is on in the config (the default), but this build runs the "
+                    "stages sequentially; set sparse_core.disable_full_embedding_pipelining "
+                    "to silence this.";
+  }
+}
+
 }  // namespace
 
 Trainer::Trainer(const config::RunConfig& config, Communicator& comm)
@@ -33,6 +55,7 @@ Trainer::Trainer(const config::RunConfig& config, Communicator& comm)
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
                                                          Communicator& comm) {
+  if (comm.rank() == 0) WarnAboutPendingKnobs(config);
   std::unique_ptr<Trainer> t(new Trainer(config, comm));
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = AgreeOnStatus(comm, data.status());

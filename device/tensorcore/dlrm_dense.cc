@@ -1,0 +1,269 @@
+#include "device/tensorcore/dlrm_dense.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "Eigen/Core"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "glog/logging.h"
+
+namespace lemrt::device {
+namespace {
+
+using RowMatrix =
+    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixMap = Eigen::Map<RowMatrix>;
+using ConstMatrixMap = Eigen::Map<const RowMatrix>;
+// A column block of a wider row-major buffer (one feature inside emb or z_).
+using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+
+// SplitMix64 finaliser.
+uint64_t Mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Xavier-uniform weights for params[offset, offset + count): the value at flat
+// index k depends only on (seed, k), so every rank gets the same model.
+void XavierFill(std::span<float> params, int64_t offset, int64_t count,
+                int fan_in, int fan_out, uint64_t seed) {
+  const double limit = std::sqrt(6.0 / (fan_in + fan_out));
+  for (int64_t k = offset; k < offset + count; ++k) {
+    const uint64_t h =
+        Mix64(seed * 0x100000001b3ULL ^ Mix64(static_cast<uint64_t>(k)));
+    const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // [0, 1)
+    params[k] = static_cast<float>((2.0 * u - 1.0) * limit);
+  }
+}
+
+absl::Status ValidateWidths(const std::vector<int>& widths, const char* field) {
+  if (widths.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "DlrmShape.%s is empty; it must list at least one layer width.",
+        field));
+  }
+  for (size_t i = 0; i < widths.size(); ++i) {
+    if (widths[i] <= 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "DlrmShape.%s[%d] is %d; widths must be positive (%s = [%s]).", field,
+          i, widths[i], field, absl::StrJoin(widths, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateShape(const DlrmShape& shape, int64_t max_batch) {
+  if (shape.num_dense <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "DlrmShape.num_dense is %d; it must be positive.", shape.num_dense));
+  }
+  if (absl::Status s = ValidateWidths(shape.bottom, "bottom"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateWidths(shape.top, "top"); !s.ok()) return s;
+  if (shape.top.back() != 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "DlrmShape.top must end in 1 (the logit) but ends in %d.",
+        shape.top.back()));
+  }
+  if (shape.feature_dims.empty()) {
+    return absl::InvalidArgumentError(
+        "DlrmShape.feature_dims is empty; the model needs at least one sparse "
+        "feature.");
+  }
+  for (size_t f = 0; f < shape.feature_dims.size(); ++f) {
+    if (shape.feature_dims[f] <= 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "DlrmShape.feature_dims[%d] is %d; embedding widths must be "
+          "positive.",
+          f, shape.feature_dims[f]));
+    }
+  }
+  if (max_batch < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_batch is %d; it must be >= 0.", max_batch));
+  }
+  return absl::OkStatus();
+}
+
+MlpShape BottomShape(const DlrmShape& shape) {
+  MlpShape mlp{.widths = {shape.num_dense}, .relu_last = true};
+  mlp.widths.insert(mlp.widths.end(), shape.bottom.begin(), shape.bottom.end());
+  return mlp;
+}
+
+MlpShape TopShape(const DlrmShape& shape) {
+  const DotInteraction interaction(
+      static_cast<int>(shape.feature_dims.size()) + 1, shape.bottom.back());
+  MlpShape mlp{.widths = {interaction.output_width()}, .relu_last = false};
+  mlp.widths.insert(mlp.widths.end(), shape.top.begin(), shape.top.end());
+  return mlp;
+}
+
+double Sigmoid(double x) {
+  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
+  const double e = std::exp(x);
+  return e / (1.0 + e);
+}
+
+// -[y log s(x) + (1 - y) log(1 - s(x))] without overflow for large |x|.
+double BinaryCrossEntropyWithLogit(double x, double y) {
+  return std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::abs(x)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DlrmDense>> DlrmDense::Create(
+    const DlrmShape& shape, int64_t max_batch, uint64_t seed) {
+  if (absl::Status s = ValidateShape(shape, max_batch); !s.ok()) return s;
+  std::unique_ptr<DlrmDense> model(new DlrmDense(shape, max_batch));
+  model->InitParams(seed);
+  return model;
+}
+
+DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch)
+    : shape_(shape),
+      max_batch_(max_batch),
+      bottom_(BottomShape(shape), max_batch),
+      interaction_(static_cast<int>(shape.feature_dims.size()) + 1,
+                   shape.bottom.back()),
+      top_(TopShape(shape), max_batch) {
+  const int d = interaction_dim();
+  int64_t offset = bottom_.num_params();
+  for (int dim : shape.feature_dims) {
+    Feature feature{.dim = dim, .emb_offset = embedding_width_};
+    if (dim != d) {
+      feature.proj_offset = offset;
+      offset += static_cast<int64_t>(dim) * d;
+    }
+    features_.push_back(feature);
+    embedding_width_ += dim;
+  }
+  top_offset_ = offset;
+  params_.assign(static_cast<size_t>(top_offset_ + top_.num_params()), 0.0f);
+  grads_.assign(params_.size(), 0.0f);
+  const size_t rows = static_cast<size_t>(max_batch);
+  z_.resize(rows * interaction_.input_width());
+  dz_.resize(z_.size());
+  x_.resize(rows * interaction_.output_width());
+  dx_.resize(x_.size());
+  d_bottom_.resize(rows * d);
+  d_logits_.resize(rows);
+}
+
+void DlrmDense::InitParams(uint64_t seed) {
+  // Biases stay at the zero they were assigned.
+  auto fill_mlp = [&](const Mlp& mlp, int64_t base) {
+    for (int l = 0; l < mlp.num_layers(); ++l) {
+      const Mlp::Layer& layer = mlp.layer(l);
+      XavierFill(params_, base + layer.weight_offset,
+                 static_cast<int64_t>(layer.in) * layer.out, layer.in,
+                 layer.out, seed);
+    }
+  };
+  fill_mlp(bottom_, bottom_offset_);
+  const int d = interaction_dim();
+  for (const Feature& f : features_) {
+    if (f.proj_offset < 0) continue;
+    XavierFill(params_, f.proj_offset, static_cast<int64_t>(f.dim) * d, f.dim,
+               d, seed);
+  }
+  fill_mlp(top_, top_offset_);
+}
+
+std::span<const float> DlrmDense::bottom_params() const {
+  return std::span<const float>(params_).subspan(bottom_offset_,
+                                                 bottom_.num_params());
+}
+
+std::span<const float> DlrmDense::top_params() const {
+  return std::span<const float>(params_).subspan(top_offset_,
+                                                 top_.num_params());
+}
+
+void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb) {
+  CHECK_GE(batch, 0);
+  CHECK_LE(batch, max_batch_);
+  const int d = interaction_dim();
+  const Eigen::OuterStride<> z_stride(interaction_.input_width());
+  const Eigen::OuterStride<> emb_stride(embedding_width_);
+
+  bottom_.Forward(bottom_params(), batch, dense, nullptr);
+  StridedMap(z_.data(), batch, d, z_stride) =
+      ConstMatrixMap(bottom_.output(), batch, d);
+  for (size_t f = 0; f < features_.size(); ++f) {
+    const Feature& feature = features_[f];
+    ConstStridedMap e(emb + feature.emb_offset, batch, feature.dim, emb_stride);
+    StridedMap z(z_.data() + (f + 1) * d, batch, d, z_stride);
+    if (feature.proj_offset < 0) {
+      z = e;
+    } else {
+      z.noalias() = e * ConstMatrixMap(params_.data() + feature.proj_offset,
+                                       feature.dim, d);
+    }
+  }
+  interaction_.Forward(batch, z_.data(), x_.data());
+  top_.Forward(top_params(), batch, x_.data(), nullptr);
+}
+
+void DlrmDense::BackwardFeatures(int64_t batch, const float* emb,
+                                 float* d_emb) {
+  const int d = interaction_dim();
+  const Eigen::OuterStride<> z_stride(interaction_.input_width());
+  const Eigen::OuterStride<> emb_stride(embedding_width_);
+  for (size_t f = 0; f < features_.size(); ++f) {
+    const Feature& feature = features_[f];
+    ConstStridedMap dz(dz_.data() + (f + 1) * d, batch, d, z_stride);
+    StridedMap de(d_emb + feature.emb_offset, batch, feature.dim, emb_stride);
+    if (feature.proj_offset < 0) {
+      de = dz;
+      continue;
+    }
+    ConstStridedMap e(emb + feature.emb_offset, batch, feature.dim, emb_stride);
+    ConstMatrixMap proj(params_.data() + feature.proj_offset, feature.dim, d);
+    MatrixMap d_proj(grads_.data() + feature.proj_offset, feature.dim, d);
+    d_proj.noalias() = e.transpose() * dz;
+    de.noalias() = dz * proj.transpose();
+  }
+}
+
+double DlrmDense::ForwardBackward(int64_t batch, const float* dense,
+                                  const float* emb, const float* labels,
+                                  float loss_scale, float* d_emb) {
+  Forward(batch, dense, emb);
+  const float* logits = top_.output();
+  double loss = 0.0;
+  for (int64_t i = 0; i < batch; ++i) {
+    const double x = logits[i];
+    const double y = labels[i];
+    loss += BinaryCrossEntropyWithLogit(x, y);
+    d_logits_[i] = static_cast<float>(loss_scale * (Sigmoid(x) - y));
+  }
+  std::span<float> grads(grads_);
+  top_.Backward(top_params(), batch, x_.data(), d_logits_.data(),
+                grads.subspan(top_offset_, top_.num_params()), dx_.data());
+  interaction_.Backward(batch, z_.data(), dx_.data(), dz_.data());
+  BackwardFeatures(batch, emb, d_emb);
+  const int d = interaction_dim();
+  MatrixMap(d_bottom_.data(), batch, d) = ConstStridedMap(
+      dz_.data(), batch, d, Eigen::OuterStride<>(interaction_.input_width()));
+  bottom_.Backward(bottom_params(), batch, dense, d_bottom_.data(),
+                   grads.subspan(bottom_offset_, bottom_.num_params()),
+                   /*d_in=*/nullptr);
+  return loss;
+}
+
+void DlrmDense::Predict(int64_t batch, const float* dense, const float* emb,
+                        float* probs) {
+  Forward(batch, dense, emb);
+  const float* logits = top_.output();
+  for (int64_t i = 0; i < batch; ++i) {
+    probs[i] = static_cast<float>(Sigmoid(logits[i]));
+  }
+}
+
+}  // namespace lemrt::device

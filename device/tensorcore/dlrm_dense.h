@@ -1,0 +1,151 @@
+// DlrmDense: the dense ("TensorCore") part of a DLRM on one chip's local
+// batch: bottom MLP over the dense features, optional per-feature projection
+// of the embeddings to the interaction width, dot interaction, top MLP and a
+// binary cross-entropy loss. All parameters (and their gradients) sit in one
+// flat float vector, so one allreduce and one optimizer call cover the whole
+// model. Thread-compatible: a const method may run concurrently with other
+// const methods, anything else needs external synchronisation.
+#ifndef LEMRT_DEVICE_TENSORCORE_DLRM_DENSE_H_
+#define LEMRT_DEVICE_TENSORCORE_DLRM_DENSE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "device/tensorcore/interaction.h"
+#include "device/tensorcore/mlp.h"
+
+namespace lemrt::device {
+
+// Widths of the dense model. d = bottom.back() is the interaction width.
+struct DlrmShape {
+  // Dense input features per sample (> 0).
+  int num_dense = 13;
+  // Bottom MLP widths after the input; >= 1 entries, all > 0; last = d.
+  std::vector<int> bottom;
+  // Top MLP widths after the interaction; >= 1 entries, all > 0; last = 1.
+  std::vector<int> top;
+  // Embedding width of each sparse feature f; F >= 1 entries, all > 0.
+  std::vector<int> feature_dims;
+};
+
+// Model: z_0 = bottom MLP(dense) with a ReLU after every layer (DLRM);
+// z_f = emb_f * P_f for features with feature_dims[f] != d (P_f learned,
+// [dim_f x d], no bias), z_f = emb_f otherwise; x = DotInteraction(z_0..z_F)
+// of width d + (F+1)F/2; logit = top MLP(x) with a ReLU after every layer but
+// the last; loss = loss_scale * sum_i BCE(sigmoid(logit_i), label_i).
+//
+// Parameter layout of params() / grads() (floats, packed, no padding):
+//
+//   | bottom MLP | P_f for each projected f, in increasing f | top MLP |
+//
+// where each MLP is, layer by layer (y = x * W_l + b_l; see mlp.h),
+//
+//   | W_1 [in_1 x out_1] row-major | b_1 [out_1] | W_2 ... | b_L [out_L] |
+//
+// with widths [num_dense, bottom...] for the bottom MLP and
+// [d + (F+1)F/2, top...] for the top MLP, and P_f is [feature_dims[f] x d]
+// row-major (z_f = emb_f * P_f). Features with feature_dims[f] == d own no
+// parameters.
+//
+// Initialisation (a pure function of seed and flat index k): biases are 0;
+// each weight of W_l or P_f is Xavier-uniform,
+//   u = (Mix64(seed * 0x100000001b3 ^ Mix64(k)) >> 11) * 2^-53   in [0, 1),
+//   w = float((2u - 1) * sqrt(6 / (fan_in + fan_out))),
+// with Mix64 the SplitMix64 finaliser and (fan_in, fan_out) = (in_l, out_l)
+// for W_l, (feature_dims[f], d) for P_f.
+class DlrmDense {
+ public:
+  // Validates `shape` (InvalidArgument naming the bad field: num_dense,
+  // bottom, top, feature_dims) and max_batch >= 0 (InvalidArgument), then
+  // allocates every buffer for up to max_batch samples and initialises the
+  // parameters as a pure function of (shape, seed), identical on every rank.
+  static absl::StatusOr<std::unique_ptr<DlrmDense>> Create(
+      const DlrmShape& shape, int64_t max_batch, uint64_t seed);
+
+  DlrmDense(const DlrmDense&) = delete;
+  DlrmDense& operator=(const DlrmDense&) = delete;
+
+  const DlrmShape& shape() const { return shape_; }
+  int64_t max_batch() const { return max_batch_; }
+  int64_t num_params() const { return static_cast<int64_t>(params_.size()); }
+  // Sum of feature_dims: the width of one sample's embedding row.
+  int embedding_width() const { return embedding_width_; }
+  // d = bottom.back().
+  int interaction_dim() const { return shape_.bottom.back(); }
+
+  // All parameters, laid out as documented above. Callers (optimizer,
+  // allreduce, checkpoint) may read and write them between steps.
+  std::span<float> params() { return params_; }
+  std::span<const float> params() const { return params_; }
+  // Gradients of the last ForwardBackward, same layout as params().
+  std::span<const float> grads() const { return grads_; }
+  std::span<float> mutable_grads() { return grads_; }
+
+  // Forward and backward over `batch` samples (0 <= batch <= max_batch,
+  // CHECKed). Inputs, row-major, caller-owned:
+  //   dense  [batch x num_dense];
+  //   emb    [batch x embedding_width], feature f in columns
+  //          [offset_f, offset_f + feature_dims[f]), offset_f = sum_{g<f} dims;
+  //   labels [batch], each 0 or 1.
+  // The loss is loss_scale * sum_i BCE(sigmoid(logit_i), label_i); the
+  // trainer passes 1 / global_batch so gradients summed over ranks are the
+  // global mean. Overwrites grads() with dLoss/d params and d_emb
+  // [batch x embedding_width] (same column layout as emb) with dLoss/d emb.
+  // Returns the unscaled sum of the per-sample BCE losses. Allocates no
+  // buffers of its own (Eigen's GEMM may still take its packing workspace
+  // from the heap for large products).
+  double ForwardBackward(int64_t batch, const float* dense, const float* emb,
+                         const float* labels, float loss_scale, float* d_emb);
+
+  // Forward only: probs [batch] = sigmoid(logit) for the same inputs as
+  // ForwardBackward (0 <= batch <= max_batch). Leaves params() and grads()
+  // untouched. Allocates like ForwardBackward.
+  void Predict(int64_t batch, const float* dense, const float* emb,
+               float* probs);
+
+ private:
+  struct Feature {
+    int dim = 0;
+    int64_t emb_offset = 0;    // First column in emb / d_emb.
+    int64_t proj_offset = -1;  // P_f in params(); -1: used as is (dim == d).
+  };
+
+  DlrmDense(const DlrmShape& shape, int64_t max_batch);
+
+  void InitParams(uint64_t seed);
+  // Runs the model up to the logits (top_.output()); keeps what backward needs.
+  void Forward(int64_t batch, const float* dense, const float* emb);
+  // Gradients of the embeddings and projections from dz_ (interaction input).
+  void BackwardFeatures(int64_t batch, const float* emb, float* d_emb);
+
+  std::span<const float> bottom_params() const;
+  std::span<const float> top_params() const;
+
+  DlrmShape shape_;
+  int64_t max_batch_;
+  int embedding_width_ = 0;
+  std::vector<Feature> features_;
+  Mlp bottom_;
+  DotInteraction interaction_;
+  Mlp top_;
+  int64_t bottom_offset_ = 0;  // Offsets of the MLPs in params_.
+  int64_t top_offset_ = 0;
+
+  std::vector<float> params_;
+  std::vector<float> grads_;
+  // Scratch, all sized for max_batch samples.
+  std::vector<float> z_;         // Interaction input [batch x (F+1) x d].
+  std::vector<float> dz_;        // Its gradient.
+  std::vector<float> x_;         // Interaction output / top input.
+  std::vector<float> dx_;        // Its gradient.
+  std::vector<float> d_bottom_;  // dLoss/d z_0 [batch x d].
+  std::vector<float> d_logits_;  // [batch].
+};
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_TENSORCORE_DLRM_DENSE_H_

@@ -1,0 +1,93 @@
+// Mlp: a stack of fully-connected layers (Linear, optionally followed by
+// ReLU) applied to a row-major batch [batch x in]. The parameters and
+// gradients live in caller-owned flat buffers (so a whole model can keep all
+// of them in one vector); the Mlp owns only the activations kept from Forward
+// for Backward, allocated once for `max_batch` rows. Thread-compatible.
+#ifndef LEMRT_DEVICE_TENSORCORE_MLP_H_
+#define LEMRT_DEVICE_TENSORCORE_MLP_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace lemrt::device {
+
+// Shape of an Mlp.
+struct MlpShape {
+  // [in, out_1, ..., out_L]: the input width then the output width of each of
+  // the L >= 1 layers. All > 0.
+  std::vector<int> widths;
+  // Whether layer L (the last) is followed by a ReLU; layers 1..L-1 always are.
+  bool relu_last = true;
+};
+
+// Parameter layout inside the span given to Forward/Backward (floats, packed,
+// no padding), layer by layer:
+//
+//   | W_1 [in_1 x out_1] row-major | b_1 [out_1] | W_2 ... | b_L [out_L] |
+//
+// Layer l computes y = x * W_l + b_l for a row x, so W_l[i][o] connects input
+// i to output o (fan_in = in_l, fan_out = out_l). The gradient span uses the
+// same layout.
+class Mlp {
+ public:
+  // Where one layer's parameters sit, in floats from the start of the span.
+  struct Layer {
+    int in = 0;
+    int out = 0;
+    int64_t weight_offset = 0;  // W [in x out] row-major.
+    int64_t bias_offset = 0;    // b [out].
+  };
+
+  // Precondition (CHECKed; callers validate user input first): at least two
+  // widths, all > 0, and max_batch >= 0. Allocates the activation buffers.
+  Mlp(MlpShape shape, int64_t max_batch);
+
+  Mlp(const Mlp&) = delete;
+  Mlp& operator=(const Mlp&) = delete;
+
+  // Number of parameters of an Mlp with these widths (see the layout above).
+  static int64_t NumParams(std::span<const int> widths);
+
+  int64_t num_params() const { return num_params_; }
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  const Layer& layer(int l) const { return layers_[l]; }
+  int in_width() const { return layers_.front().in; }
+  int out_width() const { return layers_.back().out; }
+  int64_t max_batch() const { return max_batch_; }
+
+  // Computes the output for `batch` rows of `in` ([batch x in_width],
+  // row-major) and keeps the activations for Backward. The output stays
+  // readable through output() until the next Forward; it is also copied to
+  // `out` ([batch x out_width]) unless `out` is null.
+  // Preconditions: 0 <= batch <= max_batch, params.size() == num_params().
+  void Forward(std::span<const float> params, int64_t batch, const float* in,
+               float* out);
+
+  // Output of the last Forward: [batch x out_width], row-major.
+  const float* output() const { return acts_.back().data(); }
+
+  // Back-propagates d_out = dLoss/d output ([batch x out_width]) through the
+  // last Forward, which must have had the same params, batch and `in` (still
+  // unchanged). Overwrites (does not accumulate) all of `grads`
+  // (grads.size() == num_params()) with dLoss/d params, and writes
+  // d_in = dLoss/d in ([batch x in_width]) unless `d_in` is null.
+  void Backward(std::span<const float> params, int64_t batch, const float* in,
+                const float* d_out, std::span<float> grads, float* d_in);
+
+ private:
+  bool HasRelu(int l) const { return l + 1 < num_layers() || relu_last_; }
+
+  std::vector<Layer> layers_;
+  bool relu_last_;
+  int64_t max_batch_;
+  int64_t num_params_;
+  // acts_[l]: post-activation output of layer l, [max_batch x out_l].
+  std::vector<std::vector<float>> acts_;
+  // Two [max_batch x max(out_l)] buffers for the backward deltas.
+  std::vector<float> delta_[2];
+};
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_TENSORCORE_MLP_H_
