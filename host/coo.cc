@@ -13,11 +13,14 @@ CooOptions MakeCooOptions(const config::RunConfig& config) {
   o.local_sparse_cores = config.topology().sparse_cores_per_chip();
   o.total_sparse_cores = static_cast<int>(config::TotalSparseCores(config));
   o.max_ids_per_chip_per_sample = config.sparse_core().max_ids_per_chip_per_sample();
+  o.id_bound_check = config.sparse_core().enable_id_bound_check();
   for (const config::FeatureConfig& f : config.features()) {
     FeatureSpec spec;
     spec.table = config::FindTable(config, f.table());
     spec.vocab_size = config.tables(spec.table).vocab_size();
     spec.combiner = config.tables(spec.table).combiner();
+    spec.name = f.name();
+    spec.table_name = config.tables(spec.table).name();
     o.features.push_back(spec);
   }
   return o;
@@ -45,13 +48,20 @@ absl::Status CooBuilder::Build(const Batch& batch, PartitionedCoo* out) {
         if (ids.empty()) continue;
         out->ids_total += static_cast<int64_t>(ids.size());
         sorted_.assign(ids.begin(), ids.end());
+        if (!options_.id_bound_check) {
+          for (int64_t& id : sorted_) {
+            id %= spec.vocab_size;
+            if (id < 0) id += spec.vocab_size;
+          }
+        }
         std::sort(sorted_.begin(), sorted_.end());
         if (sorted_.front() < 0 || sorted_.back() >= spec.vocab_size) {
           const int64_t bad = sorted_.front() < 0 ? sorted_.front() : sorted_.back();
           return absl::InvalidArgumentError(absl::StrFormat(
               "id %d of feature %d (table %d) in sample %d of the local batch is outside the "
-              "table's vocabulary [0, %d)",
-              bad, f, spec.table, row, spec.vocab_size));
+              "table's vocabulary [0, %d) (feature '%s', table '%s'; the id bound check "
+              "sparse_core.enable_id_bound_check is on)",
+              bad, f, spec.table, row, spec.vocab_size, spec.name, spec.table_name));
         }
         const double n = static_cast<double>(ids.size());
         const double norm = spec.combiner == config::TableConfig::MEAN    ? 1.0 / n

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,12 +41,17 @@ struct FeatureSpec {
   int table = 0;
   int64_t vocab_size = 0;
   config::TableConfig::Combiner combiner = config::TableConfig::SUM;
+  std::string name;        // feature name, for error messages
+  std::string table_name;  // table name, for error messages
 };
 
 struct CooOptions {
   int local_sparse_cores = 1;  // S
   int total_sparse_cores = 1;  // N = chips x S
   int max_ids_per_chip_per_sample = 64;
+  // true: an id outside [0, vocab_size) is an error; false: it is wrapped
+  // into range (id mod vocab_size, non-negative) before dedup.
+  bool id_bound_check = true;
   std::vector<FeatureSpec> features;
 };
 
@@ -76,7 +82,8 @@ class CooBuilder {
   explicit CooBuilder(CooOptions options) : options_(std::move(options)) {}
 
   // Fills `out` from `batch`. batch.num_samples must be divisible by
-  // local_sparse_cores. Errors (InvalidArgument): an id outside its table
+  // local_sparse_cores. Errors (InvalidArgument): with id_bound_check, an id
+  // outside its table
   // (naming table, feature, sample and the id), or a sample with more ids
   // after dedup over all features than max_ids_per_chip_per_sample (observed
   // vs limit).

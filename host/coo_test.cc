@@ -121,6 +121,19 @@ TEST(CooTest, IdOutOfRangeNamesFeatureAndSample) {
   EXPECT_THAT(st.message(), HasSubstr("[0, 10)"));
 }
 
+// With the id bound check off, ids are wrapped into the vocabulary (mod) and
+// then deduplicated like any other id.
+TEST(CooTest, IdBoundCheckOffWrapsIds) {
+  CooOptions o = Options(1, 1, config::TableConfig::SUM, 10);
+  o.id_bound_check = false;
+  CooBuilder builder(o);
+  PartitionedCoo coo;
+  ASSERT_TRUE(builder.Build(OneFeatureBatch({{13, 3, -7}}), &coo).ok());
+  ASSERT_EQ(coo.entries.size(), 1u);
+  EXPECT_EQ(coo.entries[0].col, 3);
+  EXPECT_EQ(coo.entries[0].gain, 3.0f);
+}
+
 TEST(CooTest, MaxIdsPerChipPerSampleObservedVsLimit) {
   CooOptions o = Options(1, 1, config::TableConfig::SUM);
   o.max_ids_per_chip_per_sample = 2;

@@ -107,6 +107,7 @@ class Validator {
     CheckModel();
     CheckTraining();
     CheckSparseCore();
+    CheckPartitionLimits();
     CheckData();
     if (errors_.empty()) return std::nullopt;
     return errors_.front();
@@ -273,6 +274,23 @@ class Validator {
                absl::StrCat("table '", name, "': must be > 0, got ", limit));
         }
       }
+    }
+  }
+
+  // Partition limits (host/limits.h); the limits file is read and checked
+  // when the trainer resolves the limits.
+  void CheckPartitionLimits() {
+    const SparseCoreConfig& s = c_.sparse_core();
+    if (s.has_max_ids_per_partition() && s.max_ids_per_partition() <= 0) {
+      Fail({{"sparse_core"}, {"max_ids_per_partition"}},
+           absl::StrCat("must be > 0, got ", s.max_ids_per_partition()));
+    }
+    if (s.has_max_unique_ids_per_partition() && s.max_unique_ids_per_partition() <= 0) {
+      Fail({{"sparse_core"}, {"max_unique_ids_per_partition"}},
+           absl::StrCat("must be > 0, got ", s.max_unique_ids_per_partition()));
+    }
+    if (s.has_limits_file() && s.limits_file().empty()) {
+      Fail({{"sparse_core"}, {"limits_file"}}, "is set but empty; name a LimitsFile text proto");
     }
   }
 

@@ -72,6 +72,35 @@ void SparseCoreStage::SegmentsOf(const SparseStepBuffers& buf, int l,
 
 absl::Status SparseCoreStage::Forward(const host::PartitionedCoo& coo, SparseStepBuffers* buf,
                                       std::span<float> activations) {
+  std::fill(activations.begin(), activations.end(), 0.0f);
+  return ForwardAccumulate(coo, buf, activations);
+}
+
+absl::Status SparseCoreStage::Forward(std::span<const host::PartitionedCoo> minibatches,
+                                      std::vector<SparseStepBuffers>* bufs,
+                                      std::span<float> activations) {
+  if (bufs->size() < minibatches.size()) bufs->resize(minibatches.size());
+  std::fill(activations.begin(), activations.end(), 0.0f);
+  for (size_t m = 0; m < minibatches.size(); ++m) {
+    absl::Status st = ForwardAccumulate(minibatches[m], &(*bufs)[m], activations);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseCoreStage::Backward(std::span<const host::PartitionedCoo> minibatches,
+                                       std::span<const float> d_activations,
+                                       std::vector<SparseStepBuffers>* bufs) {
+  for (size_t m = 0; m < minibatches.size(); ++m) {
+    absl::Status st = Backward(minibatches[m], d_activations, &(*bufs)[m]);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
+                                                SparseStepBuffers* buf,
+                                                std::span<float> activations) {
   const int64_t segs = int64_t{W_} * S_ * S_;
   // 1. Segment sizes: our segments to rank q are coo's [q*S, q*S+S) x [0, S).
   buf->send_counts.resize(segs);
@@ -131,7 +160,6 @@ absl::Status SparseCoreStage::Forward(const host::PartitionedCoo& coo, SparseSte
   if (!st.ok()) return st;
 
   // 5. Sum partials into activations, destination SparseCores in order.
-  std::fill(activations.begin(), activations.end(), 0.0f);
   const float* p = buf->source_partials.data();
   ForEachGroup(coo, [&](const CooEntry& e, int dim) {
     float* out = activations.data() + int64_t{e.row} * activation_width_ + feature_offsets_[e.feature];
@@ -174,6 +202,13 @@ absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
 int64_t SparseCoreStage::last_unique_ids(const SparseStepBuffers& buf) const {
   int64_t n = 0;
   for (const auto& s : buf.sc_states) n += static_cast<int64_t>(s.unique_keys.size());
+  return n;
+}
+
+int64_t SparseCoreStage::last_unique_ids(std::span<const SparseStepBuffers> bufs,
+                                         size_t minibatches) const {
+  int64_t n = 0;
+  for (size_t m = 0; m < minibatches && m < bufs.size(); ++m) n += last_unique_ids(bufs[m]);
   return n;
 }
 

@@ -60,14 +60,35 @@ class SparseCoreStage {
   absl::Status Backward(const host::PartitionedCoo& coo, std::span<const float> d_activations,
                         SparseStepBuffers* buf);
 
+  // Vocabulary-dimension minibatches of one step (runtime/host_stage.h): runs
+  // the exchange and lookup once per minibatch, buffers (*bufs)[m] for
+  // minibatch m (resized to at least minibatches.size()), and sums every
+  // minibatch's partials into `activations`. All ranks pass the same number
+  // of minibatches.
+  absl::Status Forward(std::span<const host::PartitionedCoo> minibatches,
+                       std::vector<SparseStepBuffers>* bufs, std::span<float> activations);
+
+  // Update for the step whose minibatch Forward filled `bufs`: the gradient
+  // exchange and update once per minibatch (a row lives in one minibatch only,
+  // so it is updated once per step, as without minibatching).
+  absl::Status Backward(std::span<const host::PartitionedCoo> minibatches,
+                        std::span<const float> d_activations,
+                        std::vector<SparseStepBuffers>* bufs);
+
   int activation_width() const { return activation_width_; }
   int feature_offset(int f) const { return feature_offsets_[f]; }
   const std::vector<std::unique_ptr<device::SparseCore>>& sparse_cores() const { return scs_; }
 
   // Unique ids the local SparseCores gathered in the last Forward.
   int64_t last_unique_ids(const SparseStepBuffers& buf) const;
+  // The same over the first `minibatches` buffers of a minibatch Forward.
+  int64_t last_unique_ids(std::span<const SparseStepBuffers> bufs, size_t minibatches) const;
 
  private:
+  // Forward's exchange and lookup; adds the partials into activations.
+  absl::Status ForwardAccumulate(const host::PartitionedCoo& coo, SparseStepBuffers* buf,
+                                 std::span<float> activations);
+
   // Views of local SC l's received segments, in (source rank, source SC) order.
   void SegmentsOf(const SparseStepBuffers& buf, int l,
                   std::vector<std::span<const host::CooEntry>>* segs) const;

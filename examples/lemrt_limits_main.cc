@@ -1,0 +1,138 @@
+// lemrt_limits: estimates the SparseCore partition limits of a config's data
+// source (reference section 7) and writes them as a limits file for
+// sparse_core.limits_file. Runs under mpirun like training (one rank = one
+// chip); the limits are the maxima over --batches training batches and all
+// ranks, times --headroom. Rank 0 prints a per-table report.
+//
+//   mpirun -np 4 build/bin/lemrt_limits --config=examples/configs/dlrm_synthetic.pbtxt \
+//       --batches=20 --out=limits.pbtxt [--headroom=1.1] [--override='...']
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "host/coo.h"
+#include "host/data_source.h"
+#include "host/limit_estimator.h"
+#include "host/limits.h"
+#include "host/minibatch.h"
+#include "proto/config_loader.h"
+#include "runtime/comm/mpi_communicator.h"
+
+DEFINE_string(config, "", "Run config in protobuf text format (required).");
+DEFINE_string(override, "", "Text proto merged into the config.");
+DEFINE_int32(batches, 10, "Training batches to observe (steps 0 .. N-1).");
+DEFINE_string(out, "", "Where rank 0 writes the limits file (required).");
+DEFINE_double(headroom, 1.1, "Limits = ceil(observed maximum x headroom).");
+
+namespace {
+
+using lemrt::runtime::Communicator;
+
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv) { MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_); }
+  ~MpiSession() { MPI_Finalize(); }
+
+ private:
+  int provided_ = 0;
+};
+
+absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm) {
+  namespace host = lemrt::host;
+  const int S = config.topology().sparse_cores_per_chip();
+  const int N = static_cast<int>(lemrt::config::TotalSparseCores(config));
+  const int T = config.tables_size();
+  auto data = host::CreateDataSource(config, comm.rank(), comm.size());
+  absl::Status st = lemrt::runtime::AgreeOnStatus(comm, data.status());
+  if (!st.ok()) return st;
+  host::CooBuilder builder(host::MakeCooOptions(config));
+  host::MinibatchOptions mo;
+  mo.chip = comm.rank();
+  mo.local_sparse_cores = S;
+  mo.total_sparse_cores = N;
+  mo.limits.tables.resize(T);  // unlimited: only counting
+  mo.limits.table_names.resize(T);
+  host::MinibatchSplitter counter(mo);
+  host::LimitEstimator estimator(T, S, N);
+  host::Batch batch;
+  host::PartitionedCoo coo;
+  for (int64_t b = 0; b < FLAGS_batches; ++b) {
+    st = (*data)->TrainBatch(b, &batch);
+    if (st.ok()) st = builder.Build(batch, &coo);
+    if (!st.ok()) st = absl::Status(st.code(), absl::StrFormat("batch %d: %s", b, st.message()));
+    st = lemrt::runtime::AgreeOnStatus(comm, st);
+    if (!st.ok()) return st;
+    counter.PlanLocal(coo);
+    estimator.AddBatch(counter.counts());
+  }
+
+  lemrt::config::LimitsFile limits;
+  std::string report = absl::StrFormat(
+      "%-16s %9s %9s %9s %11s %11s %11s %8s %7s\n", "table", "max_ids", "mean_ids", "p99_ids",
+      "max_unique", "mean_unique", "p99_unique", "hot_sc", "skew");
+  for (int t = 0; t < T; ++t) {
+    std::vector<float> ids, unique;
+    st = comm.AllGather(estimator.ids(t), &ids);
+    if (st.ok()) st = comm.AllGather(estimator.unique_ids(t), &unique);
+    std::vector<int64_t> per_dest = estimator.ids_per_dest(t);
+    if (st.ok()) st = comm.AllReduceSum(std::span<int64_t>(per_dest));
+    if (!st.ok()) return st;
+    const host::TableLimitReport r =
+        host::LimitEstimator::Summarise(std::move(ids), std::move(unique), per_dest);
+    *limits.add_tables() = host::LimitEstimator::Limits(config.tables(t).name(), r, FLAGS_headroom);
+    report += absl::StrFormat("%-16s %9d %9.1f %9.0f %11d %11.1f %11.0f %8d %6.2fx\n",
+                              config.tables(t).name(), r.max_ids, r.mean_ids, r.p99_ids,
+                              r.max_unique_ids, r.mean_unique_ids, r.p99_unique_ids,
+                              r.hottest_sc, r.hottest_share);
+  }
+  if (comm.rank() != 0) return absl::OkStatus();
+  std::printf(
+      "Partition counts over %d batches x %d ranks (%d SparseCores; a partition = one source SC "
+      "-> one destination SC, one table, one step, after per-sample dedup; skew = ids of the "
+      "most loaded destination SC / the mean):\n%s",
+      FLAGS_batches, comm.size(), N, report.c_str());
+  std::fflush(stdout);
+  st = host::WriteLimitsFile(limits, FLAGS_out);
+  if (st.ok()) std::printf("wrote %s (headroom %.3f)\n", FLAGS_out.c_str(), FLAGS_headroom);
+  return st;
+}
+
+absl::Status Run(int world_size) {
+  if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
+  if (FLAGS_out.empty()) return absl::InvalidArgumentError("--out=FILE is required");
+  if (FLAGS_batches <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("--batches must be > 0, got %d", FLAGS_batches));
+  }
+  if (!(FLAGS_headroom >= 1.0)) {
+    return absl::InvalidArgumentError(absl::StrFormat("--headroom must be >= 1, got %g", FLAGS_headroom));
+  }
+  auto config = lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
+  if (!config.ok()) return config.status();
+  auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+  if (!comm.ok()) return comm.status();
+  return Estimate(*config, **comm);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
+  gflags::SetUsageMessage(
+      "mpirun -np N lemrt_limits --config=FILE --batches=N --out=limits.pbtxt [--headroom=1.1]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  int world_size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  const absl::Status st = Run(world_size);
+  if (!st.ok()) {
+    std::fprintf(stderr, "lemrt_limits: error: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,260 @@
+#include "host/minibatch.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+#include "absl/strings/str_format.h"
+#include "base/random.h"
+
+namespace lemrt::host {
+namespace {
+
+constexpr int kColBits = 48;
+constexpr uint64_t kNoCut = std::numeric_limits<uint64_t>::max();
+
+uint64_t Key(int table, int64_t col) {
+  return (static_cast<uint64_t>(table) << kColBits) | static_cast<uint64_t>(col);
+}
+int KeyTable(uint64_t key) { return static_cast<int>(key >> kColBits); }
+int64_t KeyCol(uint64_t key) { return static_cast<int64_t>(key & ((uint64_t{1} << kColBits) - 1)); }
+
+bool Fits(const PartitionCount& c, const TableLimit& l) {
+  return c.ids <= l.max_ids && c.unique_ids <= l.max_unique_ids;
+}
+
+}  // namespace
+
+MinibatchSplitter::MinibatchSplitter(MinibatchOptions options)
+    : options_(std::move(options)),
+      S_(options_.local_sparse_cores),
+      N_(options_.total_sparse_cores),
+      T_(static_cast<int>(options_.limits.tables.size())) {}
+
+int MinibatchSplitter::Bucket(int table, int64_t col) {
+  return static_cast<int>(base::Mix64(Key(table, col) ^ 0x9e3779b97f4a7c15ULL) >> 58);
+}
+
+void MinibatchSplitter::SortSegmentKeys(const PartitionedCoo& coo) {
+  keys_.resize(coo.entries.size());
+  for (size_t i = 0; i < coo.entries.size(); ++i) {
+    keys_[i] = Key(coo.entries[i].table, coo.entries[i].col);
+  }
+  for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
+    std::sort(keys_.begin() + coo.segment_offsets[k], keys_.begin() + coo.segment_offsets[k + 1]);
+  }
+}
+
+uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
+  counts_.assign(int64_t{T_} * S_ * N_, PartitionCount{});
+  SortSegmentKeys(coo);
+  const int64_t segments = int64_t{N_} * S_;
+  for (int64_t k = 0; k < segments; ++k) {
+    const int d = static_cast<int>(k / S_), s = static_cast<int>(k % S_);
+    for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1];) {
+      int64_t j = i + 1;
+      while (j < coo.segment_offsets[k + 1] && keys_[j] == keys_[i]) ++j;
+      PartitionCount& c = counts_[PartitionIndex(KeyTable(keys_[i]), s, d)];
+      c.ids += static_cast<int32_t>(j - i);
+      c.unique_ids += 1;
+      i = j;
+    }
+  }
+  over_partitions_.clear();
+  for (int t = 0; t < T_; ++t) {
+    if (!options_.limits.tables[t].limited()) continue;
+    for (int s = 0; s < S_; ++s) {
+      for (int d = 0; d < N_; ++d) {
+        const int64_t p = PartitionIndex(t, s, d);
+        if (!Fits(counts_[p], options_.limits.tables[t])) over_partitions_.push_back(p);
+      }
+    }
+  }
+  over_ = !over_partitions_.empty();
+  if (!over_ || !options_.minibatching) return 0;
+
+  // Bucket counts of the over-limit partitions only.
+  over_slot_.assign(counts_.size(), -1);
+  for (size_t i = 0; i < over_partitions_.size(); ++i) {
+    over_slot_[over_partitions_[i]] = static_cast<int32_t>(i);
+  }
+  bucket_counts_.assign(over_partitions_.size() * kBuckets, PartitionCount{});
+  for (int64_t k = 0; k < segments; ++k) {
+    const int d = static_cast<int>(k / S_), s = static_cast<int>(k % S_);
+    for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1];) {
+      int64_t j = i + 1;
+      while (j < coo.segment_offsets[k + 1] && keys_[j] == keys_[i]) ++j;
+      const int t = KeyTable(keys_[i]);
+      const int32_t slot = over_slot_[PartitionIndex(t, s, d)];
+      if (slot >= 0) {
+        PartitionCount& c =
+            bucket_counts_[int64_t{slot} * kBuckets + Bucket(t, KeyCol(keys_[i]))];
+        c.ids += static_cast<int32_t>(j - i);
+        c.unique_ids += 1;
+      }
+      i = j;
+    }
+  }
+  // Greedy merge in bucket order: a new minibatch starts where adding the
+  // bucket would push any over-limit partition past its limits.
+  uint64_t boundaries = 0;
+  running_.assign(over_partitions_.size(), PartitionCount{});
+  for (int b = 0; b < kBuckets; ++b) {
+    bool fits = true;
+    for (size_t i = 0; i < over_partitions_.size() && fits; ++i) {
+      const PartitionCount& add = bucket_counts_[i * kBuckets + b];
+      const PartitionCount sum{running_[i].ids + add.ids, running_[i].unique_ids + add.unique_ids};
+      fits = Fits(sum, options_.limits.tables[over_partitions_[i] / (int64_t{S_} * N_)]);
+    }
+    if (!fits && b > 0) {
+      boundaries |= uint64_t{1} << b;
+      std::fill(running_.begin(), running_.end(), PartitionCount{});
+    }
+    for (size_t i = 0; i < over_partitions_.size(); ++i) {
+      running_[i].ids += bucket_counts_[i * kBuckets + b].ids;
+      running_[i].unique_ids += bucket_counts_[i * kBuckets + b].unique_ids;
+    }
+  }
+  return boundaries;
+}
+
+absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t boundaries,
+                                      std::vector<PartitionedCoo>* out,
+                                      std::vector<int64_t>* dropped_per_table) {
+  boundaries &= ~uint64_t{1};
+  const int minibatches = std::popcount(boundaries) + 1;
+  int mb_of_bucket[kBuckets];
+  for (int b = 0, m = 0; b < kBuckets; ++b) {
+    if ((boundaries >> b) & 1) ++m;
+    mb_of_bucket[b] = m;
+  }
+  dropped_per_table->resize(T_, 0);
+  out->resize(minibatches);
+  const int64_t segments = int64_t{N_} * S_;
+  for (int m = 0; m < minibatches; ++m) {
+    PartitionedCoo& mb = (*out)[m];
+    mb.local_sparse_cores = S_;
+    mb.total_sparse_cores = N_;
+    mb.ids_total = m == 0 ? coo.ids_total : 0;
+  }
+  if (minibatches == 1) {
+    (*out)[0].entries.assign(coo.entries.begin(), coo.entries.end());
+    (*out)[0].segment_offsets.assign(coo.segment_offsets.begin(), coo.segment_offsets.end());
+  } else {
+    for (PartitionedCoo& mb : *out) {
+      mb.entries.clear();
+      mb.segment_offsets.assign(segments + 1, 0);
+    }
+    for (int64_t k = 0; k < segments; ++k) {
+      for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
+        const CooEntry& e = coo.entries[i];
+        (*out)[mb_of_bucket[Bucket(e.table, e.col)]].entries.push_back(e);
+      }
+      for (PartitionedCoo& mb : *out) {
+        mb.segment_offsets[k + 1] = static_cast<int64_t>(mb.entries.size());
+      }
+    }
+  }
+  for (int m = 0; m < minibatches; ++m) {
+    PartitionedCoo& mb = (*out)[m];
+    // A minibatch's partitions are subsets of the step's, so when the step
+    // fit, every minibatch does.
+    if (over_) {
+      absl::Status st = EnforceLimits(m, minibatches, &mb, dropped_per_table);
+      if (!st.ok()) return st;
+    }
+    mb.ids_after_dedup = static_cast<int64_t>(mb.entries.size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, PartitionedCoo* mb,
+                                              std::vector<int64_t>* dropped_per_table) {
+  SortSegmentKeys(*mb);
+  const int64_t segments = int64_t{N_} * S_;
+  cut_key_.resize(T_);
+  cut_keep_.resize(T_);
+  int64_t w = 0;
+  for (int64_t k = 0; k < segments; ++k) {
+    const int d = static_cast<int>(k / S_), s = static_cast<int>(k % S_);
+    const int64_t begin = mb->segment_offsets[k], end = mb->segment_offsets[k + 1];
+    std::fill(cut_key_.begin(), cut_key_.end(), kNoCut);
+    for (int64_t i = begin; i < end;) {
+      // One table's keys of this segment: [i, j).
+      const int t = KeyTable(keys_[i]);
+      int64_t j = i;
+      PartitionCount c;
+      while (j < end && KeyTable(keys_[j]) == t) {
+        int64_t r = j + 1;
+        while (r < end && keys_[r] == keys_[j]) ++r;
+        c.ids += static_cast<int32_t>(r - j);
+        c.unique_ids += 1;
+        j = r;
+      }
+      const TableLimit& limit = options_.limits.tables[t];
+      if (!Fits(c, limit)) {
+        if (!options_.allow_id_dropping) {
+          const bool ids_over = c.ids > limit.max_ids;
+          const std::string where =
+              minibatches > 1
+                  ? absl::StrFormat(" in minibatch %d of %d after vocabulary-dimension minibatching",
+                                    minibatch + 1, minibatches)
+                  : (options_.minibatching ? std::string(" (no minibatch split can fit it)")
+                                           : std::string(" (minibatching is disabled)"));
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "table '%s': the partition from SparseCore %d to SparseCore %d has %d %s, above "
+              "%s = %d%s; raise the limit (lemrt_limits measures it) or set "
+              "sparse_core.allow_id_dropping",
+              options_.limits.table_names[t], options_.chip * S_ + s, d,
+              ids_over ? c.ids : c.unique_ids,
+              ids_over ? "ids after per-sample dedup" : "unique ids",
+              ids_over ? "max_ids_per_partition" : "max_unique_ids_per_partition",
+              ids_over ? limit.max_ids : limit.max_unique_ids, where));
+        }
+        // Keep the lowest rows: walk distinct keys in order while both fit.
+        int32_t kept_ids = 0, kept_unique = 0;
+        for (int64_t q = i; q < j;) {
+          int64_t r = q + 1;
+          while (r < j && keys_[r] == keys_[q]) ++r;
+          const int32_t run = static_cast<int32_t>(r - q);
+          if (kept_unique + 1 > limit.max_unique_ids) {
+            cut_key_[t] = keys_[q];
+            cut_keep_[t] = 0;
+            break;
+          }
+          if (kept_ids + run > limit.max_ids) {
+            cut_key_[t] = keys_[q];
+            cut_keep_[t] = limit.max_ids - kept_ids;
+            break;
+          }
+          kept_ids += run;
+          kept_unique += 1;
+          q = r;
+        }
+      }
+      i = j;
+    }
+    // Compact the segment in place (w <= i always).
+    mb->segment_offsets[k] = w;
+    for (int64_t i = begin; i < end; ++i) {
+      const CooEntry& e = mb->entries[i];
+      const uint64_t key = Key(e.table, e.col);
+      const uint64_t cut = cut_key_[e.table];
+      bool keep = key < cut;
+      if (key == cut && cut_keep_[e.table] > 0) {
+        --cut_keep_[e.table];
+        keep = true;
+      }
+      if (keep) {
+        mb->entries[w++] = e;
+      } else {
+        ++(*dropped_per_table)[e.table];
+      }
+    }
+  }
+  mb->segment_offsets[segments] = w;
+  mb->entries.resize(w);
+  return absl::OkStatus();
+}
+
+}  // namespace lemrt::host

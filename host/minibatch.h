@@ -1,0 +1,102 @@
+// Checks one chip's partitioned COO against the partition limits and, when a
+// partition is over, splits the step's ids along the vocabulary dimension into
+// minibatches (reference section 7):
+//
+//   PlanLocal:  count ids and distinct ids per partition
+//               (table t, source local SC s, destination SC d); for the
+//               partitions over their limits, count per bucket
+//               (bucket = hash(table, row) >> 58, 64 buckets, so one embedding
+//               row is never split) and merge buckets 0..63 greedily while
+//               every over-limit partition fits -> the boundary bits this chip
+//               needs (bit b: a minibatch starts at bucket b).
+//   (caller):   OR of the boundary bits over all chips (every chip's partitions
+//               still fit a finer split), e.g. an all-reduce max per bit.
+//   Split:      one PartitionedCoo per minibatch (segment layout and entry
+//               order kept), then per minibatch partition either
+//               fits, or is cut (allow_id_dropping: entries kept in (row, then
+//               segment) order while both counts fit; the rest dropped and
+//               counted), or the step fails.
+//
+// Thread-compatible; its scratch buffers are reused, so the steady state does
+// not allocate.
+#ifndef LEMRT_HOST_MINIBATCH_H_
+#define LEMRT_HOST_MINIBATCH_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "host/coo.h"
+#include "host/limits.h"
+
+namespace lemrt::host {
+
+// Ids and distinct ids of one partition.
+struct PartitionCount {
+  int32_t ids = 0;
+  int32_t unique_ids = 0;
+};
+
+struct MinibatchOptions {
+  int chip = 0;                // this chip's rank (names source SparseCores in errors)
+  int local_sparse_cores = 1;  // S
+  int total_sparse_cores = 1;  // N
+  bool minibatching = true;
+  bool allow_id_dropping = false;
+  PartitionLimits limits;      // one entry per table
+};
+
+class MinibatchSplitter {
+ public:
+  static constexpr int kBuckets = 64;
+
+  explicit MinibatchSplitter(MinibatchOptions options);
+
+  // Bucket (0..63) of global row `col` of table `table`.
+  static int Bucket(int table, int64_t col);
+
+  // Counts the partitions of `coo` (see counts()) and returns the boundary
+  // bits this chip needs: 0 when every partition fits its limits or
+  // minibatching is off. Bit 0 is never set.
+  uint64_t PlanLocal(const PartitionedCoo& coo);
+
+  // Partition counts of the last PlanLocal, indexed [(t * S + s) * N + d].
+  const std::vector<PartitionCount>& counts() const { return counts_; }
+
+  // Splits `coo` at the agreed `boundaries` into popcount(boundaries) + 1
+  // minibatches (`out` resized; its buffers reused). Adds dropped ids per table
+  // to dropped_per_table (sized to the tables). PlanLocal(coo) must have run.
+  // Errors (InvalidArgument), when a minibatch partition is still over and
+  // dropping is off: names the table, the source and destination SparseCore,
+  // the observed count and the limit.
+  absl::Status Split(const PartitionedCoo& coo, uint64_t boundaries,
+                     std::vector<PartitionedCoo>* out, std::vector<int64_t>* dropped_per_table);
+
+ private:
+  int64_t PartitionIndex(int table, int src, int dest) const {
+    return (int64_t{table} * S_ + src) * N_ + dest;
+  }
+  // Sorted (table, col) keys of each segment of `coo`, concatenated.
+  void SortSegmentKeys(const PartitionedCoo& coo);
+  // Cuts or rejects the over-limit partitions of one minibatch.
+  absl::Status EnforceLimits(int minibatch, int minibatches, PartitionedCoo* mb,
+                             std::vector<int64_t>* dropped_per_table);
+
+  MinibatchOptions options_;
+  int S_;
+  int N_;
+  int T_;
+  bool over_ = false;  // some partition of the last PlanLocal is over
+  std::vector<PartitionCount> counts_;
+  std::vector<uint64_t> keys_;              // per segment sorted keys
+  std::vector<int64_t> over_partitions_;    // partition indices over their limits
+  std::vector<int32_t> over_slot_;          // partition -> slot in bucket_counts_, or -1
+  std::vector<PartitionCount> bucket_counts_;  // [slot][bucket]
+  std::vector<PartitionCount> running_;
+  std::vector<uint64_t> cut_key_;           // per table of a segment: first key not fully kept
+  std::vector<int32_t> cut_keep_;           // entries of cut_key_ still kept
+};
+
+}  // namespace lemrt::host
+
+#endif  // LEMRT_HOST_MINIBATCH_H_

@@ -1,0 +1,104 @@
+#include "runtime/host_stage.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "glog/logging.h"
+#include "proto/config_loader.h"
+
+namespace lemrt::runtime {
+namespace {
+
+host::MinibatchOptions MakeMinibatchOptions(const config::RunConfig& config, int chip,
+                                            host::PartitionLimits limits) {
+  host::MinibatchOptions o;
+  o.chip = chip;
+  o.local_sparse_cores = config.topology().sparse_cores_per_chip();
+  o.total_sparse_cores = static_cast<int>(config::TotalSparseCores(config));
+  o.minibatching = !config.sparse_core().disable_minibatching();
+  o.allow_id_dropping = config.sparse_core().allow_id_dropping();
+  o.limits = std::move(limits);
+  return o;
+}
+
+// Logs of dropped ids: the first few steps, then every 100th.
+constexpr int64_t kDropLogsInFull = 5;
+
+}  // namespace
+
+HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::DataSource& data,
+                     host::PartitionLimits limits)
+    : comm_(comm),
+      data_(data),
+      limits_(limits),
+      limited_(limits.any_limited()),
+      coo_builder_(host::MakeCooOptions(config)),
+      splitter_(MakeMinibatchOptions(config, comm.rank(), std::move(limits))),
+      dropped_per_table_(config.tables_size(), 0) {}
+
+absl::Status HostStage::PrepareTrain(int64_t step, host::Batch* batch, host::PartitionedCoo* coo,
+                                     std::vector<host::PartitionedCoo>* minibatches) {
+  absl::Status st = Prepare("step", step, /*train=*/true, batch, coo, minibatches);
+  if (!st.ok()) return st;
+  ids_total_ += coo->ids_total;
+  ids_after_dedup_ += coo->ids_after_dedup;
+  minibatches_per_step_.push_back(static_cast<int32_t>(minibatches->size()));
+  int64_t dropped = 0;
+  for (size_t t = 0; t < dropped_scratch_.size(); ++t) {
+    dropped_per_table_[t] += dropped_scratch_[t];
+    dropped += dropped_scratch_[t];
+  }
+  if (dropped > 0 && (drop_logs_ < kDropLogsInFull || drop_logs_ % 100 == 0)) {
+    LOG(WARNING) << absl::StrFormat(
+        "step %d: rank %d dropped %d ids over the partition limits (allow_id_dropping; "
+        "this warning is rate-limited)",
+        step, comm_.rank(), dropped);
+  }
+  if (dropped > 0) ++drop_logs_;
+  return absl::OkStatus();
+}
+
+absl::Status HostStage::PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
+                                    std::vector<host::PartitionedCoo>* minibatches) {
+  return Prepare("eval chunk", chunk, /*train=*/false, batch, coo, minibatches);
+}
+
+absl::Status HostStage::Prepare(const char* what, int64_t index, bool train, host::Batch* batch,
+                                host::PartitionedCoo* coo,
+                                std::vector<host::PartitionedCoo>* minibatches) {
+  absl::Status st = train ? data_.TrainBatch(index, batch) : data_.EvalBatch(index, batch);
+  if (st.ok()) st = coo_builder_.Build(*batch, coo);
+  uint64_t boundaries = 0;
+  if (st.ok() && limited_) boundaries = splitter_.PlanLocal(*coo);
+  if (!st.ok()) st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", what, index, st.message()));
+  st = AgreeOnStatus(comm_, st);
+  if (!st.ok()) return st;
+
+  if (limited_) {
+    // OR of every chip's boundaries: a finer split still fits everywhere.
+    boundary_flags_.resize(host::MinibatchSplitter::kBuckets);
+    for (int b = 0; b < host::MinibatchSplitter::kBuckets; ++b) {
+      boundary_flags_[b] = (boundaries >> b) & 1;
+    }
+    st = comm_.AllReduceMax(std::span<int64_t>(boundary_flags_));
+    if (!st.ok()) return st;
+    boundaries = 0;
+    for (int b = 0; b < host::MinibatchSplitter::kBuckets; ++b) {
+      if (boundary_flags_[b] != 0) boundaries |= uint64_t{1} << b;
+    }
+  }
+  dropped_scratch_.assign(dropped_per_table_.size(), 0);
+  if (!limited_) {
+    // No limits: the whole step is one minibatch; no copy of the split.
+    minibatches->resize(1);
+    std::swap((*minibatches)[0], *coo);
+    coo->ids_total = (*minibatches)[0].ids_total;
+    coo->ids_after_dedup = (*minibatches)[0].ids_after_dedup;
+    return absl::OkStatus();
+  }
+  st = splitter_.Split(*coo, boundaries, minibatches, &dropped_scratch_);
+  if (!st.ok()) st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", what, index, st.message()));
+  return AgreeOnStatus(comm_, st);
+}
+
+}  // namespace lemrt::runtime
