@@ -296,6 +296,16 @@ class Validator {
 
   void CheckData() {
     const DataConfig& d = c_.data();
+    if (d.has_binary()) {
+      if (d.binary().train_path().empty()) {
+        Fail({{"data"}, {"binary"}, {"train_path"}}, "is required for binary data");
+      }
+      if (d.binary().shuffle_window() < 0) {
+        Fail({{"data"}, {"binary"}, {"shuffle_window"}},
+             absl::StrCat("must be >= 0 records, got ", d.binary().shuffle_window()));
+      }
+      return;
+    }
     if (d.has_criteo()) {
       if (d.criteo().train_path().empty()) {
         Fail({{"data"}, {"criteo"}, {"train_path"}}, "is required for Criteo data");
