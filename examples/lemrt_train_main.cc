@@ -9,6 +9,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "proto/config_loader.h"
@@ -21,8 +23,30 @@ DEFINE_string(override, "",
               "Text proto merged into the config (text-format merge: scalars replace, "
               "repeated fields append).");
 DEFINE_string(summary_json, "", "Where rank 0 writes the run summary as JSON.");
+DEFINE_string(checkpoint_dir, "",
+              "Save checkpoints here (one step-N directory each; sets checkpoint.dir).");
+DEFINE_int64(checkpoint_every, 0,
+             "Save every N steps besides the final save (sets checkpoint.every_steps).");
+DEFINE_string(restore_from, "",
+              "Resume from this checkpoint, or from the newest one under this directory, "
+              "on any world size (sets checkpoint.restore_from).");
 
 namespace {
+
+// The checkpoint flags as a text-format override merged after --override.
+std::string CheckpointOverride() {
+  std::string text;
+  if (!FLAGS_checkpoint_dir.empty()) {
+    text += absl::StrCat(" dir: \"", absl::CEscape(FLAGS_checkpoint_dir), "\"");
+  }
+  if (FLAGS_checkpoint_every != 0) {
+    text += absl::StrCat(" every_steps: ", FLAGS_checkpoint_every);
+  }
+  if (!FLAGS_restore_from.empty()) {
+    text += absl::StrCat(" restore_from: \"", absl::CEscape(FLAGS_restore_from), "\"");
+  }
+  return text.empty() ? "" : absl::StrCat("\ncheckpoint {", text, " }");
+}
 
 // Initialises MPI for the life of main; finalises it on exit.
 class MpiSession {
@@ -39,7 +63,8 @@ class MpiSession {
 
 absl::Status Run(int rank, int world_size) {
   if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
-  auto config = lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
+  auto config =
+      lemrt::config::LoadConfig(FLAGS_config, FLAGS_override + CheckpointOverride(), world_size);
   if (!config.ok()) return config.status();
   auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
   if (!comm.ok()) return comm.status();

@@ -109,6 +109,7 @@ class Validator {
     CheckSparseCore();
     CheckPartitionLimits();
     CheckData();
+    CheckCheckpoint();
     if (errors_.empty()) return std::nullopt;
     return errors_.front();
   }
@@ -320,6 +321,23 @@ class Validator {
     if (!Positive(s.zipf_exponent())) {
       Fail({{"data"}, {"synthetic"}, {"zipf_exponent"}},
            absl::StrCat("must be > 0, got ", s.zipf_exponent()));
+    }
+  }
+
+  // Checkpoint paths must name something; saving periodically needs a place.
+  void CheckCheckpoint() {
+    if (!c_.has_checkpoint()) return;
+    const CheckpointConfig& k = c_.checkpoint();
+    if (k.has_dir() && k.dir().empty()) {
+      Fail({{"checkpoint"}, {"dir"}}, "is empty; name a directory or leave it unset");
+    }
+    if (k.has_restore_from() && k.restore_from().empty()) {
+      Fail({{"checkpoint"}, {"restore_from"}}, "is empty; name a directory or leave it unset");
+    }
+    if (k.every_steps() < 0) {
+      Fail({{"checkpoint"}, {"every_steps"}}, absl::StrCat("must be >= 0, got ", k.every_steps()));
+    } else if (k.every_steps() > 0 && !k.has_dir()) {
+      Fail({{"checkpoint"}, {"every_steps"}}, "is set but checkpoint.dir is not (nowhere to save)");
     }
   }
 

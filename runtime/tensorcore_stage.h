@@ -38,6 +38,14 @@ class TensorCoreStage {
 
   const device::DlrmDense& model() const { return *model_; }
 
+  // Parameters (layout of model().params()), optimizer slots (slot-major) and
+  // the optimizer update count, for checkpoints.
+  std::span<float> mutable_params() { return model_->params(); }
+  std::span<const float> optimizer_slots() const { return slots_; }
+  std::span<float> mutable_optimizer_slots() { return slots_; }
+  int64_t updates() const { return updates_; }
+  void set_updates(int64_t updates) { updates_ = updates; }
+
  private:
   TensorCoreStage(Communicator& comm, std::unique_ptr<device::DlrmDense> model,
                   std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch);
@@ -47,6 +55,7 @@ class TensorCoreStage {
   std::unique_ptr<device::Optimizer> optimizer_;
   std::vector<float> slots_;
   float loss_scale_;
+  int64_t updates_ = 0;  // optimizer updates so far (Adam's t)
 };
 
 }  // namespace lemrt::runtime

@@ -8,6 +8,7 @@
 #include "base/auc.h"
 #include "glog/logging.h"
 #include "base/status_macros.h"
+#include "runtime/checkpoint/checkpointer.h"
 #include "runtime/model_stats.h"
 
 namespace lemrt::runtime {
@@ -147,7 +148,11 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   double stage_total[4] = {0, 0, 0, 0};
   double train_sec = 0;
   Clock::time_point window_start = Clock::now();
-  for (int64_t step = 0; step < tc.steps(); ++step) {
+  checkpoint::Checkpointer checkpointer(config_, comm_, *sparse_, *dense_);
+  LEMRT_ASSIGN_OR_RETURN(const int64_t first_step, checkpointer.RestoreIfConfigured());
+  // Restored at the last step: saving re-shards the checkpoint to this world size.
+  if (first_step == tc.steps()) LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(first_step));
+  for (int64_t step = first_step; step < tc.steps(); ++step) {
     const Clock::time_point t0 = Clock::now();
     double stage_ms[4];
     double loss = 0;
@@ -177,6 +182,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
       }
       window_start = Clock::now();
     }
+    LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1));
   }
   LEMRT_ASSIGN_OR_RETURN(EvalResult eval, Evaluate());
   if (leader) {
@@ -201,7 +207,8 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   s.set_sparse_cores_per_chip(config_.topology().sparse_cores_per_chip());
   s.set_global_batch(tc.global_batch());
   s.set_steps(tc.steps());
-  s.set_samples_per_sec(slowest > 0 ? tc.steps() * tc.global_batch() / slowest : 0);
+  const int64_t steps_run = tc.steps() - first_step;
+  s.set_samples_per_sec(slowest > 0 ? steps_run * tc.global_batch() / slowest : 0);
   double mean = 0;
   for (double v : step_ms) mean += v;
   s.mutable_step_time_ms()->set_mean(step_ms.empty() ? 0 : mean / step_ms.size());
@@ -230,7 +237,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   s.set_pipelining(false);
   s.set_wall_time_sec(slowest);
   auto* b = s.mutable_breakdown_ms();
-  const double n = std::max<double>(1, tc.steps());
+  const double n = std::max<double>(1, steps_run);
   b->set_host(stage_total[0] / n);
   b->set_sc_forward(stage_total[1] / n);
   b->set_tc(stage_total[2] / n);

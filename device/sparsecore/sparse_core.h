@@ -58,12 +58,17 @@ class SparseCore {
                 std::span<const float* const> grads, SparseCoreStepState* state);
 
   int global_sc() const { return global_sc_; }
+  // Optimizer updates applied so far (Backward calls), for checkpoints.
+  int64_t updates() const { return updates_; }
+  void set_updates(int64_t updates) { updates_ = updates; }
   int num_tables() const { return static_cast<int>(shards_.size()); }
   const TableShard& shard(int table) const { return *shards_[table]; }
+  TableShard& mutable_shard(int table) { return *shards_[table]; }
   std::span<const int> table_dims() const { return dims_; }
 
  private:
   int global_sc_;
+  int64_t updates_ = 0;
   std::vector<int> dims_;
   std::vector<std::unique_ptr<TableShard>> shards_;
 };

@@ -40,6 +40,18 @@ class TableShard {
                      grad);
   }
 
+  // One row's slots (slots_per_param x dim floats, slot-major).
+  std::span<const float> row_slots(int64_t local_row) const {
+    return std::span<const float>(slots_.data() + local_row * slot_stride_, slot_stride_);
+  }
+  // One row's weights and slots, writable (checkpoint restore).
+  std::span<float> mutable_row(int64_t local_row) {
+    return std::span<float>(weights_.data() + local_row * dim_, dim_);
+  }
+  std::span<float> mutable_row_slots(int64_t local_row) {
+    return std::span<float>(slots_.data() + local_row * slot_stride_, slot_stride_);
+  }
+
   std::span<const float> weights() const { return weights_; }
   std::span<float> mutable_weights() { return std::span<float>(weights_); }
 

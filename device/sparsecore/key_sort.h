@@ -1,0 +1,25 @@
+// Sorting of (key, entry index) pairs for the SparseCore's per-step id dedup:
+// a least-significant-digit radix sort over only the key bits that vary in
+// the input, in 11-bit digits, which beats std::sort by several times on the
+// step's pairs (keys are table << 48 | row: typically 2-3 passes).
+#ifndef LEMRT_DEVICE_SPARSECORE_KEY_SORT_H_
+#define LEMRT_DEVICE_SPARSECORE_KEY_SORT_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace lemrt::device {
+
+using KeyIndex = std::pair<uint64_t, int32_t>;
+
+// Sorts `pairs` by key, stably: pairs with equal keys keep their order, so
+// pairs whose indices ascend on input come out exactly as std::sort orders
+// them. `scratch` is a buffer reused between calls (resized to pairs->size()
+// the first time; no allocation once large enough). O(n) per pass; returns
+// at once for input already sorted.
+void SortByKey(std::vector<KeyIndex>* pairs, std::vector<KeyIndex>* scratch);
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_SPARSECORE_KEY_SORT_H_

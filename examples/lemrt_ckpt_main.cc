@@ -1,0 +1,112 @@
+// lemrt_ckpt: looks into lemrt checkpoints (no MPI needed).
+//
+//   lemrt_ckpt inspect DIR [--full]     the manifest: step, world size, tables
+//   lemrt_ckpt verify DIR               checks every file's size, row ids, checksum
+//   lemrt_ckpt export DIR --table=NAME --out=FILE.npy [--slots]
+//                                       one logical table as a [vocab x dim]
+//                                       float32 .npy (--slots: its optimizer
+//                                       slots, [vocab x slots_per_param*dim])
+//
+// DIR is a step directory or a directory of them (the newest complete one).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "google/protobuf/text_format.h"
+#include "runtime/checkpoint/checkpoint_format.h"
+#include "runtime/checkpoint/npy.h"
+
+DEFINE_string(table, "", "export: the logical table to write.");
+DEFINE_string(out, "", "export: the .npy file to write.");
+DEFINE_bool(slots, false, "export: write the table's optimizer slots instead of its weights.");
+DEFINE_bool(full, false, "inspect: print the whole manifest, with every file entry.");
+
+namespace lemrt::checkpoint {
+namespace {
+
+absl::Status Inspect(const std::string& dir, const Manifest& m) {
+  std::printf("checkpoint   %s\n", dir.c_str());
+  std::printf("step         %ld (next step %ld, %ld samples consumed, %s data)\n",
+              static_cast<long>(m.step()), static_cast<long>(m.data().next_step()),
+              static_cast<long>(m.data().samples_consumed()), m.data().source().c_str());
+  std::printf("saved on     %d ranks x %d SparseCores (N = %d)\n", m.world_size(),
+              m.sparse_cores_per_chip(), m.total_sparse_cores());
+  std::printf("batch, seed  %ld, %lu\n", static_cast<long>(m.global_batch()),
+              static_cast<unsigned long>(m.seed()));
+  std::printf("checksum     %s\n", m.model_checksum().c_str());
+  std::printf("%-16s %12s %5s %-10s %12s\n", "table", "rows", "dim", "optimizer", "bytes");
+  for (const TableEntry& t : m.tables()) {
+    int64_t bytes = 0;
+    for (const FileEntry& f : t.files()) bytes += f.bytes();
+    std::printf("%-16s %12ld %5d %-10s %12ld\n", t.name().c_str(), static_cast<long>(t.vocab_size()),
+                t.dim(), t.optimizer().c_str(), static_cast<long>(bytes));
+  }
+  std::printf("%-16s %12ld %5s %-10s %12ld\n", "(dense)", static_cast<long>(m.dense().num_params()),
+              "", m.dense().optimizer().c_str(), static_cast<long>(m.dense().file().bytes()));
+  if (FLAGS_full) {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(m, &text);
+    std::printf("\n%s", text.c_str());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Export(const std::string& dir, const Manifest& m) {
+  if (FLAGS_table.empty() || FLAGS_out.empty()) {
+    return absl::InvalidArgumentError("export needs --table=NAME and --out=FILE.npy");
+  }
+  std::vector<float> weights, slots;
+  LEMRT_RETURN_IF_ERROR(ReadWholeTable(dir, m, FLAGS_table, &weights, FLAGS_slots ? &slots : nullptr));
+  for (const TableEntry& t : m.tables()) {
+    if (t.name() != FLAGS_table) continue;
+    const int64_t cols = FLAGS_slots ? int64_t{t.dim()} * t.slots_per_param() : t.dim();
+    LEMRT_RETURN_IF_ERROR(
+        WriteNpy(FLAGS_out, t.vocab_size(), cols, FLAGS_slots ? slots : weights));
+    std::printf("wrote %s: table '%s' %s, %ld x %ld float32\n", FLAGS_out.c_str(),
+                t.name().c_str(), FLAGS_slots ? "slots" : "weights",
+                static_cast<long>(t.vocab_size()), static_cast<long>(cols));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Main(const std::string& command, const std::string& dir_arg) {
+  LEMRT_ASSIGN_OR_RETURN(const std::string dir, ResolveCheckpointDir(dir_arg));
+  LEMRT_ASSIGN_OR_RETURN(const Manifest m, ReadManifest(dir));
+  if (command == "inspect") return Inspect(dir, m);
+  if (command == "verify") {
+    LEMRT_RETURN_IF_ERROR(VerifyCheckpoint(dir, m));
+    std::printf("ok: %s (step %ld): every file matches the manifest\n", dir.c_str(),
+                static_cast<long>(m.step()));
+    return absl::OkStatus();
+  }
+  if (command == "export") return Export(dir, m);
+  return absl::InvalidArgumentError(
+      absl::StrFormat("unknown command '%s'; use inspect, verify or export", command));
+}
+
+}  // namespace
+}  // namespace lemrt::checkpoint
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "lemrt_ckpt inspect DIR [--full] | verify DIR | export DIR --table=NAME --out=FILE.npy "
+      "[--slots]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s\n", gflags::ProgramUsage());
+    return 2;
+  }
+  const absl::Status st = lemrt::checkpoint::Main(argv[1], argv[2]);
+  if (!st.ok()) {
+    std::fprintf(stderr, "lemrt_ckpt: error: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

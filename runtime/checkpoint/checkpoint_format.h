@@ -1,0 +1,113 @@
+// The on-disk layout of a lemrt checkpoint and the file primitives that write
+// and read it. A checkpoint is one directory:
+//
+//   DIR/step-00001200/manifest.pbtxt          (proto/checkpoint.proto; last)
+//   DIR/step-00001200/table-003-sc-00012.bin  (table 3, rows g = 12 mod N)
+//   DIR/step-00001200/dense.bin               (dense params + slots)
+//
+// Table file g of table t (N = SparseCores at save time) holds the table's
+// global rows g, g + N, g + 2N, ... as fixed-size little-endian records:
+//
+//   +------------------+----------------------+---------------------------+
+//   | int64 global row | float weights[dim]   | float slots[spp x dim]    |
+//   +------------------+----------------------+---------------------------+
+//   record bytes = 8 + 4 x dim x (1 + spp)   (spp = optimizer slots/param)
+//
+// so row j is record j / N of file j % N: a rank restoring on another world
+// size maps the files and touches only the records of the rows it owns. Each
+// file's checksum is the sum (mod 2^64) of its records' hashes, so ranks that
+// read disjoint parts can add their partial sums and verify the whole.
+// Every file is written to a temporary name, fsynced and renamed; the
+// manifest comes last, so a directory without one is an unfinished write.
+// Functions here are thread-compatible and touch only the paths they name.
+#ifndef LEMRT_RUNTIME_CHECKPOINT_CHECKPOINT_FORMAT_H_
+#define LEMRT_RUNTIME_CHECKPOINT_CHECKPOINT_FORMAT_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/checkpoint.pb.h"
+
+namespace lemrt::checkpoint {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr char kManifestName[] = "manifest.pbtxt";
+inline constexpr char kDenseFileName[] = "dense.bin";
+
+// "step-00001200" (at least 8 digits).
+std::string StepDirName(int64_t step);
+// "table-003-sc-00012.bin".
+std::string TableFileName(int table_index, int global_sc);
+
+// Bytes of one table record.
+inline int64_t RecordBytes(int dim, int slots_per_param) {
+  return 8 + 4 * int64_t{dim} * (1 + slots_per_param);
+}
+
+// Records of table file g: the rows j < vocab_size with j % total_sc == g.
+inline int64_t RecordsInFile(int64_t vocab_size, int global_sc, int total_sc) {
+  return vocab_size > global_sc ? (vocab_size - global_sc + total_sc - 1) / total_sc : 0;
+}
+
+// Hash of one record's (or the dense file's) bytes; order-independent sums of
+// it are the file checksums.
+uint64_t RecordHash(std::span<const char> bytes);
+
+// Writes `bytes` to `path` atomically: `path`.tmp, fsync, rename, fsync of
+// the directory. Errors name the path and the failing call (errno text).
+absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes);
+
+// Creates `path` and its missing parents (mkdir -p). Errors name the path.
+absl::Status MakeDirs(const std::string& path);
+
+// The checkpoint directory `dir` refers to: `dir` itself when it holds a
+// manifest, else its step-N subdirectory with the highest N that holds one
+// (step directories without a manifest are unfinished writes and skipped).
+// NotFound names `dir` when there is none.
+absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& dir);
+
+// Reads and parses `dir`/manifest.pbtxt and checks it is self-consistent
+// (version, file counts, sizes). DataLoss / NotFound errors name the file.
+absl::StatusOr<Manifest> ReadManifest(const std::string& dir);
+
+// A read-only memory map of a whole file. Empty files map to an empty span.
+class MappedFile {
+ public:
+  // Maps `path` and checks its size is `expected_bytes`: NotFound "is
+  // missing", DataLoss "is truncated" / "is longer than" naming the path.
+  static absl::StatusOr<MappedFile> Open(const std::string& path, int64_t expected_bytes);
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const char> bytes() const { return {data_, static_cast<size_t>(size_)}; }
+
+ private:
+  MappedFile(const char* data, int64_t size) : data_(data), size_(size) {}
+  const char* data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+// Reads every record of every file of table `table_name` from checkpoint
+// `dir` with `manifest` (single process), verifying the checksums and row
+// ids, into `weights` [vocab_size x dim] and, when not null, `slots`
+// [vocab_size x spp x dim]. NotFound for an unknown table name (listing the
+// names); DataLoss naming the file for a bad file.
+absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
+                            const std::string& table_name, std::vector<float>* weights,
+                            std::vector<float>* slots);
+
+// Verifies every file of checkpoint `dir` (single process): sizes, row ids
+// and checksums. DataLoss / NotFound errors name the file.
+absl::Status VerifyCheckpoint(const std::string& dir, const Manifest& manifest);
+
+}  // namespace lemrt::checkpoint
+
+#endif  // LEMRT_RUNTIME_CHECKPOINT_CHECKPOINT_FORMAT_H_

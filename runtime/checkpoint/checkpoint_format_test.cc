@@ -1,0 +1,220 @@
+#include "runtime/checkpoint/checkpoint_format.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "google/protobuf/text_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lemrt::checkpoint {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/ckpt_format_testXXXXXX";
+  return mkdtemp(tmpl);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A checkpoint of one table (vocab rows, dim 2, one slot) saved on `total_sc`
+// SparseCores, written the way the trainer does, with row j = (j, -j) and
+// slot (j/10, j/10).
+Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc) {
+  Manifest m;
+  m.set_format_version(kFormatVersion);
+  m.set_step(7);
+  m.set_world_size(1);
+  m.set_sparse_cores_per_chip(total_sc);
+  m.set_total_sparse_cores(total_sc);
+  TableEntry* t = m.add_tables();
+  t->set_name("t0");
+  t->set_vocab_size(vocab);
+  t->set_dim(2);
+  t->set_optimizer("adagrad");
+  t->set_slots_per_param(1);
+  const int64_t rb = RecordBytes(2, 1);
+  for (int g = 0; g < total_sc; ++g) {
+    FileEntry* f = t->add_files();
+    f->set_name(TableFileName(0, g));
+    f->set_records(RecordsInFile(vocab, g, total_sc));
+    f->set_bytes(f->records() * rb);
+    std::string bytes(f->bytes(), '\0');
+    uint64_t sum = 0;
+    for (int64_t k = 0; k < f->records(); ++k) {
+      const int64_t row = g + k * total_sc;
+      const float v[4] = {float(row), -float(row), row / 10.0f, row / 10.0f};
+      std::memcpy(bytes.data() + k * rb, &row, 8);
+      std::memcpy(bytes.data() + k * rb + 8, v, 16);
+      sum += RecordHash(std::span<const char>(bytes.data() + k * rb, rb));
+    }
+    f->set_checksum(sum);
+    EXPECT_TRUE(WriteFileAtomically(dir + "/" + f->name(), bytes).ok());
+  }
+  const std::vector<float> dense = {1, 2, 3};
+  std::string dense_bytes(12, '\0');
+  std::memcpy(dense_bytes.data(), dense.data(), 12);
+  DenseEntry* d = m.mutable_dense();
+  d->set_num_params(3);
+  d->set_optimizer("sgd");
+  d->set_slots_per_param(0);
+  d->mutable_file()->set_name(kDenseFileName);
+  d->mutable_file()->set_records(1);
+  d->mutable_file()->set_bytes(12);
+  d->mutable_file()->set_checksum(RecordHash(dense_bytes));
+  EXPECT_TRUE(WriteFileAtomically(dir + "/" + kDenseFileName, dense_bytes).ok());
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(m, &text);
+  EXPECT_TRUE(WriteFileAtomically(dir + "/" + kManifestName, text).ok());
+  return m;
+}
+
+TEST(CheckpointFormatTest, NamesAndSizes) {
+  EXPECT_EQ(StepDirName(120), "step-00000120");
+  EXPECT_EQ(TableFileName(3, 12), "table-003-sc-00012.bin");
+  EXPECT_EQ(RecordBytes(16, 1), 8 + 4 * 32);
+  // Rows 0..9 on 4 SparseCores: 3, 3, 2, 2; on more SparseCores than rows: 1 or 0.
+  EXPECT_EQ(RecordsInFile(10, 0, 4), 3);
+  EXPECT_EQ(RecordsInFile(10, 1, 4), 3);
+  EXPECT_EQ(RecordsInFile(10, 2, 4), 2);
+  EXPECT_EQ(RecordsInFile(10, 3, 4), 2);
+  EXPECT_EQ(RecordsInFile(2, 1, 4), 1);
+  EXPECT_EQ(RecordsInFile(2, 2, 4), 0);
+  EXPECT_EQ(RecordsInFile(0, 0, 1), 0);
+}
+
+TEST(CheckpointFormatTest, RecordHashSeesEveryByte) {
+  std::string bytes(37, 'x');
+  const uint64_t h = RecordHash(bytes);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string changed = bytes;
+    changed[i] ^= 1;
+    EXPECT_NE(RecordHash(changed), h) << i;
+  }
+  EXPECT_NE(RecordHash(std::string(36, 'x')), h);
+}
+
+TEST(CheckpointFormatTest, AtomicWriteLeavesNoTemporary) {
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomically(dir + "/f", "hello").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir + "/f", "world!").ok());
+  EXPECT_EQ(ReadAll(dir + "/f"), "world!");
+  EXPECT_NE(access((dir + "/f.tmp").c_str(), F_OK), 0);
+  const absl::Status st = WriteFileAtomically(dir + "/no/such/dir/f", "x");
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("no/such/dir/f.tmp"));
+}
+
+TEST(CheckpointFormatTest, ResolvePicksNewestCompleteStep) {
+  const std::string root = TempDir();
+  EXPECT_EQ(ResolveCheckpointDir(root).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ResolveCheckpointDir(root + "/missing").status().code(),
+            absl::StatusCode::kNotFound);
+  for (int step : {20, 100, 300}) {
+    ASSERT_TRUE(MakeDirs(root + "/" + StepDirName(step)).ok());
+  }
+  ASSERT_TRUE(WriteFileAtomically(root + "/step-00000020/" + kManifestName, "x").ok());
+  ASSERT_TRUE(WriteFileAtomically(root + "/step-00000100/" + kManifestName, "x").ok());
+  // step 300 has no manifest: an unfinished save.
+  auto dir = ResolveCheckpointDir(root);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  EXPECT_EQ(*dir, root + "/step-00000100");
+  EXPECT_EQ(*ResolveCheckpointDir(root + "/step-00000020"), root + "/step-00000020");
+}
+
+class FakeCheckpointTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(FakeCheckpointTest, ReadWholeTableMatchesWhatWasWritten) {
+  const int total_sc = GetParam();
+  const std::string dir = TempDir();
+  const Manifest written = WriteFakeCheckpoint(dir, 11, total_sc);
+  auto m = ReadManifest(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->step(), 7);
+  std::vector<float> w, s;
+  ASSERT_TRUE(ReadWholeTable(dir, *m, "t0", &w, &s).ok());
+  ASSERT_EQ(w.size(), 22u);
+  ASSERT_EQ(s.size(), 22u);
+  for (int j = 0; j < 11; ++j) {
+    EXPECT_EQ(w[2 * j], float(j));
+    EXPECT_EQ(w[2 * j + 1], -float(j));
+    EXPECT_EQ(s[2 * j], j / 10.0f);
+  }
+  EXPECT_TRUE(VerifyCheckpoint(dir, *m).ok());
+  const absl::Status unknown = ReadWholeTable(dir, *m, "nope", &w, &s);
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(unknown.message(), HasSubstr("t0"));
+}
+
+INSTANTIATE_TEST_SUITE_P(SparseCores, FakeCheckpointTest, ::testing::Values(1, 2, 3, 4, 16));
+
+TEST(CheckpointFormatTest, DetectsCorruptionTruncationAndMissingFiles) {
+  const std::string dir = TempDir();
+  WriteFakeCheckpoint(dir, 11, 3);
+  auto m = ReadManifest(dir);
+  ASSERT_TRUE(m.ok());
+  const std::string file = dir + "/" + TableFileName(0, 1);
+  std::string bytes = ReadAll(file);
+  // A flipped bit in a weight.
+  std::string bad = bytes;
+  bad[8 + 3] ^= 0x10;
+  ASSERT_TRUE(WriteFileAtomically(file, bad).ok());
+  absl::Status st = VerifyCheckpoint(dir, *m);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr(file));
+  EXPECT_THAT(st.message(), HasSubstr("checksum"));
+  // A wrong row id.
+  bad = bytes;
+  bad[0] ^= 0x4;
+  ASSERT_TRUE(WriteFileAtomically(file, bad).ok());
+  st = VerifyCheckpoint(dir, *m);
+  EXPECT_THAT(st.message(), HasSubstr("holds row"));
+  // Truncated.
+  ASSERT_TRUE(WriteFileAtomically(file, bytes.substr(0, bytes.size() - 5)).ok());
+  st = VerifyCheckpoint(dir, *m);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr("truncated"));
+  EXPECT_THAT(st.message(), HasSubstr(file));
+  // Missing.
+  ASSERT_EQ(unlink(file.c_str()), 0);
+  st = VerifyCheckpoint(dir, *m);
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(st.message(), HasSubstr("missing"));
+  // A damaged manifest.
+  const std::string manifest = ReadAll(dir + "/" + kManifestName);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/" + kManifestName,
+                                  manifest.substr(0, manifest.size() / 2) + "}{")
+                  .ok());
+  st = ReadManifest(dir).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr(kManifestName));
+}
+
+TEST(CheckpointFormatTest, ManifestWithWrongFileCountIsCorrupted) {
+  const std::string dir = TempDir();
+  Manifest m = WriteFakeCheckpoint(dir, 11, 2);
+  m.mutable_tables(0)->mutable_files()->RemoveLast();
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(m, &text);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/" + kManifestName, text).ok());
+  const absl::Status st = ReadManifest(dir).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr("lists 1 files"));
+}
+
+}  // namespace
+}  // namespace lemrt::checkpoint

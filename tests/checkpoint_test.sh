@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Checkpoints end to end through mpirun (issue 7):
+#  - a run resumed from its step-20 checkpoint on the same world size reaches
+#    the uninterrupted run's model_checksum (same checkpoint schedule, since
+#    with pipelining a checkpoint is a drain point);
+#  - the final checkpoint saved on 4 ranks restores on 1, 2 and 3 ranks with
+#    the saved model_checksum (re-sharded), and training continues on 3 ranks
+#    to the same params_l2 (relative 1e-4) as the 4-rank run;
+#  - a corrupted, truncated or missing file, a manifest that does not match
+#    the config, and an empty directory are clear errors naming the problem,
+#    and the checkpoint files are left untouched.
+# Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
+set -euo pipefail
+: "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+config="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
+
+train() {  # train NP NAME ARGS...: must succeed
+  local np="$1" name="$2"; shift 2
+  timeout 300 mpirun --oversubscribe --bind-to none -np "$np" "$LEMRT_BIN/lemrt_train" \
+    --config="$config" --summary_json="$work/$name.json" "$@" > "$work/$name.log" 2>&1 \
+    || { cat "$work/$name.log"; echo "FAILED: lemrt_train $name on $np ranks"; exit 1; }
+}
+fails=0
+expect_error() {  # expect_error NP NAME PATTERN ARGS...: must fail with PATTERN in its error
+  local np="$1" name="$2" pattern="$3"; shift 3
+  if timeout 300 mpirun --oversubscribe --bind-to none -np "$np" "$LEMRT_BIN/lemrt_train" \
+       --config="${CONFIG:-$config}" "$@" > "$work/$name.log" 2>&1; then
+    echo "FAILED: $name: lemrt_train succeeded"; fails=$((fails + 1)); return
+  fi
+  if ! grep -q -- "$pattern" "$work/$name.log"; then
+    echo "FAILED: $name: no '$pattern' in:"; grep "error" "$work/$name.log" | head -3
+    fails=$((fails + 1)); return
+  fi
+  echo "ok: $name: $(grep -m1 'lemrt_train: error' "$work/$name.log")"
+}
+checksum() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['$2'])" "$1"; }
+
+ck="$work/ck"
+train 4 full --checkpoint_dir="$ck" --checkpoint_every=20
+for s in 00000020 00000040 00000050; do
+  [[ -f "$ck/step-$s/manifest.pbtxt" ]] || { echo "FAILED: no checkpoint step-$s"; exit 1; }
+done
+train 4 resumed --restore_from="$ck/step-00000020" --checkpoint_dir="$work/ck2" --checkpoint_every=20
+for n in 1 3; do train "$n" reshard$n --restore_from="$ck"; done
+# The 2-rank restore also saves: a checkpoint of the same model on N = 8.
+train 2 reshard2 --restore_from="$ck" --checkpoint_dir="$work/ck_r2"
+train 3 continue3 --restore_from="$ck/step-00000020"
+
+python3 - "$work" "$ck/step-00000050/manifest.pbtxt" <<'PY'
+import json, re, sys
+w, manifest = sys.argv[1], sys.argv[2]
+s = {n: json.load(open(f"{w}/{n}.json"))
+     for n in ["full", "resumed", "reshard1", "reshard2", "reshard3", "continue3"]}
+saved = re.search(r'model_checksum: "([0-9a-f]+)"', open(manifest).read()).group(1)
+fails = []
+full = s["full"]["model_checksum"]
+print(f"uninterrupted 4 ranks {full}; manifest of step 50 {saved}")
+if saved != full: fails.append("the final checkpoint's checksum differs from the run's")
+print(f"resumed at step 20 on 4 ranks: {s['resumed']['model_checksum']}")
+if s["resumed"]["model_checksum"] != full: fails.append("resumed run differs from uninterrupted")
+for n in ["reshard1", "reshard2", "reshard3"]:
+    print(f"{n}: world {s[n]['world_size']} checksum {s[n]['model_checksum']}")
+    if s[n]["model_checksum"] != full: fails.append(f"{n}: restored model differs")
+a, b = s["full"]["params_l2"], s["continue3"]["params_l2"]
+rel = abs(a - b) / max(abs(a), abs(b))
+print(f"continued on 3 ranks from step 20: params_l2 {b!r} vs {a!r} (rel {rel:.1e})")
+if rel > 1e-4: fails.append("training continued on 3 ranks diverges")
+if fails:
+    print("FAILED:", "; ".join(fails)); sys.exit(1)
+PY
+
+# lemrt_ckpt: inspect, verify, and export to .npy, checked against the raw
+# records of the table files (row j = record j / N of file j % N) and against
+# the export of the same model saved on 2 ranks.
+"$LEMRT_BIN/lemrt_ckpt" inspect "$ck" > "$work/inspect.txt"
+grep -q "^step *50 " "$work/inspect.txt" && grep -q "4 ranks x 4 SparseCores" "$work/inspect.txt" \
+  || { cat "$work/inspect.txt"; echo "FAILED: inspect"; exit 1; }
+"$LEMRT_BIN/lemrt_ckpt" verify "$ck/step-00000020"
+"$LEMRT_BIN/lemrt_ckpt" export "$ck" --table=c --out="$work/c4.npy"
+"$LEMRT_BIN/lemrt_ckpt" export "$work/ck_r2" --table=c --out="$work/c2.npy"
+"$LEMRT_BIN/lemrt_ckpt" export "$ck" --table=c --slots --out="$work/c4_slots.npy"
+python3 - "$work" "$ck/step-00000050" <<'PY'
+import ast, struct, sys
+w, step_dir = sys.argv[1], sys.argv[2]
+def load_npy(path):
+    b = open(path, "rb").read()
+    assert b[:8] == b"\x93NUMPY\x01\x00", "bad npy magic"
+    n = struct.unpack("<H", b[8:10])[0]
+    h = ast.literal_eval(b[10:10 + n].decode())
+    assert h["descr"] == "<f4" and not h["fortran_order"], h
+    rows, cols = h["shape"]
+    return rows, cols, b[10 + n:]
+rows, cols, data = load_npy(f"{w}/c4.npy")
+assert (rows, cols) == (3000, 32), (rows, cols)
+assert len(data) == rows * cols * 4
+assert load_npy(f"{w}/c2.npy")[2] == data, "export differs between 4-rank and 2-rank saves"
+_, scols, sdata = load_npy(f"{w}/c4_slots.npy")
+assert scols == 32  # adagrad: one slot per parameter
+rb = 8 + 4 * 32 * 2
+for j in [0, 1, 15, 16, 17, 1234, 2999]:
+    raw = open(f"{step_dir}/table-002-sc-{j % 16:05d}.bin", "rb").read()
+    rec = raw[(j // 16) * rb:(j // 16 + 1) * rb]
+    assert struct.unpack("<q", rec[:8])[0] == j
+    assert rec[8:8 + 128] == data[j * 128:(j + 1) * 128], f"row {j} differs"
+    assert rec[8 + 128:] == sdata[j * 128:(j + 1) * 128], f"slots of row {j} differ"
+vals = struct.unpack(f"<{rows * cols}f", data)
+assert all(v == v for v in vals) and any(v != 0 for v in vals)
+print("ok: export of table c matches the raw records and the 2-rank save")
+PY
+
+# Error cases on a copy; the copy's bytes must not change.
+bad="$work/bad"
+cp -r "$ck/step-00000050" "$bad"
+file="$bad/table-001-sc-00005.bin"
+cp "$file" "$work/orig.bin"
+python3 - "$file" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[12] ^= 0x01
+open(sys.argv[1], "wb").write(b)
+PY
+sum_before="$(cat "$bad"/* | md5sum)"
+if "$LEMRT_BIN/lemrt_ckpt" verify "$bad" > "$work/verify.log" 2>&1 \
+   || ! grep -q "table-001-sc-00005.bin' is corrupted" "$work/verify.log"; then
+  cat "$work/verify.log"; echo "FAILED: lemrt_ckpt verify missed the corruption"; fails=$((fails + 1))
+fi
+expect_error 2 corrupted "table-001-sc-00005.bin' is corrupted" --restore_from="$bad"
+[[ "$(cat "$bad"/* | md5sum)" == "$sum_before" ]] || { echo "FAILED: restore changed files"; fails=$((fails + 1)); }
+head -c 100 "$work/orig.bin" > "$file"
+expect_error 3 truncated "table-001-sc-00005.bin' is truncated" --restore_from="$bad"
+rm "$file"
+expect_error 2 missing "table-001-sc-00005.bin' is missing" --restore_from="$bad"
+cp "$work/orig.bin" "$file"
+train 2 repaired --restore_from="$bad"
+expect_error 2 batch_mismatch "training.global_batch is 192 in the checkpoint, 96" \
+  --restore_from="$bad" --override='training { global_batch: 96 }'
+sed 's/vocab_size: 5000  dim: 8/vocab_size: 5000 dim: 4/' "$config" > "$work/dim4.pbtxt"
+CONFIG="$work/dim4.pbtxt" expect_error 2 dim_mismatch "table 'b' has dim 8 in the checkpoint, 4 in the config" \
+  --restore_from="$bad"
+mkdir -p "$work/empty/step-00000070"
+expect_error 2 empty "no checkpoint in" --restore_from="$work/empty"
+expect_error 1 every_without_dir "checkpoint.every_steps" --checkpoint_every=5
+if (( fails > 0 )); then echo "FAILED: $fails error case(s)"; exit 1; fi
+echo "1 passed, 0 failed"
