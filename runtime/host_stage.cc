@@ -58,6 +58,29 @@ absl::Status HostStage::PrepareTrain(int64_t step, host::Batch* batch, host::Par
   return absl::OkStatus();
 }
 
+absl::Status HostStage::Summarise(summary::PreprocessStats* out) {
+  std::vector<int64_t> dropped = dropped_per_table_;
+  absl::Status st = comm_.AllReduceSum(std::span<int64_t>(dropped));
+  if (!st.ok()) return st;
+  out->clear_minibatches_per_step();
+  int32_t max_minibatches = 0;
+  double sum = 0;
+  for (int32_t m : minibatches_per_step_) {
+    out->add_minibatches_per_step(m);
+    max_minibatches = std::max(max_minibatches, m);
+    sum += m;
+  }
+  out->set_max_minibatches(max_minibatches);
+  out->set_mean_minibatches(minibatches_per_step_.empty() ? 0 : sum / minibatches_per_step_.size());
+  double total = 0;
+  for (size_t t = 0; t < dropped.size(); ++t) {
+    (*out->mutable_ids_dropped_per_table())[limits_.table_names[t]] = static_cast<double>(dropped[t]);
+    total += static_cast<double>(dropped[t]);
+  }
+  out->set_ids_dropped(total);
+  return absl::OkStatus();
+}
+
 absl::Status HostStage::PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
                                     std::vector<host::PartitionedCoo>* minibatches) {
   return Prepare("eval chunk", chunk, /*train=*/false, batch, coo, minibatches);
@@ -89,11 +112,9 @@ absl::Status HostStage::Prepare(const char* what, int64_t index, bool train, hos
   }
   dropped_scratch_.assign(dropped_per_table_.size(), 0);
   if (!limited_) {
-    // No limits: the whole step is one minibatch; no copy of the split.
+    // No limits: the whole step is one minibatch.
     minibatches->resize(1);
-    std::swap((*minibatches)[0], *coo);
-    coo->ids_total = (*minibatches)[0].ids_total;
-    coo->ids_after_dedup = (*minibatches)[0].ids_after_dedup;
+    (*minibatches)[0] = *coo;
     return absl::OkStatus();
   }
   st = splitter_.Split(*coo, boundaries, minibatches, &dropped_scratch_);

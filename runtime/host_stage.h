@@ -21,6 +21,7 @@
 #include "host/limits.h"
 #include "host/minibatch.h"
 #include "proto/config.pb.h"
+#include "proto/summary.pb.h"
 #include "runtime/comm/communicator.h"
 
 namespace lemrt::runtime {
@@ -32,8 +33,7 @@ class HostStage {
             host::PartitionLimits limits);
 
   // Collective: prepares training step `step`: fills `batch`, the step's
-  // whole COO `coo` (scratch: not valid after the call except its id counts)
-  // and the step's vocabulary-dimension `minibatches` (1 when the step fits
+  // whole COO `coo` (before the split and any dropping) and the step's vocabulary-dimension `minibatches` (1 when the step fits
   // its limits); all buffers are reused. Errors on any rank
   // (bad data, an id out of range, a partition over its limits with dropping
   // off) are returned on every rank, prefixed with the failing rank and
@@ -46,6 +46,10 @@ class HostStage {
                            std::vector<host::PartitionedCoo>* minibatches);
 
   const host::PartitionLimits& limits() const { return limits_; }
+
+  // Collective (one all-reduce of the dropped counts): the summary's
+  // minibatch and dropping statistics over the training steps so far.
+  absl::Status Summarise(summary::PreprocessStats* out);
 
   // Training totals on this chip.
   int64_t ids_total() const { return ids_total_; }

@@ -35,13 +35,6 @@ void WarnAboutPendingKnobs(const config::RunConfig& config) {
     LOG(WARNING) << "sparse_core.disable_table_stacking is false, but table stacking is not "
                     "implemented yet: every table is looked up on its own.";
   }
-  if (!sc.max_ids_per_table().empty() || !sc.max_unique_ids_per_table().empty()) {
-    LOG(WARNING) << "sparse_core.max_ids_per_table / max_unique_ids_per_table are validated "
-                    "but not enforced yet (no per-partition limits, minibatching or dropping).";
-  }
-  if (sc.allow_id_dropping()) {
-    LOG(WARNING) << "sparse_core.allow_id_dropping has no effect yet: ids are never dropped.";
-  }
   if (!sc.disable_full_embedding_pipelining()) {
     LOG(WARNING) << "pipelining is on in the config (the default), but this build runs the "
                     "stages sequentially; set sparse_core.disable_full_embedding_pipelining "
@@ -52,7 +45,7 @@ void WarnAboutPendingKnobs(const config::RunConfig& config) {
 }  // namespace
 
 Trainer::Trainer(const config::RunConfig& config, Communicator& comm)
-    : config_(config), comm_(comm), coo_builder_(host::MakeCooOptions(config)) {}
+    : config_(config), comm_(comm) {}
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
                                                          Communicator& comm) {
@@ -62,6 +55,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   absl::Status st = AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
   t->data_ = std::move(*data);
+  auto limits = host::ResolveLimits(config);
+  st = AgreeOnStatus(comm, limits.status());
+  if (!st.ok()) return st;
+  t->host_ = std::make_unique<HostStage>(config, comm, *t->data_, std::move(*limits));
   std::vector<const device::Optimizer*> optimizers;
   for (const auto& table : config.tables()) {
     t->table_optimizers_.push_back(
@@ -80,15 +77,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
 
 absl::Status Trainer::TrainStep(int64_t step, double* loss_sum, double stage_ms[4]) {
   Clock::time_point t0 = Clock::now();
-  absl::Status st = data_->TrainBatch(step, &batch_);
-  if (st.ok()) st = coo_builder_.Build(batch_, &coo_);
-  if (!st.ok()) st = absl::Status(st.code(), absl::StrFormat("step %d: %s", step, st.message()));
-  st = AgreeOnStatus(comm_, st);
+  absl::Status st = host_->PrepareTrain(step, &batch_, &coo_, &minibatches_);
   if (!st.ok()) return st;
   stage_ms[0] = MsSince(t0);
 
   t0 = Clock::now();
-  st = sparse_->Forward(coo_, &sparse_buffers_, activations_);
+  st = sparse_->Forward(minibatches_, &minibatch_buffers_, activations_);
   if (!st.ok()) return st;
   stage_ms[1] = MsSince(t0);
 
@@ -98,14 +92,14 @@ absl::Status Trainer::TrainStep(int64_t step, double* loss_sum, double stage_ms[
   stage_ms[2] = MsSince(t0);
 
   t0 = Clock::now();
-  st = sparse_->Backward(coo_, d_activations_, &sparse_buffers_);
+  st = sparse_->Backward(minibatches_, d_activations_, &minibatch_buffers_);
   if (!st.ok()) return st;
   stage_ms[3] = MsSince(t0);
 
   *loss_sum = *loss;
   ids_total_ += coo_.ids_total;
   ids_after_dedup_ += coo_.ids_after_dedup;
-  unique_ids_ += sparse_->last_unique_ids(sparse_buffers_);
+  unique_ids_ += sparse_->last_unique_ids(minibatch_buffers_, minibatches_.size());
   return absl::OkStatus();
 }
 
@@ -113,11 +107,9 @@ absl::StatusOr<EvalResult> Trainer::Evaluate() {
   std::vector<float> probs, labels, teacher;
   std::vector<float> chunk_probs;
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
-    absl::Status st = data_->EvalBatch(c, &batch_);
-    if (st.ok()) st = coo_builder_.Build(batch_, &coo_);
-    st = AgreeOnStatus(comm_, st);
+    absl::Status st = host_->PrepareEval(c, &batch_, &coo_, &minibatches_);
     if (!st.ok()) return st;
-    st = sparse_->Forward(coo_, &sparse_buffers_, activations_);
+    st = sparse_->Forward(minibatches_, &minibatch_buffers_, activations_);
     if (!st.ok()) return st;
     chunk_probs.resize(batch_.num_samples);
     dense_->Predict(batch_, activations_, chunk_probs);
@@ -236,6 +228,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   s.set_model_checksum(stats.checksum);
   s.set_pipelining(false);
   s.set_wall_time_sec(slowest);
+  LEMRT_RETURN_IF_ERROR(host_->Summarise(s.mutable_preprocess()));
   auto* b = s.mutable_breakdown_ms();
   const double n = std::max<double>(1, steps_run);
   b->set_host(stage_total[0] / n);

@@ -16,6 +16,7 @@
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/host_stage.h"
 #include "runtime/sparsecore_stage.h"
 #include "runtime/tensorcore_stage.h"
 
@@ -56,11 +57,14 @@ class Trainer {
   std::vector<std::unique_ptr<device::Optimizer>> table_optimizers_;
   std::unique_ptr<SparseCoreStage> sparse_;
   std::unique_ptr<TensorCoreStage> dense_;
-  host::CooBuilder coo_builder_;
+  std::unique_ptr<HostStage> host_;  // data -> COO -> limits -> minibatches
   // Buffers between the stages of a step.
   host::Batch batch_;
   host::PartitionedCoo coo_;
   SparseStepBuffers sparse_buffers_;
+  // The step's vocabulary-dimension minibatches and their SparseCore buffers.
+  std::vector<host::PartitionedCoo> minibatches_;
+  std::vector<SparseStepBuffers> minibatch_buffers_;
   std::vector<float> activations_;
   std::vector<float> d_activations_;
   int64_t ids_total_ = 0;

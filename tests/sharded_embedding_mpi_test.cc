@@ -4,6 +4,7 @@
 // batch, so every world size is checked against the same numbers.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "device/sparsecore/table_shard.h"
 #include "gtest/gtest.h"
 #include "host/coo.h"
+#include "host/minibatch.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/sparsecore_stage.h"
@@ -57,7 +59,10 @@ double Gain(const config::TableConfig& t, size_t n) {
   return 1.0;
 }
 
-TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) {
+// Runs 3 steps against the dense reference. max_unique_ids > 0: every
+// step's ids are split into vocabulary-dimension minibatches at that
+// per-partition limit (boundaries agreed over ranks, as HostStage does).
+void RunAgainstDenseReference(int32_t max_unique_ids) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -93,6 +98,19 @@ TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) {
   const int F = c.features_size();
   const int width = stage.activation_width();
   host::CooBuilder builder(host::MakeCooOptions(c));
+  host::MinibatchOptions mo;
+  mo.chip = rank;
+  mo.local_sparse_cores = c.topology().sparse_cores_per_chip();
+  mo.total_sparse_cores = static_cast<int>(config::TotalSparseCores(c));
+  mo.limits.tables.assign(c.tables_size(), host::TableLimit{});
+  mo.limits.table_names.assign(c.tables_size(), "t");
+  if (max_unique_ids > 0) {
+    for (auto& l : mo.limits.tables) l.max_unique_ids = max_unique_ids;
+  }
+  host::MinibatchSplitter splitter(mo);
+  std::vector<host::PartitionedCoo> minibatches;
+  std::vector<SparseStepBuffers> bufs;
+  size_t max_minibatches = 0;
   for (int step = 0; step < 3; ++step) {
     host::Batch batch;
     batch.Resize(LB, 1, F);
@@ -105,9 +123,20 @@ TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) {
     }
     host::PartitionedCoo coo;
     ASSERT_TRUE(builder.Build(batch, &coo).ok());
-    SparseStepBuffers buf;
+    const uint64_t local = splitter.PlanLocal(coo);
+    std::vector<int64_t> flags(host::MinibatchSplitter::kBuckets);
+    for (int b = 0; b < host::MinibatchSplitter::kBuckets; ++b) flags[b] = (local >> b) & 1;
+    MPI_Allreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(flags.size()), MPI_INT64_T,
+                  MPI_MAX, MPI_COMM_WORLD);
+    uint64_t boundaries = 0;
+    for (int b = 0; b < host::MinibatchSplitter::kBuckets; ++b) {
+      if (flags[b]) boundaries |= uint64_t{1} << b;
+    }
+    std::vector<int64_t> dropped;
+    ASSERT_TRUE(splitter.Split(coo, boundaries, &minibatches, &dropped).ok());
+    max_minibatches = std::max(max_minibatches, minibatches.size());
     std::vector<float> act(LB * width, -1.0f);
-    ASSERT_TRUE(stage.Forward(coo, &buf, act).ok());
+    ASSERT_TRUE(stage.Forward(minibatches, &bufs, act).ok());
 
     // Reference pooling for this rank's samples, and the dense gradient of
     // the whole global batch.
@@ -146,7 +175,7 @@ TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) {
         }
       }
     }
-    ASSERT_TRUE(stage.Backward(coo, dact, &buf).ok());
+    ASSERT_TRUE(stage.Backward(minibatches, dact, &bufs).ok());
 
     // Reference update: touched rows only, as the SparseCores do.
     for (int t = 0; t < c.tables_size(); ++t) {
@@ -182,6 +211,19 @@ TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) {
     MPI_Allreduce(&rows, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     EXPECT_EQ(total, c.tables(t).vocab_size());
   }
+  if (max_unique_ids > 0) {
+    EXPECT_GT(max_minibatches, 1u);
+  } else {
+    EXPECT_EQ(max_minibatches, 1u);
+  }
+}
+
+TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) { RunAgainstDenseReference(0); }
+
+// Vocabulary-dimension minibatching (at most 3 distinct rows per partition)
+// gives the same lookups and updates.
+TEST(ShardedEmbeddingTest, MinibatchedLookupAndUpdateMatchDenseReference) {
+  RunAgainstDenseReference(3);
 }
 
 }  // namespace
