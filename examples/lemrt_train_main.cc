@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "device/plan/memory_plan.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/summary_writer.h"
@@ -23,6 +24,9 @@ DEFINE_string(override, "",
               "Text proto merged into the config (text-format merge: scalars replace, "
               "repeated fields append).");
 DEFINE_string(summary_json, "", "Where rank 0 writes the run summary as JSON.");
+DEFINE_bool(dry_run, false,
+            "Print the static memory plan of each chip (HBM: padded tables, slots, stack, "
+            "heap; SPMEM per tile) and exit; exit status 1 when it does not fit.");
 DEFINE_string(checkpoint_dir, "",
               "Save checkpoints here (one step-N directory each; sets checkpoint.dir).");
 DEFINE_int64(checkpoint_every, 0,
@@ -48,6 +52,19 @@ std::string CheckpointOverride() {
   return text.empty() ? "" : absl::StrCat("\ncheckpoint {", text, " }");
 }
 
+// --dry_run: rank 0 prints the memory plan; every rank returns its verdict.
+absl::Status DryRun(const lemrt::config::RunConfig& config, int rank) {
+  auto plan = lemrt::device::BuildMemoryPlan(config);
+  if (!plan.ok()) return plan.status();
+  const absl::Status fit = lemrt::device::CheckMemoryPlan(*plan);
+  if (rank == 0) {
+    std::printf("%s%s\n", lemrt::device::FormatMemoryPlan(*plan).c_str(),
+                fit.ok() ? "The plan fits." : "The plan does NOT fit.");
+    std::fflush(stdout);
+  }
+  return fit;
+}
+
 // Initialises MPI for the life of main; finalises it on exit.
 class MpiSession {
  public:
@@ -66,6 +83,7 @@ absl::Status Run(int rank, int world_size) {
   auto config =
       lemrt::config::LoadConfig(FLAGS_config, FLAGS_override + CheckpointOverride(), world_size);
   if (!config.ok()) return config.status();
+  if (FLAGS_dry_run) return DryRun(*config, rank);
   auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
   if (!comm.ok()) return comm.status();
   auto trainer = lemrt::runtime::Trainer::Create(*config, **comm);

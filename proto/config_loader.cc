@@ -107,6 +107,7 @@ class Validator {
     CheckModel();
     CheckTraining();
     CheckSparseCore();
+    CheckEmulatedChip();
     CheckPartitionLimits();
     CheckData();
     CheckCheckpoint();
@@ -149,6 +150,67 @@ class Validator {
         path.push_back({"initial_accumulator"});
         Fail(path, absl::StrCat("must be > 0, got ", o.adagrad().initial_accumulator()));
       }
+    }
+    CheckAdamAndFtrl(std::move(path), o);
+  }
+
+  void CheckAdamAndFtrl(FieldPath path, const OptimizerConfig& o) {
+    auto fail = [&](const char* kind, const char* field, std::string message) {
+      FieldPath p = path;
+      p.push_back({kind});
+      p.push_back({field});
+      Fail(p, std::move(message));
+    };
+    auto in_unit = [](float b) { return b >= 0 && b < 1; };
+    if (o.has_adam()) {
+      const auto& a = o.adam();
+      if (!in_unit(a.beta1())) fail("adam", "beta1", absl::StrCat("must be in [0, 1), got ", a.beta1()));
+      if (!in_unit(a.beta2())) fail("adam", "beta2", absl::StrCat("must be in [0, 1), got ", a.beta2()));
+      if (!Positive(a.epsilon())) fail("adam", "epsilon", absl::StrCat("must be > 0, got ", a.epsilon()));
+    }
+    if (o.has_ftrl()) {
+      const auto& f = o.ftrl();
+      if (path.front().field != "tables") {
+        path.push_back({"ftrl"});
+        Fail(path, "FTRL is for embedding tables only; use sgd, adagrad or adam for dense parameters");
+        return;
+      }
+      if (!(f.learning_rate_power() <= 0)) {
+        fail("ftrl", "learning_rate_power", absl::StrCat("must be <= 0, got ", f.learning_rate_power()));
+      }
+      if (!Positive(f.initial_accumulator())) {
+        fail("ftrl", "initial_accumulator", absl::StrCat("must be > 0, got ", f.initial_accumulator()));
+      }
+      if (!(f.l1() >= 0)) fail("ftrl", "l1", absl::StrCat("must be >= 0, got ", f.l1()));
+      if (!(f.l2() >= 0)) fail("ftrl", "l2", absl::StrCat("must be >= 0, got ", f.l2()));
+      if (!(f.beta() >= 0)) fail("ftrl", "beta", absl::StrCat("must be >= 0, got ", f.beta()));
+    }
+  }
+
+  // The emulated chip's knobs (device/, README "The emulated chip").
+  void CheckEmulatedChip() {
+    const SparseCoreConfig& s = c_.sparse_core();
+    if (s.xla_sc_num_serialized_tables_to_optimize_hbm() < 0) {
+      Fail({{"sparse_core"}, {"xla_sc_num_serialized_tables_to_optimize_hbm"}},
+           absl::StrCat("must be >= 0, got ", s.xla_sc_num_serialized_tables_to_optimize_hbm()));
+    }
+    if (s.tile_threads() < 1) {
+      Fail({{"sparse_core"}, {"tile_threads"}},
+           absl::StrCat("must be >= 1, got ", s.tile_threads()));
+    }
+  }
+
+
+  // The emulated chip's knobs (device/, README "The emulated chip").
+  void CheckEmulatedChip() {
+    const SparseCoreConfig& s = c_.sparse_core();
+    if (s.xla_sc_num_serialized_tables_to_optimize_hbm() < 0) {
+      Fail({{"sparse_core"}, {"xla_sc_num_serialized_tables_to_optimize_hbm"}},
+           absl::StrCat("must be >= 0, got ", s.xla_sc_num_serialized_tables_to_optimize_hbm()));
+    }
+    if (s.tile_threads() < 1) {
+      Fail({{"sparse_core"}, {"tile_threads"}},
+           absl::StrCat("must be >= 1, got ", s.tile_threads()));
     }
   }
 

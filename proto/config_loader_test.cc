@@ -134,5 +134,16 @@ TEST(ConfigLoaderTest, MissingFileIsNotFound) {
   EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/model.pbtxt"));
 }
 
+TEST(ConfigLoaderTest, AdamAndFtrlHyperParametersAreChecked) {
+  EXPECT_EQ(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 optimizer { ftrl { l1: 0.1 } } }"), "");
+  EXPECT_EQ(ErrorOf("training { dense_optimizer { adam { } } }"), "");
+  EXPECT_THAT(ErrorOf("training { dense_optimizer { ftrl { } } }"),
+              HasSubstr("FTRL is for embedding tables only"));
+  EXPECT_THAT(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 optimizer { adam { beta1: 1 } } }"),
+              HasSubstr("tables[2].optimizer.adam.beta1: must be in [0, 1), got 1"));
+  EXPECT_THAT(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 optimizer { ftrl { l2: -1 } } }"),
+              HasSubstr("tables[2].optimizer.ftrl.l2: must be >= 0"));
+}
+
 }  // namespace
 }  // namespace lemrt::config

@@ -41,7 +41,7 @@ absl::StatusOr<double> TensorCoreStage::Step(const host::Batch& batch,
                               batch.labels.data(), loss_scale_, d_activations.data());
   absl::Status st = comm_.AllReduceSum(model_->mutable_grads());
   if (!st.ok()) return st;
-  optimizer_->Apply(model_->params(), slots_, model_->grads());
+  optimizer_->Apply(model_->params(), slots_, model_->grads(), ++updates_);
   return loss;
 }
 

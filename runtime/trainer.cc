@@ -9,6 +9,7 @@
 #include "glog/logging.h"
 #include "base/status_macros.h"
 #include "runtime/checkpoint/checkpointer.h"
+#include "device/plan/memory_plan.h"
 #include "runtime/model_stats.h"
 
 namespace lemrt::runtime {
@@ -50,11 +51,17 @@ Trainer::Trainer(const config::RunConfig& config, Communicator& comm)
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
                                                          Communicator& comm) {
   if (comm.rank() == 0) WarnAboutPendingKnobs(config);
+  // "Compilation": every rank sizes the same plan, so a plan that does not
+  // fit fails everywhere alike before any table is allocated.
+  auto plan = device::BuildMemoryPlan(config);
+  if (!plan.ok()) return plan.status();
+  if (absl::Status fit = device::CheckMemoryPlan(*plan); !fit.ok()) return fit;
   std::unique_ptr<Trainer> t(new Trainer(config, comm));
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
   t->data_ = std::move(*data);
+  t->memory_plan_ = std::move(*plan);
   auto limits = host::ResolveLimits(config);
   st = AgreeOnStatus(comm, limits.status());
   if (!st.ok()) return st;
@@ -68,6 +75,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   t->sparse_ = std::make_unique<SparseCoreStage>(config, comm, optimizers);
   auto dense = TensorCoreStage::Create(config, comm);
   if (!dense.ok()) return dense.status();
+  t->tile_pool_ = std::make_unique<device::TilePool>(config.sparse_core().tile_threads());
+  for (const auto& sc : t->sparse_->sparse_cores()) sc->set_tile_pool(t->tile_pool_.get());
   t->dense_ = std::move(*dense);
   const int64_t local_batch = config.training().global_batch() / comm.size();
   t->activations_.resize(local_batch * t->sparse_->activation_width());
@@ -226,6 +235,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   s.mutable_ids()->set_unique_per_partition(ids[2]);
   s.set_params_l2(stats.params_l2);
   s.set_model_checksum(stats.checksum);
+  device::FillMemoryStats(memory_plan_, s.mutable_memory());
   s.set_pipelining(false);
   s.set_wall_time_sec(slowest);
   LEMRT_RETURN_IF_ERROR(host_->Summarise(s.mutable_preprocess()));

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "device/optimizers/optimizer.h"
+#include "device/plan/memory_plan.h"
 #include "host/coo.h"
 #include "host/data_source.h"
 #include "proto/config.pb.h"
@@ -52,6 +53,10 @@ class Trainer {
   absl::Status TrainStep(int64_t step, double* loss_sum, double stage_ms[4]);
 
   const config::RunConfig& config_;
+  // The static memory plan checked at start-up (issue 4).
+  device::MemoryPlan memory_plan_;
+  // The threads the SparseCore tiles run on (issue 4).
+  std::unique_ptr<device::TilePool> tile_pool_;
   Communicator& comm_;
   std::unique_ptr<host::DataSource> data_;
   std::vector<std::unique_ptr<device::Optimizer>> table_optimizers_;

@@ -186,7 +186,8 @@ void RunAgainstDenseReference(int32_t max_unique_ids) {
         std::vector<float> g(dim);
         for (int k = 0; k < dim; ++k) g[k] = static_cast<float>(grad[t][j * dim + k]);
         opts[t]->Apply(std::span<float>(ref[t].data() + j * dim, dim),
-                       std::span<float>(ref_slots[t].data() + j * dim * ns, dim * ns), g);
+                       std::span<float>(ref_slots[t].data() + j * dim * ns, dim * ns), g,
+                       step + 1);
       }
     }
     for (const auto& sc : stage.sparse_cores()) {

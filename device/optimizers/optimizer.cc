@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device/optimizers/adam.h"
+#include "device/optimizers/ftrl.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
 
 void SgdOptimizer::Apply(std::span<float> params, std::span<float>,
-                         std::span<const float> grad) const {
+                         std::span<const float> grad, int64_t) const {
   DCHECK_EQ(params.size(), grad.size());
   const float lr = lr_;
   float* w = params.data();
@@ -21,7 +23,7 @@ void AdagradOptimizer::InitSlots(std::span<float> slots) const {
 }
 
 void AdagradOptimizer::Apply(std::span<float> params, std::span<float> slots,
-                             std::span<const float> grad) const {
+                             std::span<const float> grad, int64_t) const {
   DCHECK_EQ(params.size(), grad.size());
   DCHECK_EQ(slots.size(), params.size());
   float* w = params.data();
@@ -36,6 +38,15 @@ void AdagradOptimizer::Apply(std::span<float> params, std::span<float> slots,
 std::unique_ptr<Optimizer> CreateOptimizer(const config::OptimizerConfig& config,
                                            float default_lr) {
   const float lr = config.has_learning_rate() ? config.learning_rate() : default_lr;
+  if (config.has_adam()) {
+    const auto& a = config.adam();
+    return std::make_unique<AdamOptimizer>(lr, a.beta1(), a.beta2(), a.epsilon());
+  }
+  if (config.has_ftrl()) {
+    const auto& f = config.ftrl();
+    return std::make_unique<FtrlOptimizer>(lr, f.learning_rate_power(), f.initial_accumulator(),
+                                           f.l1(), f.l2(), f.beta());
+  }
   if (config.has_adagrad()) {
     return std::make_unique<AdagradOptimizer>(lr, config.adagrad().initial_accumulator(),
                                               config.adagrad().epsilon());

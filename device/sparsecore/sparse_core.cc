@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/sparsecore/key_sort.h"
 #include "glog/logging.h"
 #include "proto/config_loader.h"
 
@@ -33,12 +34,25 @@ int64_t PartialFloats(std::span<const host::CooEntry> segment, std::span<const i
 
 SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
                        std::span<const Optimizer* const> optimizers)
-    : global_sc_(global_sc) {
+    : global_sc_(global_sc),
+      tiles_(std::max(1, config.topology().tiles_per_sparse_core())),
+      simd_width_(std::max(1, config.topology().simd_width())) {
   const int total_sc = static_cast<int>(config::TotalSparseCores(config));
   for (int t = 0; t < config.tables_size(); ++t) {
     dims_.push_back(config.tables(t).dim());
     shards_.push_back(std::make_unique<TableShard>(config.tables(t), t, global_sc, total_sc,
                                                    config.training().seed(), *optimizers[t]));
+  }
+}
+
+template <typename Fn>
+void SparseCore::RunTiles(int64_t n, Fn&& fn) const {
+  const int tasks = static_cast<int>(std::min<int64_t>(tiles_, n));
+  auto task = [&](int t) { fn(n * t / tasks, n * (t + 1) / tasks); };
+  if (pool_ != nullptr) {
+    pool_->Run(tasks, task);
+  } else {
+    for (int t = 0; t < tasks; ++t) task(t);
   }
 }
 
@@ -53,7 +67,8 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
       pairs.emplace_back(Key(e), index++);
     }
   }
-  std::sort(pairs.begin(), pairs.end());
+  // Stable radix sort: the same order as std::sort of the pairs (indices ascend).
+  SortByKey(&pairs, &state->sort_scratch2);
   state->unique_keys.clear();
   state->unique_offsets.clear();
   state->entry_unique.resize(pairs.size());
@@ -68,29 +83,53 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   }
   state->unique_offsets.push_back(offset);
 
-  // Combine: one partial pooled vector per (feature, row) group.
-  int64_t entry = 0;
-  for (size_t k = 0; k < segments.size(); ++k) {
-    std::span<const host::CooEntry> seg = segments[k];
-    float* out = partials[k];
-    for (size_t i = 0; i < seg.size();) {
-      const int dim = dims_[seg[i].table];
-      const TableShard& shard = *shards_[seg[i].table];
-      std::memset(out, 0, sizeof(float) * dim);
-      size_t j = i;
-      for (; j < seg.size() && SameGroup(seg[i], seg[j]); ++j, ++entry) {
-        const float* row = shard.row(shard.LocalRow(seg[j].col));
-        const float gain = seg[j].gain;
-        for (int d = 0; d < dim; ++d) out[d] += gain * row[d];
+  // Gather: each tile copies its share of the unique rows, simd_width rows
+  // per chunk, into the staging buffer.
+  state->gathered.resize(offset);
+  RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t chunk = begin; chunk < end; chunk += simd_width_) {
+      const int64_t chunk_end = std::min<int64_t>(end, chunk + simd_width_);
+      for (int64_t u = chunk; u < chunk_end; ++u) {
+        const uint64_t key = state->unique_keys[u];
+        const TableShard& shard = *shards_[KeyTable(key)];
+        std::memcpy(state->gathered.data() + state->unique_offsets[u],
+                    shard.row(shard.LocalRow(KeyCol(key))), sizeof(float) * shard.dim());
       }
-      out += dim;
-      i = j;
     }
+  });
+
+  // Combine: one partial pooled vector per (feature, row) group; the tiles
+  // split the segments.
+  state->segment_begin.resize(segments.size() + 1);
+  state->segment_begin[0] = 0;
+  for (size_t k = 0; k < segments.size(); ++k) {
+    state->segment_begin[k + 1] = state->segment_begin[k] + static_cast<int64_t>(segments[k].size());
   }
+  RunTiles(static_cast<int64_t>(segments.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      std::span<const host::CooEntry> seg = segments[k];
+      float* out = partials[k];
+      int64_t entry = state->segment_begin[k];
+      for (size_t i = 0; i < seg.size();) {
+        const int dim = dims_[seg[i].table];
+        std::memset(out, 0, sizeof(float) * dim);
+        size_t j = i;
+        for (; j < seg.size() && SameGroup(seg[i], seg[j]); ++j, ++entry) {
+          const float* row =
+              state->gathered.data() + state->unique_offsets[state->entry_unique[entry]];
+          const float gain = seg[j].gain;
+          for (int d = 0; d < dim; ++d) out[d] += gain * row[d];
+        }
+        out += dim;
+        i = j;
+      }
+    }
+  });
 }
 
 void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segments,
                           std::span<const float* const> grads, SparseCoreStepState* state) {
+  const int64_t step = ++updates_;
   std::vector<float>& acc = state->grad_acc;
   acc.assign(state->unique_offsets.back(), 0.0f);
   int64_t entry = 0;
@@ -109,12 +148,16 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
       i = j;
     }
   }
-  for (size_t u = 0; u < state->unique_keys.size(); ++u) {
-    const uint64_t key = state->unique_keys[u];
-    TableShard& shard = *shards_[KeyTable(key)];
-    shard.Update(shard.LocalRow(KeyCol(key)),
-                 std::span<const float>(acc.data() + state->unique_offsets[u], shard.dim()));
-  }
+  // Each tile applies the optimizer to its share of the unique rows.
+  RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const uint64_t key = state->unique_keys[u];
+      TableShard& shard = *shards_[KeyTable(key)];
+      shard.Update(shard.LocalRow(KeyCol(key)),
+                   std::span<const float>(acc.data() + state->unique_offsets[u], shard.dim()),
+                   step);
+    }
+  });
 }
 
 }  // namespace lemrt::device

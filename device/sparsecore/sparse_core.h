@@ -18,6 +18,7 @@
 
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/table_shard.h"
+#include "device/sparsecore/tile_pool.h"
 #include "host/coo.h"
 #include "proto/config.pb.h"
 
@@ -36,8 +37,17 @@ struct SparseCoreStepState {
   std::vector<int32_t> entry_unique;
   // Scratch reused between steps.
   std::vector<std::pair<uint64_t, int32_t>> sort_scratch;
+  std::vector<std::pair<uint64_t, int32_t>> sort_scratch2;  // SortByKey's buffer
   std::vector<float> grad_acc;
+  // The unique rows gathered by the tiles (tile SPMEM), at unique_offsets.
+  std::vector<float> gathered;
+  // Index of each segment's first entry in entry_unique (+1 at the end).
+  std::vector<int64_t> segment_begin;
 };
+
+// Table index of one of SparseCoreStepState::unique_keys (keys are
+// table << 48 | col).
+inline int UniqueKeyTable(uint64_t key) { return static_cast<int>(key >> 48); }
 
 class SparseCore {
  public:
@@ -51,9 +61,21 @@ class SparseCore {
   void Forward(std::span<const std::span<const host::CooEntry>> segments,
                std::span<float* const> partials, SparseCoreStepState* state) const;
 
+  // Tiles: the unique ids are split over tiles_per_sparse_core tiles (tile t
+  // gets the t-th contiguous share of the sorted unique ids), which gather
+  // their rows simd_width rows at a time and, in Backward, apply the
+  // optimizer to them; the combine step splits the segments over the tiles.
+  // Every output is written by exactly one tile in a fixed order, so results
+  // are bit-identical whatever the pool and its timing. `pool` (may be null:
+  // tiles run inline) must outlive the SparseCore's use of it.
+  void set_tile_pool(TilePool* pool) { pool_ = pool; }
+  int num_tiles() const { return tiles_; }
+
   // Update: grads[k] holds the loss gradients w.r.t. segment k's partials.
   // Sums each unique id's contributions in entry order (independent of
   // arrival timing) and applies its table's optimizer once per unique id.
+  // Each call is one optimizer update (Adam's t = number of Backward calls so
+  // far, counted per SparseCore; every SparseCore runs Backward every step).
   void Backward(std::span<const std::span<const host::CooEntry>> segments,
                 std::span<const float* const> grads, SparseCoreStepState* state);
 
@@ -67,7 +89,14 @@ class SparseCore {
   std::span<const int> table_dims() const { return dims_; }
 
  private:
+  // Runs fn(begin, end) for each tile's contiguous share of [0, n).
+  template <typename Fn>
+  void RunTiles(int64_t n, Fn&& fn) const;
+
   int global_sc_;
+  int tiles_ = 1;
+  int simd_width_ = 1;
+  TilePool* pool_ = nullptr;
   int64_t updates_ = 0;
   std::vector<int> dims_;
   std::vector<std::unique_ptr<TableShard>> shards_;

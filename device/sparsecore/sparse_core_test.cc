@@ -2,6 +2,10 @@
 
 #include <vector>
 
+#include <cmath>
+
+#include "device/optimizers/adam.h"
+#include "device/optimizers/ftrl.h"
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
 
@@ -58,6 +62,85 @@ TEST(SparseCoreTest, LookupAndUpdateOnOneSparseCore) {
     EXPECT_FLOAT_EQ(row(3)[k], r3[k] - 0.5f * (2 * ga[k] + gb[k]));
     EXPECT_FLOAT_EQ(row(5)[k], r5[k] - 0.5f * ga[k]);
     EXPECT_FLOAT_EQ(row(7)[k], r7[k] - 0.5f * 0.5f * gb[3 + k]);
+  }
+}
+
+// Row 3 appears three times in one batch (twice in one sample's segment with
+// different gains, once in another segment): its gradients are summed per id
+// and Adam runs once per step on the sum, with t counting Backward calls.
+TEST(SparseCoreTest, AdamSumsRepeatedIdsThenUpdatesOncePerStep) {
+  auto c = config::ParseConfig(kConfig, "t", "", 1);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const double lr = 0.1, b1 = 0.9, b2 = 0.99, eps = 1e-7;
+  AdamOptimizer adam(lr, b1, b2, eps);
+  const Optimizer* opts[] = {&adam};
+  SparseCore sc(*c, /*global_sc=*/1, opts);
+  const TableShard& shard = sc.shard(0);
+  std::vector<double> w(shard.row(1), shard.row(1) + 3);  // global row 3
+  std::vector<double> m(3, 0.0), v(3, 0.0);
+
+  // Sample 0 (feature 0) has ids 3 (gain 2) and 3 again (gain 0.5) in one
+  // group; sample 1 has 3 (gain 1).
+  std::vector<CooEntry> a = {{3, 0, 0, 0, 2.0f}, {3, 0, 0, 0, 0.5f}};
+  std::vector<CooEntry> b = {{3, 1, 0, 0, 1.0f}};
+  std::vector<std::span<const CooEntry>> segs = {a, b};
+  SparseCoreStepState state;
+  for (int t = 1; t <= 3; ++t) {
+    std::vector<float> pa(3), pb(3);
+    std::vector<float*> outs = {pa.data(), pb.data()};
+    sc.Forward(segs, outs, &state);
+    EXPECT_EQ(state.unique_keys.size(), 1u);
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(pa[k], 2.5 * w[k], 1e-5);
+    std::vector<float> ga = {0.1f * t, -0.2f, 0.3f}, gb = {1.0f, 0.7f, -0.25f * t};
+    std::vector<const float*> ins = {ga.data(), gb.data()};
+    sc.Backward(segs, ins, &state);
+    for (int k = 0; k < 3; ++k) {
+      const double g = 2.5 * ga[k] + 1.0 * gb[k];
+      m[k] = b1 * m[k] + (1 - b1) * g;
+      v[k] = b2 * v[k] + (1 - b2) * g * g;
+      w[k] -= lr * (m[k] / (1 - std::pow(b1, t))) / (std::sqrt(v[k] / (1 - std::pow(b2, t))) + eps);
+      EXPECT_NEAR(shard.row(1)[k], w[k], 1e-5) << "step " << t << " element " << k;
+      EXPECT_NEAR(shard.row_slots(1)[k], m[k], 1e-6);
+      EXPECT_NEAR(shard.row_slots(1)[3 + k], v[k], 1e-6);
+    }
+  }
+  // Untouched rows keep their slots at zero (lazy Adam).
+  for (float x : shard.row_slots(0)) EXPECT_EQ(x, 0.0f);
+}
+
+TEST(SparseCoreTest, FtrlSumsRepeatedIdsAndKeepsSlotsPerRow) {
+  auto c = config::ParseConfig(kConfig, "t", "", 1);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const double lr = 0.5, n0 = 0.1, l1 = 0.05, l2 = 0.01;
+  FtrlOptimizer ftrl(lr, -0.5f, n0, l1, l2, 0.0f);
+  const Optimizer* opts[] = {&ftrl};
+  SparseCore sc(*c, /*global_sc=*/0, opts);  // even rows
+  const TableShard& shard = sc.shard(0);
+  for (int64_t r = 0; r < shard.local_rows(); ++r) {
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_FLOAT_EQ(shard.row_slots(r)[k], 0.1f);
+      EXPECT_FLOAT_EQ(shard.row_slots(r)[3 + k], 0.0f);
+    }
+  }
+  std::vector<double> w(shard.row(2), shard.row(2) + 3);  // global row 4
+  std::vector<CooEntry> a = {{4, 0, 0, 0, 1.0f}, {4, 1, 0, 0, 3.0f}, {6, 1, 0, 0, 1.0f}};
+  std::vector<std::span<const CooEntry>> segs = {a};
+  std::vector<float> p(6);
+  std::vector<float*> outs = {p.data()};
+  SparseCoreStepState state;
+  sc.Forward(segs, outs, &state);
+  std::vector<float> g = {0.2f, -0.1f, 0.0f, 0.05f, 0.3f, -0.6f};
+  std::vector<const float*> ins = {g.data()};
+  sc.Backward(segs, ins, &state);
+  for (int k = 0; k < 3; ++k) {
+    const double gs = 1.0 * g[k] + 3.0 * g[3 + k];
+    const double nn = n0 + gs * gs;
+    const double z = gs - (std::sqrt(nn) - std::sqrt(n0)) / lr * w[k];
+    const double want =
+        std::abs(z) <= l1 ? 0.0 : ((z > 0 ? l1 : -l1) - z) / (std::sqrt(nn) / lr + 2 * l2);
+    EXPECT_NEAR(shard.row(2)[k], want, 1e-5) << k;
+    EXPECT_NEAR(shard.row_slots(2)[k], nn, 1e-6);
+    EXPECT_NEAR(shard.row_slots(2)[3 + k], z, 1e-6);
   }
 }
 

@@ -33,7 +33,11 @@ TableShard::TableShard(const config::TableConfig& table, int table_index, int gl
     InitialRow(table, table_index, GlobalRow(r), seed,
                std::span<float>(weights_.data() + r * dim_, dim_));
   }
-  optimizer_.InitSlots(slots_);
+  if (slot_stride_ > 0) {
+    for (int64_t r = 0; r < local_rows_; ++r) {
+      optimizer_.InitSlots(std::span<float>(slots_.data() + r * slot_stride_, slot_stride_));
+    }
+  }
 }
 
 }  // namespace lemrt::device

@@ -33,17 +33,18 @@ class TableShard {
   int64_t LocalRow(int64_t global_row) const { return global_row / total_sc_; }
   const float* row(int64_t local_row) const { return weights_.data() + local_row * dim_; }
 
-  // Applies the optimizer to one row with gradient `grad` (dim floats).
-  void Update(int64_t local_row, std::span<const float> grad) {
+  // Applies the optimizer to one row with gradient `grad` (dim floats) as
+  // update number `step` (1-based, see Optimizer::Apply).
+  void Update(int64_t local_row, std::span<const float> grad, int64_t step) {
     optimizer_.Apply(std::span<float>(weights_.data() + local_row * dim_, dim_),
                      std::span<float>(slots_.data() + local_row * slot_stride_, slot_stride_),
-                     grad);
+                     grad, step);
   }
-
   // One row's slots (slots_per_param x dim floats, slot-major).
   std::span<const float> row_slots(int64_t local_row) const {
     return std::span<const float>(slots_.data() + local_row * slot_stride_, slot_stride_);
   }
+
   // One row's weights and slots, writable (checkpoint restore).
   std::span<float> mutable_row(int64_t local_row) {
     return std::span<float>(weights_.data() + local_row * dim_, dim_);

@@ -1,0 +1,281 @@
+#include "device/plan/memory_plan.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "device/optimizers/optimizer.h"
+#include "device/tensorcore/dlrm_dense.h"
+#include "proto/config_loader.h"
+
+namespace lemrt::device {
+namespace {
+
+constexpr int kFloatsPerLine = 8;  // 32-byte HBM lines
+constexpr int64_t kF32 = 4;
+constexpr int64_t kCooEntryBytes = 24;
+constexpr int64_t kSpmemBytesPerId = 16;  // column, sample, gain, unique index
+
+int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
+
+std::string Bytes(int64_t b) {
+  const double d = static_cast<double>(b);
+  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%d B (%.2f GiB)", b, d / (1 << 30));
+  if (b >= (int64_t{1} << 20)) return absl::StrFormat("%d B (%.2f MiB)", b, d / (1 << 20));
+  if (b >= 1024) return absl::StrFormat("%d B (%.1f KiB)", b, d / 1024);
+  return absl::StrFormat("%d B", b);
+}
+
+// Ids per sample of table `t` and the number of features that look it up.
+std::pair<int64_t, int> TableLoad(const config::RunConfig& c, int t) {
+  int64_t ids = 0;
+  int features = 0;
+  for (const auto& f : c.features()) {
+    if (config::FindTable(c, f.table()) == t) {
+      ids += f.max_sequence_length();
+      ++features;
+    }
+  }
+  return {ids, features};
+}
+
+void PlanSpmem(const config::RunConfig& c, TablePlan* tp) {
+  const auto& topo = c.topology();
+  const int64_t n = config::TotalSparseCores(c);
+  const int64_t tiles = topo.tiles_per_sparse_core();
+  tp->spmem_ids_bytes = CeilDiv(n * tp->limits.max_ids, tiles) * kSpmemBytesPerId;
+  tp->spmem_unique_bytes = CeilDiv(n * tp->limits.max_unique_ids, tiles) * kF32;
+  tp->spmem_rows_bytes = 2 * int64_t{topo.simd_width()} * tp->padded_dim * kF32;
+  tp->spmem_fixed_bytes = tp->spmem_ids_bytes + tp->spmem_unique_bytes + tp->spmem_rows_bytes;
+  tp->gather_sample_count = c.training().global_batch() * tp->num_features;
+  tp->gather_operand_bytes = CeilDiv(tp->gather_sample_count * tp->padded_dim * kF32, tiles);
+}
+
+// Peak of one phase: the serialized tables run one at a time after the others
+// ran together.
+int64_t PeakStack(const std::vector<TablePlan>& tables, bool forward) {
+  int64_t concurrent = 0, serialized = 0;
+  for (const TablePlan& t : tables) {
+    const int64_t b = forward ? t.stack_forward_bytes : t.stack_backward_bytes;
+    if (t.serialized) {
+      serialized = std::max(serialized, b);
+    } else {
+      concurrent += b;
+    }
+  }
+  return std::max(concurrent, serialized);
+}
+
+}  // namespace
+
+PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int table) {
+  const int64_t n = config::TotalSparseCores(c);
+  const auto& tc = c.tables(table);
+  const int64_t samples_per_sc = c.training().global_batch() / n;
+  PlanPartitionLimits l;
+  l.max_ids = samples_per_sc * TableLoad(c, table).first;
+  l.max_unique_ids = std::min(l.max_ids, CeilDiv(tc.vocab_size(), n));
+  const auto& sc = c.sparse_core();
+  if (auto it = sc.max_ids_per_table().find(tc.name()); it != sc.max_ids_per_table().end()) {
+    l.max_ids = std::min(l.max_ids, CeilDiv(it->second, n));
+  }
+  if (auto it = sc.max_unique_ids_per_table().find(tc.name());
+      it != sc.max_unique_ids_per_table().end()) {
+    l.max_unique_ids = std::min(l.max_unique_ids, CeilDiv(it->second, n));
+  }
+  l.max_unique_ids = std::min(l.max_unique_ids, l.max_ids);
+  return l;
+}
+
+MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params) {
+  const auto& topo = c.topology();
+  MemoryPlan p;
+  p.num_chips = topo.num_chips();
+  p.sparse_cores_per_chip = topo.sparse_cores_per_chip();
+  p.tiles_per_sparse_core = topo.tiles_per_sparse_core();
+  p.hbm_bytes = topo.hbm_bytes();
+  p.spmem_bytes_per_tile_limit = topo.spmem_bytes_per_tile();
+  const int64_t n = config::TotalSparseCores(c);
+  const int64_t replicas = c.training().global_batch() / p.num_chips;
+  for (int t = 0; t < c.tables_size(); ++t) {
+    const auto& tc = c.tables(t);
+    TablePlan tp;
+    tp.name = tc.name();
+    tp.dim = tc.dim();
+    tp.padded_dim = static_cast<int>(RoundUp(tc.dim(), kFloatsPerLine));
+    tp.vocab_size = tc.vocab_size();
+    tp.padded_vocab = RoundUp(tc.vocab_size(), n);
+    tp.rows_per_chip = tp.padded_vocab / n * p.sparse_cores_per_chip;
+    tp.slots_per_param = CreateOptimizer(tc.optimizer(), 1.0f)->slots_per_param();
+    tp.table_bytes = tp.rows_per_chip * tp.padded_dim * kF32;
+    tp.slot_bytes = tp.slots_per_param * tp.table_bytes;
+    const int64_t unpadded_all_chips = tp.vocab_size * tp.dim * kF32 * (1 + tp.slots_per_param);
+    const int64_t unpadded = unpadded_all_chips / p.num_chips;
+    tp.padding_bytes = tp.table_bytes + tp.slot_bytes - unpadded;
+    p.unpadded_bytes += unpadded;
+    std::tie(tp.ids_per_sample, tp.num_features) = TableLoad(c, t);
+    tp.limits = PartitionLimitsForPlan(c, t);
+    tp.stack_forward_bytes = (2 * int64_t{tp.padded_dim} + 1) * tp.ids_per_sample * replicas * kF32;
+    tp.stack_backward_bytes = 3 * int64_t{tp.padded_dim} * tp.ids_per_sample * replicas * kF32;
+    PlanSpmem(c, &tp);
+    p.tables_bytes += tp.table_bytes + tp.slot_bytes;
+    p.padding_bytes += tp.padding_bytes;
+    p.spmem_bytes_per_tile =
+        std::max(p.spmem_bytes_per_tile, tp.spmem_fixed_bytes + tp.gather_operand_bytes);
+    p.tables.push_back(std::move(tp));
+  }
+  p.stack_bytes_unserialized = std::max(PeakStack(p.tables, true), PeakStack(p.tables, false));
+  // The serialized tables are the ones with the largest stack.
+  std::vector<int> order(p.tables.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return p.tables[a].stack_backward_bytes + p.tables[a].stack_forward_bytes >
+           p.tables[b].stack_backward_bytes + p.tables[b].stack_forward_bytes;
+  });
+  const int serialized = std::min<int>(
+      c.sparse_core().xla_sc_num_serialized_tables_to_optimize_hbm(), order.size());
+  for (int i = 0; i < serialized; ++i) p.tables[order[i]].serialized = true;
+  p.stack_bytes = std::max(PeakStack(p.tables, true), PeakStack(p.tables, false));
+
+  const int dense_slots =
+      CreateOptimizer(c.training().dense_optimizer(), 1.0f)->slots_per_param();
+  p.heap_dense_bytes = dense_params * (2 + dense_slots) * kF32;
+  int64_t ids_per_sample = 0, activation_width = 0;
+  for (const auto& f : c.features()) {
+    ids_per_sample += f.max_sequence_length();
+    activation_width += c.tables(config::FindTable(c, f.table())).dim();
+  }
+  const int64_t per_sample = (c.model().num_dense_features() + 1) * kF32 +
+                             ids_per_sample * kCooEntryBytes + activation_width * kF32 * 2;
+  p.prefetch_depth = c.sparse_core().disable_full_embedding_pipelining() ? 1 : 2;
+  p.heap_inputs_bytes = replicas * per_sample * p.prefetch_depth;
+  p.heap_bytes = p.heap_dense_bytes + p.heap_inputs_bytes;
+  p.hbm_bytes_per_chip = p.tables_bytes + p.stack_bytes + p.heap_bytes;
+  return p;
+}
+
+absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& c) {
+  DlrmShape shape;
+  shape.num_dense = c.model().num_dense_features();
+  shape.bottom.assign(c.model().bottom_mlp().begin(), c.model().bottom_mlp().end());
+  shape.top.assign(c.model().top_mlp().begin(), c.model().top_mlp().end());
+  for (const auto& f : c.features()) {
+    shape.feature_dims.push_back(c.tables(config::FindTable(c, f.table())).dim());
+  }
+  auto model = DlrmDense::Create(shape, /*max_batch=*/1, c.training().seed());
+  if (!model.ok()) return model.status();
+  return BuildMemoryPlan(c, (*model)->num_params());
+}
+
+absl::Status CheckMemoryPlan(const MemoryPlan& p) {
+  const int64_t spmem = p.spmem_bytes_per_tile_limit;
+  for (const TablePlan& t : p.tables) {
+    if (t.spmem_fixed_bytes > spmem) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "Fixed size allocations (%d bytes) do not fit in TileSpmem (%d bytes) for table '%s': "
+          "ids %d B (max_ids_per_partition %d x %d partitions / %d tiles x %d B) + unique ids "
+          "%d B (max_unique_ids_per_partition %d) + gathered-row buffers %d B; lower the "
+          "table's max_ids_per_partition / max_unique_ids_per_partition (sparse_core "
+          "max_ids_per_table / max_unique_ids_per_table) or training.global_batch",
+          t.spmem_fixed_bytes, spmem, t.name, t.spmem_ids_bytes, t.limits.max_ids,
+          p.num_chips * p.sparse_cores_per_chip, p.tiles_per_sparse_core, kSpmemBytesPerId,
+          t.spmem_unique_bytes, t.limits.max_unique_ids, t.spmem_rows_bytes));
+    }
+    if (t.spmem_fixed_bytes + t.gather_operand_bytes > spmem) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "Gather operand too large for table '%s': sample_count %d x feature_width %d floats "
+          "x 4 B / %d tiles = %d bytes per tile, but TileSpmem (%d bytes) has %d bytes left "
+          "after the fixed allocations (%d bytes); lower training.global_batch or use more "
+          "chips",
+          t.name, t.gather_sample_count, t.padded_dim, p.tiles_per_sparse_core, t.gather_operand_bytes, spmem,
+          spmem - t.spmem_fixed_bytes, t.spmem_fixed_bytes));
+    }
+  }
+  if (p.hbm_bytes_per_chip > p.hbm_bytes) {
+    std::vector<const TablePlan*> by_size;
+    for (const TablePlan& t : p.tables) by_size.push_back(&t);
+    std::sort(by_size.begin(), by_size.end(), [](const TablePlan* a, const TablePlan* b) {
+      return a->table_bytes + a->slot_bytes > b->table_bytes + b->slot_bytes;
+    });
+    std::vector<std::string> largest;
+    for (size_t i = 0; i < std::min<size_t>(3, by_size.size()); ++i) {
+      largest.push_back(absl::StrFormat("table '%s' %s (with %d slot(s))", by_size[i]->name,
+                                        Bytes(by_size[i]->table_bytes + by_size[i]->slot_bytes),
+                                        by_size[i]->slots_per_param));
+    }
+    const char* biggest_part =
+        p.tables_bytes >= std::max(p.stack_bytes, p.heap_bytes)
+            ? "tables and slots dominate: shrink vocab_size / dim, use an optimizer with fewer "
+              "slots, or use more chips"
+        : p.stack_bytes >= p.heap_bytes
+            ? "the stack dominates: raise sparse_core.xla_sc_num_serialized_tables_to_optimize_hbm "
+              "or lower training.global_batch"
+            : "the heap dominates: lower training.global_batch or disable pipelining (prefetch "
+              "depth)";
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "HBM out of memory on each chip: needs %s but hbm_bytes is %s; tables+slots %s, stack "
+        "%s (peak), heap %s (dense %s, prefetched inputs %s); largest items: %s; %s",
+        Bytes(p.hbm_bytes_per_chip), Bytes(p.hbm_bytes), Bytes(p.tables_bytes),
+        Bytes(p.stack_bytes), Bytes(p.heap_bytes), Bytes(p.heap_dense_bytes),
+        Bytes(p.heap_inputs_bytes), absl::StrJoin(largest, ", "), biggest_part));
+  }
+  return absl::OkStatus();
+}
+
+void FillMemoryStats(const MemoryPlan& p, summary::MemoryStats* out) {
+  out->set_hbm_bytes_per_chip(static_cast<double>(p.hbm_bytes_per_chip));
+  out->set_hbm_stack_bytes(static_cast<double>(p.stack_bytes));
+  out->set_hbm_heap_bytes(static_cast<double>(p.heap_bytes));
+  out->set_spmem_bytes_per_tile(static_cast<double>(p.spmem_bytes_per_tile));
+  out->set_padding_bytes(static_cast<double>(p.padding_bytes));
+  out->set_hbm_table_bytes(static_cast<double>(p.tables_bytes));
+  out->set_hbm_capacity_bytes(static_cast<double>(p.hbm_bytes));
+}
+
+std::string FormatMemoryPlan(const MemoryPlan& p) {
+  std::string out = absl::StrFormat(
+      "Memory plan per chip (%d chips x %d SparseCores x %d tiles)\n", p.num_chips,
+      p.sparse_cores_per_chip, p.tiles_per_sparse_core);
+  absl::StrAppend(&out, absl::StrFormat("%-12s %6s %6s %12s %12s %5s %16s %16s %14s %12s %12s\n",
+                                        "table", "dim", "padded", "vocab", "padded_vocab",
+                                        "slots", "table_bytes", "slot_bytes", "padding",
+                                        "stack_fwd", "stack_bwd"));
+  for (const TablePlan& t : p.tables) {
+    const int64_t alloc = t.table_bytes + t.slot_bytes;
+    absl::StrAppend(
+        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5d %16d %16d %8d %4.1f%% %12d %12d%s\n",
+                              t.name, t.dim, t.padded_dim, t.vocab_size, t.padded_vocab,
+                              t.slots_per_param, t.table_bytes, t.slot_bytes, t.padding_bytes,
+                              alloc > 0 ? 100.0 * t.padding_bytes / alloc : 0.0,
+                              t.stack_forward_bytes, t.stack_backward_bytes,
+                              t.serialized ? "  (serialized)" : ""));
+  }
+  absl::StrAppend(&out, "SPMEM per tile (limit ", p.spmem_bytes_per_tile_limit, " bytes):\n");
+  for (const TablePlan& t : p.tables) {
+    absl::StrAppend(&out, absl::StrFormat(
+        "  %-12s ids %d + unique %d + rows %d = fixed %d; gather operand %d; total %d "
+        "(limits: %d ids, %d unique per partition)\n",
+        t.name, t.spmem_ids_bytes, t.spmem_unique_bytes, t.spmem_rows_bytes,
+        t.spmem_fixed_bytes, t.gather_operand_bytes, t.spmem_fixed_bytes + t.gather_operand_bytes,
+        t.limits.max_ids, t.limits.max_unique_ids));
+  }
+  const int64_t alloc = p.tables_bytes;
+  absl::StrAppend(&out, absl::StrFormat(
+      "HBM per chip: tables+slots %s, stack %s (peak; %s unserialized), heap %s (dense %s, "
+      "inputs %s x prefetch depth %d), total %s of %s (%.1f%%)\n",
+      Bytes(p.tables_bytes), Bytes(p.stack_bytes), Bytes(p.stack_bytes_unserialized),
+      Bytes(p.heap_bytes), Bytes(p.heap_dense_bytes),
+      Bytes(p.prefetch_depth > 0 ? p.heap_inputs_bytes / p.prefetch_depth : 0), p.prefetch_depth,
+      Bytes(p.hbm_bytes_per_chip), Bytes(p.hbm_bytes),
+      p.hbm_bytes > 0 ? 100.0 * p.hbm_bytes_per_chip / p.hbm_bytes : 0.0));
+  absl::StrAppend(&out, absl::StrFormat(
+      "Padding: %s of %s allocated for tables+slots (%.2f%%); SPMEM per tile %d of %d bytes\n",
+      Bytes(p.padding_bytes), Bytes(alloc), alloc > 0 ? 100.0 * p.padding_bytes / alloc : 0.0,
+      p.spmem_bytes_per_tile, p.spmem_bytes_per_tile_limit));
+  return out;
+}
+
+}  // namespace lemrt::device

@@ -1,0 +1,170 @@
+#include "device/plan/memory_plan.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/config_loader.h"
+
+namespace lemrt::device {
+namespace {
+
+using ::testing::HasSubstr;
+
+// 1 chip x 4 SparseCores x 16 tiles, 128 KiB SPMEM per tile.
+constexpr char kBase[] = R"pb(
+topology { preset: TPU_V5P }
+model { num_dense_features: 2 bottom_mlp: 4 top_mlp: 1 }
+training { global_batch: 64 }
+)pb";
+
+config::RunConfig Load(const std::string& extra, int world_size = 1) {
+  auto c = config::ParseConfig(std::string(kBase) + extra, "plan_test", "", world_size);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *c : config::RunConfig();
+}
+
+// The seed's example: a dim-1 table is padded to 8 floats, so 7/8 of its
+// allocation is padding (vocab already a multiple of the SparseCore count).
+TEST(MemoryPlanTest, DimOneTableIsSevenEighthsPadding) {
+  auto c = Load(R"pb(tables { name: "narrow" vocab_size: 4096 dim: 1 combiner: SUM }
+                     features { name: "f" table: "narrow" })pb");
+  MemoryPlan p = BuildMemoryPlan(c, /*dense_params=*/0);
+  ASSERT_EQ(p.tables.size(), 1u);
+  const TablePlan& t = p.tables[0];
+  EXPECT_EQ(t.padded_dim, 8);
+  EXPECT_EQ(t.padded_vocab, 4096);
+  EXPECT_EQ(t.table_bytes, 4096 * 8 * 4);
+  EXPECT_EQ(t.slot_bytes, 0);  // SGD
+  EXPECT_EQ(t.padding_bytes, 4096 * 7 * 4);
+  EXPECT_DOUBLE_EQ(static_cast<double>(t.padding_bytes) / t.table_bytes, 7.0 / 8.0);
+  EXPECT_EQ(p.padding_bytes, t.padding_bytes);
+}
+
+// Vocab 10 on 2 chips x 4 SparseCores pads to 16 rows (2 per SparseCore, 8 per
+// chip); Adagrad's slot doubles the bytes and the padding.
+TEST(MemoryPlanTest, VocabPaddedToSparseCoreCountWithSlots) {
+  auto c = Load(R"pb(tables { name: "t" vocab_size: 10 dim: 8 combiner: SUM
+                              optimizer { adagrad {} } }
+                     features { name: "f" table: "t" })pb",
+                /*world_size=*/2);
+  MemoryPlan p = BuildMemoryPlan(c, 0);
+  const TablePlan& t = p.tables[0];
+  EXPECT_EQ(t.padded_vocab, 16);
+  EXPECT_EQ(t.rows_per_chip, 8);
+  EXPECT_EQ(t.slots_per_param, 1);
+  EXPECT_EQ(t.table_bytes, 8 * 8 * 4);
+  EXPECT_EQ(t.slot_bytes, 8 * 8 * 4);
+  // Unpadded over both chips: 10 x 8 x 4 x 2 = 640 B, 320 per chip.
+  EXPECT_EQ(t.padding_bytes, 2 * 256 - 320);
+}
+
+TEST(MemoryPlanTest, StackFormulasAndSerialization) {
+  auto c = Load(R"pb(tables { name: "a" vocab_size: 1000 dim: 16 combiner: SUM }
+                     tables { name: "b" vocab_size: 1000 dim: 5 combiner: SUM }
+                     features { name: "fa" table: "a" max_sequence_length: 3 }
+                     features { name: "fa2" table: "a" max_sequence_length: 2 }
+                     features { name: "fb" table: "b" })pb");
+  MemoryPlan p = BuildMemoryPlan(c, 0);
+  // a: feature_width 16, nz per row 5, 64 samples on the one chip.
+  EXPECT_EQ(p.tables[0].ids_per_sample, 5);
+  EXPECT_EQ(p.tables[0].stack_forward_bytes, (2 * 16 + 1) * 5 * 64 * 4);
+  EXPECT_EQ(p.tables[0].stack_backward_bytes, 3 * 16 * 5 * 64 * 4);
+  // b: feature width padded to 8.
+  EXPECT_EQ(p.tables[1].stack_forward_bytes, (2 * 8 + 1) * 1 * 64 * 4);
+  EXPECT_EQ(p.tables[1].stack_backward_bytes, 3 * 8 * 1 * 64 * 4);
+  const int64_t all = std::max(p.tables[0].stack_forward_bytes + p.tables[1].stack_forward_bytes,
+                               p.tables[0].stack_backward_bytes + p.tables[1].stack_backward_bytes);
+  EXPECT_EQ(p.stack_bytes, all);
+
+  c.mutable_sparse_core()->set_xla_sc_num_serialized_tables_to_optimize_hbm(2);
+  MemoryPlan s = BuildMemoryPlan(c, 0);
+  EXPECT_EQ(s.stack_bytes, std::max(s.tables[0].stack_forward_bytes,
+                                    s.tables[0].stack_backward_bytes));
+  EXPECT_LT(s.stack_bytes, p.stack_bytes);
+  EXPECT_EQ(s.stack_bytes_unserialized, p.stack_bytes);
+  EXPECT_LT(s.hbm_bytes_per_chip, p.hbm_bytes_per_chip);
+}
+
+TEST(MemoryPlanTest, SpmemAndLimits) {
+  auto c = Load(R"pb(tables { name: "t" vocab_size: 100000 dim: 12 combiner: SUM }
+                     features { name: "f" table: "t" max_sequence_length: 4 }
+                     features { name: "g" table: "t" })pb");
+  MemoryPlan p = BuildMemoryPlan(c, 0);
+  const TablePlan& t = p.tables[0];
+  // 64 samples / 4 SparseCores x 5 ids per sample may all go to one SC.
+  EXPECT_EQ(t.limits.max_ids, 16 * 5);
+  EXPECT_EQ(t.limits.max_unique_ids, 80);
+  EXPECT_EQ(t.spmem_ids_bytes, 4 * 80 / 16 * 16);
+  EXPECT_EQ(t.spmem_unique_bytes, 4 * 80 / 16 * 4);
+  EXPECT_EQ(t.spmem_rows_bytes, 2 * 8 * 16 * 4);
+  EXPECT_EQ(t.gather_operand_bytes, 64 * 2 * 16 * 4 / 16);
+  EXPECT_EQ(p.spmem_bytes_per_tile, t.spmem_fixed_bytes + t.gather_operand_bytes);
+  EXPECT_TRUE(CheckMemoryPlan(p).ok());
+  // A table-wide limit over the 4 partitions lowers the per-partition one.
+  (*c.mutable_sparse_core()->mutable_max_ids_per_table())["t"] = 100;
+  EXPECT_EQ(PartitionLimitsForPlan(c, 0).max_ids, 25);
+  EXPECT_EQ(PartitionLimitsForPlan(c, 0).max_unique_ids, 25);
+}
+
+TEST(MemoryPlanTest, FixedAllocationsDoNotFitInTileSpmem) {
+  auto c = Load(R"pb(tables { name: "long" vocab_size: 1000000 dim: 8 combiner: SUM }
+                     features { name: "f" table: "long" max_sequence_length: 4000 })pb");
+  const absl::Status st = CheckMemoryPlan(BuildMemoryPlan(c, 0));
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("Fixed size allocations ("));
+  EXPECT_THAT(st.message(), HasSubstr("do not fit in TileSpmem (131072 bytes)"));
+  EXPECT_THAT(st.message(), HasSubstr("table 'long'"));
+  EXPECT_THAT(st.message(), HasSubstr("lower the table's max_ids_per_partition"));
+}
+
+TEST(MemoryPlanTest, GatherOperandTooLarge) {
+  auto c = Load(R"pb(tables { name: "wide" vocab_size: 100000 dim: 256 combiner: SUM }
+                     features { name: "f" table: "wide" })pb");
+  c.mutable_training()->set_global_batch(4096);
+  const absl::Status st = CheckMemoryPlan(BuildMemoryPlan(c, 0));
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("Gather operand too large for table 'wide'"));
+  EXPECT_THAT(st.message(), HasSubstr("sample_count 4096 x feature_width 256"));
+  EXPECT_THAT(st.message(), HasSubstr("lower training.global_batch"));
+}
+
+TEST(MemoryPlanTest, HbmOutOfMemoryNamesStackHeapAndLargestItems) {
+  auto c = Load(R"pb(tables { name: "big" vocab_size: 40000 dim: 8 combiner: SUM
+                              optimizer { adagrad {} } }
+                     tables { name: "small" vocab_size: 100 dim: 8 combiner: SUM }
+                     features { name: "f" table: "big" }
+                     features { name: "g" table: "small" })pb");
+  c.mutable_topology()->set_hbm_bytes(1000000);
+  MemoryPlan p = BuildMemoryPlan(c, 1000);
+  const absl::Status st = CheckMemoryPlan(p);
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("HBM out of memory"));
+  EXPECT_THAT(st.message(), HasSubstr("hbm_bytes is 1000000 B"));
+  EXPECT_THAT(st.message(), HasSubstr("stack"));
+  EXPECT_THAT(st.message(), HasSubstr("heap"));
+  EXPECT_THAT(st.message(), HasSubstr("largest items: table 'big'"));
+  EXPECT_THAT(st.message(), HasSubstr("tables and slots dominate"));
+  EXPECT_EQ(p.heap_dense_bytes, 1000 * 2 * 4);  // params + grads, SGD
+}
+
+// The example config fits a v5p chip on 1 and 4 chips.
+TEST(MemoryPlanTest, ExampleConfigFits) {
+  for (int world : {1, 4}) {
+    auto c = config::LoadConfig(std::string(LEMRT_SOURCE_DIR) +
+                                    "/examples/configs/dlrm_synthetic.pbtxt",
+                                "", world);
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto p = BuildMemoryPlan(*c);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_TRUE(CheckMemoryPlan(*p).ok()) << CheckMemoryPlan(*p) << FormatMemoryPlan(*p);
+    EXPECT_GT(p->heap_dense_bytes, 0);
+    EXPECT_LE(p->spmem_bytes_per_tile, 128 * 1024);
+    const std::string text = FormatMemoryPlan(*p);
+    EXPECT_THAT(text, HasSubstr("user"));
+    EXPECT_THAT(text, HasSubstr("SPMEM per tile"));
+  }
+}
+
+}  // namespace
+}  // namespace lemrt::device
