@@ -200,20 +200,6 @@ class Validator {
     }
   }
 
-
-  // The emulated chip's knobs (device/, README "The emulated chip").
-  void CheckEmulatedChip() {
-    const SparseCoreConfig& s = c_.sparse_core();
-    if (s.xla_sc_num_serialized_tables_to_optimize_hbm() < 0) {
-      Fail({{"sparse_core"}, {"xla_sc_num_serialized_tables_to_optimize_hbm"}},
-           absl::StrCat("must be >= 0, got ", s.xla_sc_num_serialized_tables_to_optimize_hbm()));
-    }
-    if (s.tile_threads() < 1) {
-      Fail({{"sparse_core"}, {"tile_threads"}},
-           absl::StrCat("must be >= 1, got ", s.tile_threads()));
-    }
-  }
-
   void CheckTables() {
     if (c_.tables_size() == 0) Fail({{"tables"}}, "at least one table is required");
     std::set<std::string> names;
