@@ -143,6 +143,10 @@ absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
       }
     }
     scs_[l]->Forward(segs_, outs_, &buf->sc_states[l]);
+    if (scs_[l]->debug_checks().any()) {  // issue 4: agreed, so no rank hangs
+      absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
+      if (!checked.ok()) return checked;
+    }
   }
 
   // 4. Partials back to the sources.
@@ -195,6 +199,10 @@ absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
       }
     }
     scs_[l]->Backward(segs_, ins_, &buf->sc_states[l]);
+    if (scs_[l]->debug_checks().any()) {
+      absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
+      if (!checked.ok()) return checked;
+    }
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "device/sparsecore/key_sort.h"
+#include "absl/strings/str_format.h"
 #include "glog/logging.h"
 #include "proto/config_loader.h"
 
@@ -36,10 +37,12 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
                        std::span<const Optimizer* const> optimizers)
     : global_sc_(global_sc),
       tiles_(std::max(1, config.topology().tiles_per_sparse_core())),
-      simd_width_(std::max(1, config.topology().simd_width())) {
+      simd_width_(std::max(1, config.topology().simd_width())),
+      checks_(DebugChecks::FromConfig(config.sparse_core())) {
   const int total_sc = static_cast<int>(config::TotalSparseCores(config));
   for (int t = 0; t < config.tables_size(); ++t) {
     dims_.push_back(config.tables(t).dim());
+    table_names_.push_back(config.tables(t).name());
     shards_.push_back(std::make_unique<TableShard>(config.tables(t), t, global_sc, total_sc,
                                                    config.training().seed(), *optimizers[t]));
   }
@@ -58,6 +61,11 @@ void SparseCore::RunTiles(int64_t n, Fn&& fn) const {
 
 void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segments,
                          std::span<float* const> partials, SparseCoreStepState* state) const {
+  state->debug_status = absl::OkStatus();
+  if (checks_.bounds) {
+    state->debug_status = CheckBounds(segments);
+    if (!state->debug_status.ok()) return;
+  }
   // Dedup the partition: sort (key, entry index) and number the distinct keys.
   auto& pairs = state->sort_scratch;
   pairs.clear();
@@ -85,14 +93,15 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
 
   // Gather: each tile copies its share of the unique rows, simd_width rows
   // per chunk, into the staging buffer.
-  state->gathered.resize(offset);
+  PlaceGuards(offset, &state->gathered);
+  float* const gathered = state->gathered.data() + kGuardFloats;
   RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
     for (int64_t chunk = begin; chunk < end; chunk += simd_width_) {
       const int64_t chunk_end = std::min<int64_t>(end, chunk + simd_width_);
       for (int64_t u = chunk; u < chunk_end; ++u) {
         const uint64_t key = state->unique_keys[u];
         const TableShard& shard = *shards_[KeyTable(key)];
-        std::memcpy(state->gathered.data() + state->unique_offsets[u],
+        std::memcpy(gathered + state->unique_offsets[u],
                     shard.row(shard.LocalRow(KeyCol(key))), sizeof(float) * shard.dim());
       }
     }
@@ -115,8 +124,7 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
         std::memset(out, 0, sizeof(float) * dim);
         size_t j = i;
         for (; j < seg.size() && SameGroup(seg[i], seg[j]); ++j, ++entry) {
-          const float* row =
-              state->gathered.data() + state->unique_offsets[state->entry_unique[entry]];
+          const float* row = gathered + state->unique_offsets[state->entry_unique[entry]];
           const float gain = seg[j].gain;
           for (int d = 0; d < dim; ++d) out[d] += gain * row[d];
         }
@@ -125,13 +133,89 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
       }
     }
   });
+  if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_forward");
+  if (checks_.nan && state->debug_status.ok()) {
+    std::vector<const float*> outs(partials.begin(), partials.end());
+    state->debug_status =
+        CheckFiniteGroups(segments, outs, "partial sums (activations)", "sc_forward", updates_);
+  }
+}
+
+absl::Status SparseCore::VerifyGuardWords(const SparseCoreStepState& state,
+                                          std::string_view stage) const {
+  const std::string where = absl::StrFormat("%s on SparseCore %d", stage, global_sc_);
+  if (!state.gathered.empty()) {
+    absl::Status st = VerifyGuards(state.gathered, "gathered", where);
+    if (!st.ok()) return st;
+  }
+  if (!state.grad_acc.empty()) return VerifyGuards(state.grad_acc, "grad_acc", where);
+  return absl::OkStatus();
+}
+
+absl::Status SparseCore::CheckBounds(
+    std::span<const std::span<const host::CooEntry>> segments) const {
+  for (size_t k = 0; k < segments.size(); ++k) {
+    for (size_t i = 0; i < segments[k].size(); ++i) {
+      const host::CooEntry& e = segments[k][i];
+      if (e.table < 0 || e.table >= num_tables()) {
+        return absl::OutOfRangeError(absl::StrFormat(
+            "bounds check: sc_forward on SparseCore %d, segment %d entry %d: table index %d is "
+            "outside [0, %d)",
+            global_sc_, k, i, e.table, num_tables()));
+      }
+      const TableShard& shard = *shards_[e.table];
+      const int64_t local = e.col >= 0 ? shard.LocalRow(e.col) : -1;
+      if (local < 0 || local >= shard.local_rows() || shard.GlobalRow(local) != e.col) {
+        return absl::OutOfRangeError(absl::StrFormat(
+            "bounds check: sc_forward on SparseCore %d, segment %d entry %d: gather index "
+            "(column %d of table '%s') is not a row of this SparseCore's shard (%d local rows, "
+            "the columns c with c %% N == %d)",
+            global_sc_, k, i, e.col, table_names_[e.table], shard.local_rows(), global_sc_));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseCore::CheckFiniteGroups(
+    std::span<const std::span<const host::CooEntry>> segments,
+    std::span<const float* const> values, const char* what, const char* stage,
+    int64_t step) const {
+  for (size_t k = 0; k < segments.size(); ++k) {
+    const std::span<const host::CooEntry> seg = segments[k];
+    const float* v = values[k];
+    for (size_t i = 0; i < seg.size();) {
+      const int dim = dims_[seg[i].table];
+      const int64_t bad = FirstNonFinite(std::span<const float>(v, dim));
+      if (bad >= 0) {
+        return absl::InternalError(absl::StrFormat(
+            "NaN check: step %d, stage %s: %s of table '%s' (feature %d, sample %d, element %d) "
+            "is %f on SparseCore %d",
+            step, stage, what, table_names_[seg[i].table], seg[i].feature, seg[i].row, bad,
+            v[bad], global_sc_));
+      }
+      size_t j = i;
+      while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
+      v += dim;
+      i = j;
+    }
+  }
+  return absl::OkStatus();
 }
 
 void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segments,
                           std::span<const float* const> grads, SparseCoreStepState* state) {
   const int64_t step = ++updates_;
-  std::vector<float>& acc = state->grad_acc;
-  acc.assign(state->unique_offsets.back(), 0.0f);
+  state->debug_status = absl::OkStatus();
+  if (checks_.nan) {
+    state->debug_status =
+        CheckFiniteGroups(segments, grads, "gradients", "sc_backward", step - 1);
+    if (!state->debug_status.ok()) return;
+  }
+  std::vector<float>& acc_buf = state->grad_acc;
+  PlaceGuards(state->unique_offsets.back(), &acc_buf);
+  std::fill(acc_buf.begin() + kGuardFloats, acc_buf.end() - kGuardFloats, 0.0f);
+  float* const acc = acc_buf.data() + kGuardFloats;
   int64_t entry = 0;
   for (size_t k = 0; k < segments.size(); ++k) {
     std::span<const host::CooEntry> seg = segments[k];
@@ -140,7 +224,7 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
       const int dim = dims_[seg[i].table];
       size_t j = i;
       for (; j < seg.size() && SameGroup(seg[i], seg[j]); ++j, ++entry) {
-        float* a = acc.data() + state->unique_offsets[state->entry_unique[entry]];
+        float* a = acc + state->unique_offsets[state->entry_unique[entry]];
         const float gain = seg[j].gain;
         for (int d = 0; d < dim; ++d) a[d] += gain * g[d];
       }
@@ -154,10 +238,26 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
       const uint64_t key = state->unique_keys[u];
       TableShard& shard = *shards_[KeyTable(key)];
       shard.Update(shard.LocalRow(KeyCol(key)),
-                   std::span<const float>(acc.data() + state->unique_offsets[u], shard.dim()),
+                   std::span<const float>(acc + state->unique_offsets[u], shard.dim()),
                    step);
     }
   });
+  if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_backward");
+  if (checks_.nan && state->debug_status.ok()) {
+    for (size_t u = 0; u < state->unique_keys.size(); ++u) {
+      const uint64_t key = state->unique_keys[u];
+      const TableShard& shard = *shards_[KeyTable(key)];
+      const int64_t bad = FirstNonFinite(
+          std::span<const float>(shard.row(shard.LocalRow(KeyCol(key))), shard.dim()));
+      if (bad >= 0) {
+        state->debug_status = absl::InternalError(absl::StrFormat(
+            "NaN check: step %d, stage sc_backward: the update made row %d of table '%s' "
+            "non-finite (element %d) on SparseCore %d; lower the table's learning rate",
+            step - 1, KeyCol(key), table_names_[KeyTable(key)], bad, global_sc_));
+        return;
+      }
+    }
+  }
 }
 
 }  // namespace lemrt::device

@@ -14,9 +14,13 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "device/optimizers/optimizer.h"
+#include "device/sparsecore/debug_checks.h"
 #include "device/sparsecore/table_shard.h"
 #include "device/sparsecore/tile_pool.h"
 #include "host/coo.h"
@@ -43,6 +47,10 @@ struct SparseCoreStepState {
   std::vector<float> gathered;
   // Index of each segment's first entry in entry_unique (+1 at the end).
   std::vector<int64_t> segment_begin;
+  // The first debug-check failure of the last Forward or Backward (OK when
+  // the checks are off or passed); see debug_checks.h. Callers must agree on
+  // it over ranks before the next collective.
+  absl::Status debug_status;
 };
 
 // Table index of one of SparseCoreStepState::unique_keys (keys are
@@ -69,6 +77,15 @@ class SparseCore {
   // are bit-identical whatever the pool and its timing. `pool` (may be null:
   // tiles run inline) must outlive the SparseCore's use of it.
   void set_tile_pool(TilePool* pool) { pool_ = pool; }
+
+  // The debug checks configured in sparse_core (debug_checks.h). Forward and
+  // Backward leave the first failure in state->debug_status; a bounds
+  // failure stops Forward before any row is read (the partials are then not
+  // written), a NaN in the gradients stops Backward before any update.
+  const DebugChecks& debug_checks() const { return checks_; }
+  // Verifies the guard words of `state`'s staging buffers ('gathered' after
+  // Forward, 'grad_acc' after Backward); `stage` names the stage in errors.
+  absl::Status VerifyGuardWords(const SparseCoreStepState& state, std::string_view stage) const;
   int num_tiles() const { return tiles_; }
 
   // Update: grads[k] holds the loss gradients w.r.t. segment k's partials.
@@ -97,6 +114,13 @@ class SparseCore {
   int tiles_ = 1;
   int simd_width_ = 1;
   TilePool* pool_ = nullptr;
+  DebugChecks checks_;
+  std::vector<std::string> table_names_;
+  // Debug checks; the step named in errors is updates_ (0-based).
+  absl::Status CheckBounds(std::span<const std::span<const host::CooEntry>> segments) const;
+  absl::Status CheckFiniteGroups(std::span<const std::span<const host::CooEntry>> segments,
+                                 std::span<const float* const> values, const char* what,
+                                 const char* stage, int64_t step) const;
   int64_t updates_ = 0;
   std::vector<int> dims_;
   std::vector<std::unique_ptr<TableShard>> shards_;
