@@ -1,7 +1,10 @@
 #include "proto/config_loader.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -111,6 +114,7 @@ class Validator {
     CheckPartitionLimits();
     CheckData();
     CheckCheckpoint();
+    CheckCounterSizes();
     if (errors_.empty()) return std::nullopt;
     return errors_.front();
   }
@@ -226,6 +230,35 @@ class Validator {
       }
       if (t.initializer().has_normal() && !(t.initializer().normal().stddev() >= 0)) {
         Fail(at("initializer"), "normal.stddev must be >= 0");
+      }
+    }
+  }
+
+  // Sizes whose products overflow the counters that hold them: the ids of
+  // one step (global_batch x ids per sample) are counted in 32 bits (COO
+  // rows, MPI counts), and a table's bytes (vocab_size x dim x 4 bytes x
+  // up to 3 copies with optimizer slots) in 64 bits.
+  void CheckCounterSizes() {
+    constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+    int64_t ids_per_sample = 0;
+    for (const FeatureConfig& f : c_.features()) {
+      ids_per_sample += std::max<int64_t>(f.max_sequence_length(), 0);
+    }
+    const int64_t batch = c_.training().global_batch();
+    if (batch > 0 && ids_per_sample > 0 && batch > kMaxInt32 / ids_per_sample) {
+      Fail({{"training"}, {"global_batch"}},
+           absl::StrFormat("%d samples x %d ids per sample (the features' max_sequence_length "
+                           "summed) is more than %d ids per step, which overflows 32-bit "
+                           "counters; use a smaller batch",
+                           batch, ids_per_sample, kMaxInt32));
+    }
+    for (int i = 0; i < c_.tables_size(); ++i) {
+      const TableConfig& t = c_.tables(i);
+      const int64_t max_elements = std::numeric_limits<int64_t>::max() / (4 * 3);
+      if (t.vocab_size() > 0 && t.dim() > 0 && t.vocab_size() > max_elements / t.dim()) {
+        Fail({{"tables", i}, {"vocab_size"}},
+             absl::StrFormat("table '%s': %d rows x dim %d overflows 64-bit byte counts",
+                             t.name(), t.vocab_size(), t.dim()));
       }
     }
   }

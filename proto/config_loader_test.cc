@@ -145,5 +145,18 @@ TEST(ConfigLoaderTest, AdamAndFtrlHyperParametersAreChecked) {
               HasSubstr("tables[2].optimizer.ftrl.l2: must be >= 0"));
 }
 
+TEST(ConfigLoaderTest, SizesThatOverflowCountersAreErrors) {
+  // kValid has 3 + 1 = 4 ids per sample: 2^29 samples give 2^31 ids per step,
+  // one more than a 32-bit counter holds; 8 fewer samples fit.
+  EXPECT_EQ(ErrorOf("training { global_batch: 536870904 }"), "");
+  EXPECT_THAT(ErrorOf("training { global_batch: 536870912 }"),
+              HasSubstr("training.global_batch: 536870912 samples x 4 ids per sample"));
+  EXPECT_THAT(ErrorOf("training { global_batch: 536870912 }"), HasSubstr("32-bit"));
+  EXPECT_THAT(
+      ErrorOf("tables { name: 'h' vocab_size: 9223372036854775807 dim: 4 combiner: SUM }"),
+      HasSubstr("tables[2].vocab_size: table 'h': 9223372036854775807 rows x dim 4 overflows"));
+  EXPECT_EQ(ErrorOf("tables { name: 'h' vocab_size: 1000000000000 dim: 4 combiner: SUM }"), "");
+}
+
 }  // namespace
 }  // namespace lemrt::config
