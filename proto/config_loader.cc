@@ -378,6 +378,10 @@ class Validator {
 
   void CheckData() {
     const DataConfig& d = c_.data();
+    if (d.has_max_table_rows() && d.max_table_rows() <= 0) {
+      Fail({{"data"}, {"max_table_rows"}},
+           absl::StrCat("must be > 0 rows, got ", d.max_table_rows()));
+    }
     if (d.has_binary()) {
       if (d.binary().train_path().empty()) {
         Fail({{"data"}, {"binary"}, {"train_path"}}, "is required for binary data");
@@ -448,6 +452,11 @@ absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view so
     if (!st.ok()) return st;
   }
   ApplyTopologyPreset(world_size, config.mutable_topology());
+  if (config.data().max_table_rows() > 0) {
+    for (TableConfig& table : *config.mutable_tables()) {
+      table.set_vocab_size(std::min(table.vocab_size(), config.data().max_table_rows()));
+    }
+  }
   std::optional<ConfigError> error = Validator(config, world_size).Run();
   if (!error.has_value()) return config;
 

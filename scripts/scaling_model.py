@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Predicts lemrt's step time on 8..4096 chips from measured per-stage costs.
+
+One machine cannot show cluster behaviour, so this model extrapolates from a
+measured run (a lemrt_train --summary_json, e.g. scripts/scaling.sh's
+weak_np1.json) and a network described by a bandwidth and a latency.
+
+Assumptions (README "Checkpoints, binary input and scaling"):
+  * Compute per chip is linear in the samples per chip: host, SparseCore
+    (lookup + update without their exchanges) and TensorCore costs per sample
+    are the measured ones; one chip's SparseCores do not slow down with N.
+  * Every step has four SparseCore all-to-alls (forward: counts, COO entries,
+    partials; backward: gradients). A chip sends per step
+      counts   8 B x S^2 x N
+      entries  24 B x ids per sample (after dedup) x samples per chip
+      partials 4 B x dim x ids per sample x samples per chip   (x2: gradients)
+    of which the fraction (N-1)/N leaves the chip (ids are spread uniformly by
+    the mod sharding). An all-to-all costs latency x (N-1) + bytes / bandwidth
+    (pairwise exchange; each chip's link is the bottleneck).
+  * The dense gradients are all-reduced with a ring: 2 (N-1)/N x 4 B x params
+    / bandwidth + 2 (N-1) x latency.
+  * Stages run one after another (no pipelining overlap), so the step time is
+    their sum; --overlap hides the SparseCore stage behind the TensorCore
+    stage as the pipelined trainer does (step = host + max(SC, TC) + ...).
+
+Usage:
+  scripts/scaling_model.py --summary=out/scaling/weak_np1.json \\
+      [--dim=16] [--dense_params=N] [--batch_per_chip=1536 | --global_batch=G] \\
+      [--bandwidth_gbps=100] [--latency_us=5] [--out=model.csv]
+"""
+import argparse
+import csv
+import json
+import sys
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--summary", required=True, help="lemrt_train --summary_json of a measured run")
+    p.add_argument("--dim", type=float, default=None,
+                   help="mean embedding dim per feature (default: from --config)")
+    p.add_argument("--config", default=None, help="the run's config, to read dims and MLP sizes")
+    p.add_argument("--dense_params", type=float, default=None,
+                   help="dense parameters (default: from --config's MLPs, else 0)")
+    p.add_argument("--batch_per_chip", type=int, default=None, help="weak scaling: samples per chip")
+    p.add_argument("--global_batch", type=int, default=None, help="strong scaling: samples per step")
+    p.add_argument("--bandwidth_gbps", type=float, default=100.0,
+                   help="per-chip network bandwidth, Gbit/s (default 100)")
+    p.add_argument("--latency_us", type=float, default=5.0, help="per-message latency, us")
+    p.add_argument("--sparse_cores_per_chip", type=int, default=None)
+    p.add_argument("--overlap", action="store_true", help="pipelined SC / TC overlap")
+    p.add_argument("--chips", default="8,16,32,64,128,256,512,1024,2048,4096")
+    p.add_argument("--out", default=None, help="CSV output (default: stdout table only)")
+    return p.parse_args(argv)
+
+
+def config_shape(path):
+    """(mean dim per feature, dense params) from a config's text."""
+    import re
+    text = open(path).read()
+    dims = {m.group(1): int(m.group(2)) for m in re.finditer(
+        r'tables\s*\{[^}]*?name:\s*"([^"]+)"[^}]*?dim:\s*(\d+)', text)}
+    feats = re.findall(r'features\s*\{[^}]*?table:\s*"([^"]+)"', text)
+    dim = sum(dims.get(t, 0) for t in feats) / max(1, len(feats))
+    nums = lambda key: [int(x) for x in re.findall(r"\d+", (re.search(
+        key + r"\s*:\s*\[([^\]]*)\]", text) or re.search("()", "")).group(1))]
+    dense_in = int((re.search(r"num_dense_features:\s*(\d+)", text) or
+                    re.search("(13)", "13")).group(1))
+    bottom, top = nums("bottom_mlp"), nums("top_mlp")
+    params = 0
+    prev = dense_in
+    for w in bottom:
+        params += prev * w + w
+        prev = w
+    if bottom:
+        d = bottom[-1]
+        f = len(feats) + 1
+        prev = d + f * (f - 1) // 2
+        for w in top:
+            params += prev * w + w
+            prev = w
+    return dim, params
+
+
+def model(args):
+    s = json.load(open(args.summary))
+    W = s["world_size"]
+    S = args.sparse_cores_per_chip or s["sparse_cores_per_chip"]
+    steps = max(1, s["steps"])
+    measured_b = s["global_batch"] / W  # samples per chip in the measured run
+    b = s["breakdown_ms"]
+    per_sample_ms = {k: b[k] / measured_b for k in ("host", "sc_forward", "tc", "sc_backward")}
+    ids_per_sample = s["ids"]["after_dedup"] / steps / s["global_batch"]
+    dim, params = args.dim, args.dense_params
+    if args.config:
+        cdim, cparams = config_shape(args.config)
+        dim = dim if dim is not None else cdim
+        params = params if params is not None else cparams
+    dim = dim if dim is not None else 16.0
+    params = params or 0.0
+    bw = args.bandwidth_gbps * 1e9 / 8 / 1e3  # bytes per ms
+    lat = args.latency_us / 1e3  # ms
+    rows = []
+    for n in [int(x) for x in args.chips.split(",")]:
+        if args.global_batch:
+            spc = args.global_batch / n
+            mode = "strong"
+        else:
+            spc = args.batch_per_chip or measured_b
+            mode = "weak"
+        compute = {k: v * spc for k, v in per_sample_ms.items()}
+        off = (n - 1) / n
+        ids = ids_per_sample * spc
+        a2a_bytes = [8 * S * S * n, 24 * ids * off, 4 * dim * ids * off, 4 * dim * ids * off]
+        exchange_bytes = sum(a2a_bytes)
+        exchange_ms = sum(lat * (n - 1) + x / bw for x in a2a_bytes)
+        allreduce_ms = 2 * off * 4 * params / bw + 2 * (n - 1) * lat
+        sc = compute["sc_forward"] + compute["sc_backward"] + exchange_ms
+        tc = compute["tc"] + allreduce_ms
+        step = compute["host"] + (max(sc, tc) if args.overlap else sc + tc)
+        rows.append(dict(mode=mode, chips=n, samples_per_chip=round(spc, 1),
+                         step_ms=round(step, 3), samples_per_sec=round(spc * n / step * 1e3, 1),
+                         compute_ms=round(sum(compute.values()), 3),
+                         exchange_ms=round(exchange_ms, 3), allreduce_ms=round(allreduce_ms, 3),
+                         exchange_bytes_per_chip=int(exchange_bytes),
+                         exchange_share=round((exchange_ms + allreduce_ms) / step, 3)))
+    return rows, dict(ids_per_sample=ids_per_sample, dim=dim, dense_params=params,
+                      per_sample_ms=per_sample_ms, sparse_cores_per_chip=S)
+
+
+def main(argv):
+    args = parse_args(argv)
+    rows, info = model(args)
+    print(f"# from {args.summary}: {info['ids_per_sample']:.2f} ids/sample after dedup, "
+          f"dim {info['dim']:.1f}, {info['dense_params']:.0f} dense params, "
+          f"{args.bandwidth_gbps} Gbit/s, {args.latency_us} us latency")
+    keys = list(rows[0].keys())
+    print(" ".join(f"{k:>14}" for k in keys))
+    for r in rows:
+        print(" ".join(f"{str(r[k]):>14}" for k in keys))
+    dominant = [r["chips"] for r in rows if r["exchange_share"] > 0.5]
+    if dominant:
+        print(f"# the exchanges take more than half of the step from {dominant[0]} chips on")
+    else:
+        print("# the exchanges stay below half of the step up to "
+              f"{rows[-1]['chips']} chips")
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
