@@ -158,5 +158,15 @@ TEST(ConfigLoaderTest, SizesThatOverflowCountersAreErrors) {
   EXPECT_EQ(ErrorOf("tables { name: 'h' vocab_size: 1000000000000 dim: 4 combiner: SUM }"), "");
 }
 
+TEST(ConfigLoaderTest, PartitionLimitsMustBePositive) {
+  EXPECT_EQ(ErrorOf("sparse_core { max_ids_per_partition: 8 max_unique_ids_per_partition: 4 }"), "");
+  EXPECT_THAT(ErrorOf("sparse_core { max_ids_per_partition: 0 }"),
+              HasSubstr("sparse_core.max_ids_per_partition: must be > 0, got 0"));
+  EXPECT_THAT(ErrorOf("sparse_core { max_unique_ids_per_partition: -3 }"),
+              HasSubstr("sparse_core.max_unique_ids_per_partition: must be > 0, got -3"));
+  EXPECT_THAT(ErrorOf("sparse_core { limits_file: '' }"),
+              HasSubstr("sparse_core.limits_file: is set but empty"));
+}
+
 }  // namespace
 }  // namespace lemrt::config
