@@ -70,11 +70,14 @@ struct BinaryReader::Mapping {
                                  "with %d-byte records",
                                  version, record_bytes, kBinaryVersion, kBinaryRecordBytes));
     }
-    const int64_t want = kBinaryHeaderBytes + records * kBinaryRecordBytes;
-    if (records < 0 || m->bytes != want) {
-      return bad(absl::StrFormat("the header says %d records (%d bytes) but the file has %d bytes "
-                                 "(truncated?)",
-                                 records, want, m->bytes));
+    // Compared in records, not bytes: a corrupt count times the record size
+    // can overflow (found by tests/fuzz/binary_reader_fuzzer).
+    const int64_t body_bytes = m->bytes - kBinaryHeaderBytes;
+    if (records < 0 || records != body_bytes / kBinaryRecordBytes ||
+        body_bytes % kBinaryRecordBytes != 0) {
+      return bad(absl::StrFormat("the header says %d records but the file has %d bytes, room "
+                                 "for %d records (truncated?)",
+                                 records, m->bytes, body_bytes / kBinaryRecordBytes));
     }
     m->begin = records / world_size * rank + records % world_size * rank / world_size;
     m->end = records / world_size * (rank + 1) + records % world_size * (rank + 1) / world_size;
