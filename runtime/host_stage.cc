@@ -34,7 +34,12 @@ HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::
       limited_(limits.any_limited()),
       coo_builder_(host::MakeCooOptions(config)),
       splitter_(MakeMinibatchOptions(config, comm.rank(), std::move(limits))),
-      dropped_per_table_(config.tables_size(), 0) {}
+      dropped_per_table_(config.tables_size(), 0) {
+  // One entry per training step: reserved, so the step loop never allocates
+  // (tests/steady_state_alloc_mpi_test.cc); capped at 16 MiB.
+  minibatches_per_step_.reserve(
+      static_cast<size_t>(std::clamp<int64_t>(config.training().steps(), 0, int64_t{1} << 22)));
+}
 
 absl::Status HostStage::PrepareTrain(int64_t step, host::Batch* batch, host::PartitionedCoo* coo,
                                      std::vector<host::PartitionedCoo>* minibatches) {
