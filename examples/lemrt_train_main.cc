@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
@@ -16,7 +17,9 @@
 #include "device/plan/memory_plan.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/run_report.h"
 #include "runtime/summary_writer.h"
+#include "runtime/trace_buffer.h"
 #include "runtime/trainer.h"
 
 DEFINE_string(config, "", "Run config in protobuf text format (required).");
@@ -35,7 +38,34 @@ DEFINE_string(restore_from, "",
               "Resume from this checkpoint, or from the newest one under this directory, "
               "on any world size (sets checkpoint.restore_from).");
 
+DEFINE_string(trace_json, "",
+              "Rank 0 writes a Chrome trace-event JSON of the traced steps, merged from all "
+              "chips (open in Perfetto or chrome://tracing).");
+DEFINE_string(trace_steps, "",
+              "Steps to trace, A:B counted from 1, both inclusive (default 1:100).");
+DEFINE_string(metrics_csv, "",
+              "Rank 0 writes one CSV row per logged or evaluated step here.");
+
 namespace {
+
+// The tracing and metrics flags as a text-format override.
+absl::StatusOr<std::string> ObservabilityOverride() {
+  std::string text;
+  if (!FLAGS_trace_json.empty()) {
+    text += absl::StrCat(" trace_json: \"", absl::CEscape(FLAGS_trace_json), "\"");
+  }
+  if (!FLAGS_trace_steps.empty()) {
+    int64_t first = 0, last = 0;
+    absl::Status st = lemrt::runtime::ParseStepRange(
+        FLAGS_trace_steps, std::numeric_limits<int64_t>::max(), &first, &last);
+    if (!st.ok()) return st;
+    text += absl::StrCat(" trace_first_step: ", first, " trace_last_step: ", last);
+  }
+  if (!FLAGS_metrics_csv.empty()) {
+    text += absl::StrCat(" metrics_csv: \"", absl::CEscape(FLAGS_metrics_csv), "\"");
+  }
+  return text.empty() ? "" : absl::StrCat("\nobservability {", text, " }");
+}
 
 // The checkpoint flags as a text-format override merged after --override.
 std::string CheckpointOverride() {
@@ -80,8 +110,10 @@ class MpiSession {
 
 absl::Status Run(int rank, int world_size) {
   if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
-  auto config =
-      lemrt::config::LoadConfig(FLAGS_config, FLAGS_override + CheckpointOverride(), world_size);
+  auto observability = ObservabilityOverride();
+  if (!observability.ok()) return observability.status();
+  auto config = lemrt::config::LoadConfig(
+      FLAGS_config, FLAGS_override + CheckpointOverride() + *observability, world_size);
   if (!config.ok()) return config.status();
   if (FLAGS_dry_run) return DryRun(*config, rank);
   auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
@@ -92,6 +124,7 @@ absl::Status Run(int rank, int world_size) {
   if (!summary.ok()) return summary.status();
   if (rank == 0) {
     std::printf("%s", lemrt::runtime::SummaryTable(*summary).c_str());
+    std::printf("%s", lemrt::runtime::RunReport(*summary).c_str());
     std::fflush(stdout);
     if (!FLAGS_summary_json.empty()) {
       return lemrt::runtime::WriteSummaryJson(*summary, FLAGS_summary_json);

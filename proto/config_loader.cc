@@ -113,6 +113,7 @@ class Validator {
     CheckEmulatedChip();
     CheckPartitionLimits();
     CheckData();
+    CheckObservability();
     CheckCheckpoint();
     CheckCounterSizes();
     if (errors_.empty()) return std::nullopt;
@@ -423,6 +424,30 @@ class Validator {
       Fail({{"checkpoint"}, {"every_steps"}}, absl::StrCat("must be >= 0, got ", k.every_steps()));
     } else if (k.every_steps() > 0 && !k.has_dir()) {
       Fail({{"checkpoint"}, {"every_steps"}}, "is set but checkpoint.dir is not (nowhere to save)");
+    }
+  }
+
+  // Trace bounds only mean something with a trace; a path must name a file.
+  void CheckObservability() {
+    if (!c_.has_observability()) return;
+    const ObservabilityConfig& o = c_.observability();
+    if (o.has_trace_json() && o.trace_json().empty()) {
+      Fail({{"observability"}, {"trace_json"}}, "is empty; name a file or leave it unset");
+    }
+    if (o.has_metrics_csv() && o.metrics_csv().empty()) {
+      Fail({{"observability"}, {"metrics_csv"}}, "is empty; name a file or leave it unset");
+    }
+    if ((o.has_trace_first_step() || o.has_trace_last_step()) && !o.has_trace_json()) {
+      Fail({{"observability"}, {"trace_first_step"}},
+           "trace steps are set but trace_json is not (nothing would be traced)");
+    }
+    if (o.trace_first_step() < 1) {
+      Fail({{"observability"}, {"trace_first_step"}},
+           absl::StrCat("must be >= 1 (steps count from 1), got ", o.trace_first_step()));
+    } else if (o.trace_last_step() < o.trace_first_step()) {
+      Fail({{"observability"}, {"trace_last_step"}},
+           absl::StrFormat("is %d, before trace_first_step %d", o.trace_last_step(),
+                           o.trace_first_step()));
     }
   }
 

@@ -133,6 +133,7 @@ absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
   }
   buf->owner_partials.resize(buf->owner_offsets[segs]);
   buf->sc_states.resize(S_);
+  buf->sc_spans.clear();
   for (int l = 0; l < S_; ++l) {
     SegmentsOf(*buf, l, &segs_);
     outs_.clear();
@@ -142,7 +143,9 @@ absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
                         buf->owner_offsets[(int64_t{q} * S_ + l) * S_ + s]);
       }
     }
+    const auto begin = std::chrono::steady_clock::now();
     scs_[l]->Forward(segs_, outs_, &buf->sc_states[l]);
+    RecordSpan(*buf, l, /*backward=*/false, begin);
     if (scs_[l]->debug_checks().any()) {  // issue 4: agreed, so no rank hangs
       absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
       if (!checked.ok()) return checked;
@@ -198,13 +201,23 @@ absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
         ins_.push_back(buf->grads_in.data() + buf->owner_offsets[(int64_t{q} * S_ + l) * S_ + s]);
       }
     }
+    const auto begin = std::chrono::steady_clock::now();
     scs_[l]->Backward(segs_, ins_, &buf->sc_states[l]);
+    RecordSpan(*buf, l, /*backward=*/true, begin);
     if (scs_[l]->debug_checks().any()) {
       absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
       if (!checked.ok()) return checked;
     }
   }
   return absl::OkStatus();
+}
+
+void SparseCoreStage::RecordSpan(SparseStepBuffers& buf, int l, bool backward,
+                                 std::chrono::steady_clock::time_point begin) const {
+  SparseCoreSpan span{l, backward, begin, std::chrono::steady_clock::now(), 0,
+                      static_cast<int64_t>(buf.sc_states[l].unique_keys.size())};
+  for (const auto& seg : segs_) span.ids += static_cast<int64_t>(seg.size());
+  buf.sc_spans.push_back(span);
 }
 
 int64_t SparseCoreStage::last_unique_ids(const SparseStepBuffers& buf) const {

@@ -15,6 +15,7 @@
 #ifndef LEMRT_RUNTIME_SPARSECORE_STAGE_H_
 #define LEMRT_RUNTIME_SPARSECORE_STAGE_H_
 
+#include <chrono>
 #include <memory>
 #include <span>
 #include <vector>
@@ -26,6 +27,16 @@
 #include "runtime/comm/communicator.h"
 
 namespace lemrt::runtime {
+
+// When one local SparseCore's lookup (Forward) or update (Backward) kernel
+// ran, and on how many entries, for the trace and breakdown (runtime/run_recorder.h).
+struct SparseCoreSpan {
+  int local_sc = 0;
+  bool backward = false;
+  std::chrono::steady_clock::time_point begin, end;
+  int64_t ids = 0;         // entries received (after per-sample dedup)
+  int64_t unique_ids = 0;  // unique (table, row) of the partition
+};
 
 // Everything one step's SparseCore work keeps between forward and backward.
 struct SparseStepBuffers {
@@ -41,6 +52,8 @@ struct SparseStepBuffers {
   std::vector<int64_t> bytes_a, offs_a, bytes_b, offs_b;
   std::vector<float> grads_in;                    // owner side, layout of owner_partials
   std::vector<float> grads_out;                   // source side, layout of source_partials
+  // Kernel spans of the last Forward (which clears the list) and Backward.
+  std::vector<SparseCoreSpan> sc_spans;
 };
 
 class SparseCoreStage {
@@ -88,6 +101,10 @@ class SparseCoreStage {
   // Forward's exchange and lookup; adds the partials into activations.
   absl::Status ForwardAccumulate(const host::PartitionedCoo& coo, SparseStepBuffers* buf,
                                  std::span<float> activations);
+
+  // Appends local SC l's kernel span (begin .. now, over segs_) to buf.sc_spans.
+  void RecordSpan(SparseStepBuffers& buf, int l, bool backward,
+                  std::chrono::steady_clock::time_point begin) const;
 
   // Views of local SC l's received segments, in (source rank, source SC) order.
   void SegmentsOf(const SparseStepBuffers& buf, int l,

@@ -72,7 +72,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
         device::CreateOptimizer(table.optimizer(), config.training().embedding_learning_rate()));
     optimizers.push_back(t->table_optimizers_.back().get());
   }
-  t->sparse_ = std::make_unique<SparseCoreStage>(config, comm, optimizers);
+  auto recorder = RunRecorder::Create(config, comm.rank(), comm.size());
+  st = AgreeOnStatus(comm, recorder.status());
+  if (!st.ok()) return st;
+  t->recorder_ = std::move(*recorder);
+  t->timed_sparse_comm_ = std::make_unique<TimedCommunicator>(comm, *t->recorder_);
+  t->sparse_ = std::make_unique<SparseCoreStage>(config, *t->timed_sparse_comm_, optimizers);
   auto dense = TensorCoreStage::Create(config, comm);
   if (!dense.ok()) return dense.status();
   t->tile_pool_ = std::make_unique<device::TilePool>(config.sparse_core().tile_threads());
@@ -89,21 +94,27 @@ absl::Status Trainer::TrainStep(int64_t step, double* loss_sum, double stage_ms[
   absl::Status st = host_->PrepareTrain(step, &batch_, &coo_, &minibatches_);
   if (!st.ok()) return st;
   stage_ms[0] = MsSince(t0);
+  recorder_->HostDone(step, t0, Clock::now(), batch_, coo_);
 
   t0 = Clock::now();
   st = sparse_->Forward(minibatches_, &minibatch_buffers_, activations_);
   if (!st.ok()) return st;
   stage_ms[1] = MsSince(t0);
+  recorder_->ForwardDone(step, t0, Clock::now(),
+                         std::span<const SparseStepBuffers>(minibatch_buffers_).first(minibatches_.size()));
 
   t0 = Clock::now();
   auto loss = dense_->Step(batch_, activations_, d_activations_);
   if (!loss.ok()) return loss.status();
   stage_ms[2] = MsSince(t0);
+  recorder_->DenseDone(step, t0, Clock::now(), batch_.num_samples);
 
   t0 = Clock::now();
   st = sparse_->Backward(minibatches_, d_activations_, &minibatch_buffers_);
   if (!st.ok()) return st;
   stage_ms[3] = MsSince(t0);
+  recorder_->BackwardDone(step, t0, Clock::now(),
+                          std::span<const SparseStepBuffers>(minibatch_buffers_).first(minibatches_.size()));
 
   *loss_sum = *loss;
   ids_total_ += coo_.ids_total;
@@ -148,7 +159,6 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   std::vector<double> losses;
   double stage_total[4] = {0, 0, 0, 0};
   double train_sec = 0;
-  Clock::time_point window_start = Clock::now();
   checkpoint::Checkpointer checkpointer(config_, comm_, *sparse_, *dense_);
   LEMRT_ASSIGN_OR_RETURN(const int64_t first_step, checkpointer.RestoreIfConfigured());
   // Restored at the last step: saving re-shards the checkpoint to this world size.
@@ -167,25 +177,19 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
       return absl::InternalError(absl::StrFormat(
           "step %d: the training loss is %f; lower the learning rates", step, losses.back()));
     }
-    const bool log_now = tc.log_every() > 0 && (step + 1) % tc.log_every() == 0;
-    if (log_now && leader) {
-      const double window = std::chrono::duration<double>(Clock::now() - window_start).count();
-      LOG(INFO) << absl::StrFormat("step %d/%d  loss %.5f  samples/s %.0f", step + 1,
-                                   tc.steps(), losses.back(),
-                                   tc.log_every() * tc.global_batch() / window);
-    }
-    if (log_now) window_start = Clock::now();
+    recorder_->StepDone(step, t0, Clock::now(), losses.back());  // progress line, CSV
     if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
       LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
+      recorder_->EvalDone(step, e.auc, e.logloss);
       if (leader) {
         LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
                                      step + 1, e.auc, e.logloss, e.samples);
       }
-      window_start = Clock::now();
     }
     LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1));
   }
   LEMRT_ASSIGN_OR_RETURN(EvalResult eval, Evaluate());
+  recorder_->EvalDone(tc.steps() - 1, eval.auc, eval.logloss);
   if (leader) {
     LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
                                  tc.steps(), eval.auc, eval.logloss, eval.samples);
@@ -245,6 +249,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   b->set_sc_forward(stage_total[1] / n);
   b->set_tc(stage_total[2] / n);
   b->set_sc_backward(stage_total[3] / n);
+  LEMRT_RETURN_IF_ERROR(recorder_->Finish(comm_, &s));
   return s;
 }
 

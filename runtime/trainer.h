@@ -18,7 +18,9 @@
 #include "proto/summary.pb.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/host_stage.h"
+#include "runtime/run_recorder.h"
 #include "runtime/sparsecore_stage.h"
+#include "runtime/timed_communicator.h"
 #include "runtime/tensorcore_stage.h"
 
 namespace lemrt::runtime {
@@ -47,6 +49,8 @@ class Trainer {
 
   const SparseCoreStage& sparse() const { return *sparse_; }
   const TensorCoreStage& dense() const { return *dense_; }
+  // Where components report counters and spans (runtime/run_recorder.h).
+  RunRecorder& recorder() { return *recorder_; }
 
  private:
   Trainer(const config::RunConfig& config, Communicator& comm);
@@ -58,6 +62,10 @@ class Trainer {
   // The threads the SparseCore tiles run on (issue 4).
   std::unique_ptr<device::TilePool> tile_pool_;
   Communicator& comm_;
+  // Stage times, trace, metrics; the SparseCore stage's exchanges are timed
+  // through timed_sparse_comm_ (declared before sparse_, which uses it).
+  std::unique_ptr<RunRecorder> recorder_;
+  std::unique_ptr<TimedCommunicator> timed_sparse_comm_;
   std::unique_ptr<host::DataSource> data_;
   std::vector<std::unique_ptr<device::Optimizer>> table_optimizers_;
   std::unique_ptr<SparseCoreStage> sparse_;

@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libabsl-dev
   libbenchmark-dev
+  python3-matplotlib
   clang-14 libclang-rt-14-dev  # libFuzzer + sanitizers (scripts/fuzz.sh)
 )
 
