@@ -78,13 +78,19 @@ PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int table
   PlanPartitionLimits l;
   l.max_ids = samples_per_sc * TableLoad(c, table).first;
   l.max_unique_ids = std::min(l.max_ids, CeilDiv(tc.vocab_size(), n));
+  // Configured limits, with host/limits.h's precedence (per-table map over
+  // the per-partition field; the limits file is not read here).
   const auto& sc = c.sparse_core();
   if (auto it = sc.max_ids_per_table().find(tc.name()); it != sc.max_ids_per_table().end()) {
     l.max_ids = std::min(l.max_ids, CeilDiv(it->second, n));
+  } else if (sc.has_max_ids_per_partition()) {
+    l.max_ids = std::min<int64_t>(l.max_ids, sc.max_ids_per_partition());
   }
   if (auto it = sc.max_unique_ids_per_table().find(tc.name());
       it != sc.max_unique_ids_per_table().end()) {
     l.max_unique_ids = std::min(l.max_unique_ids, CeilDiv(it->second, n));
+  } else if (sc.has_max_unique_ids_per_partition()) {
+    l.max_unique_ids = std::min<int64_t>(l.max_unique_ids, sc.max_unique_ids_per_partition());
   }
   l.max_unique_ids = std::min(l.max_unique_ids, l.max_ids);
   return l;

@@ -62,9 +62,11 @@ struct PlanPartitionLimits {
 // The limits of table `table`: without configured per-partition limits,
 // conservatively every id of a source SparseCore's samples (global_batch / N x
 // the table's ids per sample) may go to one destination, and unique ids are
-// further bounded by the rows one SparseCore owns; max_ids_per_table /
-// max_unique_ids_per_table (over all N partitions) lower them to
-// ceil(limit / N). The one place that reads limits for the plan.
+// further bounded by the rows one SparseCore owns; configured limits lower
+// them: max_ids_per_table / max_unique_ids_per_table (over all N partitions)
+// to ceil(limit / N), else sparse_core.max_ids_per_partition /
+// max_unique_ids_per_partition. The limits file is not read (TODO: wire
+// host::ResolveLimits here). The one place that reads limits for the plan.
 PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& config, int table);
 
 struct TablePlan {

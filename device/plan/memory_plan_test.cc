@@ -102,6 +102,12 @@ TEST(MemoryPlanTest, SpmemAndLimits) {
   EXPECT_EQ(p.spmem_bytes_per_tile, t.spmem_fixed_bytes + t.gather_operand_bytes);
   EXPECT_TRUE(CheckMemoryPlan(p).ok());
   // A table-wide limit over the 4 partitions lowers the per-partition one.
+  c.mutable_sparse_core()->set_max_ids_per_partition(50);
+  c.mutable_sparse_core()->set_max_unique_ids_per_partition(30);
+  EXPECT_EQ(PartitionLimitsForPlan(c, 0).max_ids, 50);
+  EXPECT_EQ(PartitionLimitsForPlan(c, 0).max_unique_ids, 30);
+  EXPECT_EQ(BuildMemoryPlan(c, 0).tables[0].spmem_ids_bytes, (4 * 50 + 15) / 16 * 16);  // ceil
+  // The per-table map takes precedence over the per-partition field.
   (*c.mutable_sparse_core()->mutable_max_ids_per_table())["t"] = 100;
   EXPECT_EQ(PartitionLimitsForPlan(c, 0).max_ids, 25);
   EXPECT_EQ(PartitionLimitsForPlan(c, 0).max_unique_ids, 25);
