@@ -1,0 +1,41 @@
+# Helpers sourced by the fault tests (tests/fault_*.sh). Needs LEMRT_BIN and
+# LEMRT_SRC (set by ctest). Every job runs under `timeout`, so a hang is a
+# failure, never a stuck CI.
+: "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+config="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
+failed=0
+passed=0
+# Options for every mpirun: with --bind-to none and oversubscription ranks
+# may outnumber cores; MPI_ERRORS_ARE_FATAL is Open MPI's default.
+MPIRUN=(mpirun --oversubscribe --bind-to none)
+
+# expect_same_error NAME NP EXPECTED lemrt_train-args...: the job exits
+# non-zero within 30 s, every rank prints one identical "lemrt_train: error:"
+# line and it contains EXPECTED (grep basic regex).
+expect_same_error() {
+  local name="$1" np="$2" want="$3"; shift 3
+  local start=$SECONDS
+  timeout 30 "${MPIRUN[@]}" -np "$np" "$LEMRT_BIN/lemrt_train" "$@" > "$work/out" 2>&1
+  local rc=$? secs=$((SECONDS - start))
+  local lines distinct
+  lines=$(grep -c "lemrt_train: error:" "$work/out")
+  distinct=$(grep "lemrt_train: error:" "$work/out" | sort -u | wc -l)
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$lines" -ne "$np" ] || [ "$distinct" -ne 1 ] \
+     || ! grep "lemrt_train: error:" "$work/out" | grep -q -- "$want"; then
+    echo "FAIL $name: rc=$rc after ${secs}s, $lines error lines ($distinct distinct), want '$want'"
+    tail -n 30 "$work/out"
+    failed=$((failed + 1))
+  else
+    passed=$((passed + 1))
+    echo "ok   $name (${secs}s): $(grep -m1 'lemrt_train: error:' "$work/out")"
+  fi
+}
+
+# finish: prints the tally and exits with the result.
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit $?
+}

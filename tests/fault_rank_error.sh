@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# An error on one rank only (issue 8): its share of the Criteo file holds no
+# valid line, or holds a malformed line in strict mode (met at start-up or
+# only mid-training). Every rank must stop within 30 s, non-zero, printing the
+# same sentence that names the failing rank and the cause. Needs LEMRT_BIN
+# and LEMRT_SRC.
+set -uo pipefail
+source "$(dirname "$0")/fault_lib.sh"
+
+# lines N FIRST [BAD]: N valid Criteo lines tagged FIRST..; with BAD, line
+# number BAD (1-based, within these N) gets the non-hex category "zz12".
+lines() {
+  python3 - "$@" <<'PY'
+import sys
+n, first = int(sys.argv[1]), int(sys.argv[2])
+bad = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+for i in range(first, first + n):
+    ints = [str((i * 7 + k) % 50) for k in range(13)]
+    cats = ["%x" % ((i * 2654435761 + c * 40503) % (1 << 32)) for c in range(26)]
+    if i - first + 1 == bad:
+        cats[3] = "zz12"
+    print("\t".join([str(i % 2)] + ints + cats))
+PY
+}
+criteo() {  # criteo TRAIN STRICT STEPS
+  echo "data { criteo { train_path: \"$1\" strict: $2 } } training { eval_samples: 0 steps: $3 }"
+}
+
+# Rank 1 of 2 owns the second half of the bytes: all garbage there (lines
+# longer than the valid ones).
+{ lines 300 0; for i in $(seq 300); do printf 'garbage %0300d\n' "$i"; done; } > "$work/half.tsv"
+expect_same_error empty_shard_rank1 2 "rank 1: .*half.tsv" --config="$config" \
+  --override="$(criteo "$work/half.tsv" false 4)"
+
+# A malformed line deep in rank 1's shard (its line 250 of 300): with
+# strict on it is met at step 250 * 2 / 192 ~ 2, after training started.
+{ lines 300 0; lines 300 300 250; } > "$work/strict.tsv"
+expect_same_error strict_line_rank1 2 "rank 1: .*strict.tsv:550: .*zz12" --config="$config" \
+  --override="$(criteo "$work/strict.tsv" true 20)"
+# The same on 3 ranks: rank 2 fails alone (its share is the last third).
+{ lines 200 0; lines 200 200; lines 200 400 150; } > "$work/strict3.tsv"
+expect_same_error strict_line_rank2_of_3 3 "rank 2: .*strict3.tsv:550: .*zz12" --config="$config" \
+  --override="$(criteo "$work/strict3.tsv" true 20)"
+
+# Rank 1's input unreadable: an MPMD job gives rank 1 another train_path
+# (chmod cannot do it: tests run as root).
+lines 400 0 > "$work/good.tsv"
+start=$SECONDS
+timeout 30 "${MPIRUN[@]}" -np 1 "$LEMRT_BIN/lemrt_train" --config="$config" \
+    --override="$(criteo "$work/good.tsv" false 4)" : \
+  -np 1 "$LEMRT_BIN/lemrt_train" --config="$config" \
+    --override="$(criteo "$work/missing.tsv" false 4)" > "$work/out" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$(grep -c 'lemrt_train: error: rank 1: .*missing.tsv' "$work/out")" -eq 2 ]; then
+  passed=$((passed + 1)); echo "ok   unreadable_rank1 ($((SECONDS - start))s): $(grep -m1 'lemrt_train: error:' "$work/out")"
+else
+  failed=$((failed + 1)); echo "FAIL unreadable_rank1: rc=$rc"; tail -n 30 "$work/out"
+fi
+finish
