@@ -37,7 +37,6 @@ DEFINE_int64(checkpoint_every, 0,
 DEFINE_string(restore_from, "",
               "Resume from this checkpoint, or from the newest one under this directory, "
               "on any world size (sets checkpoint.restore_from).");
-
 DEFINE_string(trace_json, "",
               "Rank 0 writes a Chrome trace-event JSON of the traced steps, merged from all "
               "chips (open in Perfetto or chrome://tracing).");
@@ -99,16 +98,18 @@ absl::Status DryRun(const lemrt::config::RunConfig& config, int rank) {
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv) {
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_);
+    // The pipelined trainer issues collectives from two threads, each on its
+    // own communicator.
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided_);
   }
   ~MpiSession() { MPI_Finalize(); }
-  bool ok() const { return provided_ >= MPI_THREAD_FUNNELED; }
+  bool multiple() const { return provided_ >= MPI_THREAD_MULTIPLE; }
 
  private:
   int provided_ = 0;
 };
 
-absl::Status Run(int rank, int world_size) {
+absl::Status Run(int rank, int world_size, bool thread_multiple) {
   if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
   auto observability = ObservabilityOverride();
   if (!observability.ok()) return observability.status();
@@ -116,9 +117,16 @@ absl::Status Run(int rank, int world_size) {
       FLAGS_config, FLAGS_override + CheckpointOverride() + *observability, world_size);
   if (!config.ok()) return config.status();
   if (FLAGS_dry_run) return DryRun(*config, rank);
-  auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
-  if (!comm.ok()) return comm.status();
-  auto trainer = lemrt::runtime::Trainer::Create(*config, **comm);
+  if (!config->sparse_core().disable_full_embedding_pipelining() && !thread_multiple) {
+    return absl::FailedPreconditionError(
+        "pipelining needs MPI_THREAD_MULTIPLE, which this MPI does not provide; set "
+        "sparse_core { disable_full_embedding_pipelining: true }");
+  }
+  auto sparse_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+  if (!sparse_comm.ok()) return sparse_comm.status();
+  auto dense_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+  if (!dense_comm.ok()) return dense_comm.status();
+  auto trainer = lemrt::runtime::Trainer::Create(*config, **sparse_comm, **dense_comm);
   if (!trainer.ok()) return trainer.status();
   auto summary = (*trainer)->Run();
   if (!summary.ok()) return summary.status();
@@ -145,11 +153,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (rank != 0) FLAGS_minloglevel = google::GLOG_WARNING;
-  if (!mpi.ok()) {
-    std::fprintf(stderr, "lemrt_train: MPI does not provide MPI_THREAD_FUNNELED\n");
-    return 1;
-  }
-  const absl::Status st = Run(rank, world_size);
+  const absl::Status st = Run(rank, world_size, mpi.multiple());
   if (!st.ok()) {
     std::fprintf(stderr, "lemrt_train: error: %s\n", std::string(st.message()).c_str());
     return 1;

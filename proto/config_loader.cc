@@ -410,23 +410,6 @@ class Validator {
     }
   }
 
-  // Checkpoint paths must name something; saving periodically needs a place.
-  void CheckCheckpoint() {
-    if (!c_.has_checkpoint()) return;
-    const CheckpointConfig& k = c_.checkpoint();
-    if (k.has_dir() && k.dir().empty()) {
-      Fail({{"checkpoint"}, {"dir"}}, "is empty; name a directory or leave it unset");
-    }
-    if (k.has_restore_from() && k.restore_from().empty()) {
-      Fail({{"checkpoint"}, {"restore_from"}}, "is empty; name a directory or leave it unset");
-    }
-    if (k.every_steps() < 0) {
-      Fail({{"checkpoint"}, {"every_steps"}}, absl::StrCat("must be >= 0, got ", k.every_steps()));
-    } else if (k.every_steps() > 0 && !k.has_dir()) {
-      Fail({{"checkpoint"}, {"every_steps"}}, "is set but checkpoint.dir is not (nowhere to save)");
-    }
-  }
-
   // Trace bounds only mean something with a trace; a path must name a file.
   void CheckObservability() {
     if (!c_.has_observability()) return;
@@ -448,6 +431,23 @@ class Validator {
       Fail({{"observability"}, {"trace_last_step"}},
            absl::StrFormat("is %d, before trace_first_step %d", o.trace_last_step(),
                            o.trace_first_step()));
+    }
+  }
+
+  // Checkpoint paths must name something; saving periodically needs a place.
+  void CheckCheckpoint() {
+    if (!c_.has_checkpoint()) return;
+    const CheckpointConfig& k = c_.checkpoint();
+    if (k.has_dir() && k.dir().empty()) {
+      Fail({{"checkpoint"}, {"dir"}}, "is empty; name a directory or leave it unset");
+    }
+    if (k.has_restore_from() && k.restore_from().empty()) {
+      Fail({{"checkpoint"}, {"restore_from"}}, "is empty; name a directory or leave it unset");
+    }
+    if (k.every_steps() < 0) {
+      Fail({{"checkpoint"}, {"every_steps"}}, absl::StrCat("must be >= 0, got ", k.every_steps()));
+    } else if (k.every_steps() > 0 && !k.has_dir()) {
+      Fail({{"checkpoint"}, {"every_steps"}}, "is set but checkpoint.dir is not (nowhere to save)");
     }
   }
 

@@ -145,11 +145,11 @@ absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
     }
     const auto begin = std::chrono::steady_clock::now();
     scs_[l]->Forward(segs_, outs_, &buf->sc_states[l]);
-    RecordSpan(*buf, l, /*backward=*/false, begin);
     if (scs_[l]->debug_checks().any()) {  // issue 4: agreed, so no rank hangs
       absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
       if (!checked.ok()) return checked;
     }
+    RecordSpan(*buf, l, /*backward=*/false, begin);
   }
 
   // 4. Partials back to the sources.
@@ -203,11 +203,11 @@ absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
     }
     const auto begin = std::chrono::steady_clock::now();
     scs_[l]->Backward(segs_, ins_, &buf->sc_states[l]);
-    RecordSpan(*buf, l, /*backward=*/true, begin);
     if (scs_[l]->debug_checks().any()) {
       absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
       if (!checked.ok()) return checked;
     }
+    RecordSpan(*buf, l, /*backward=*/true, begin);
   }
   return absl::OkStatus();
 }

@@ -11,6 +11,7 @@
 #include "runtime/checkpoint/checkpointer.h"
 #include "device/plan/memory_plan.h"
 #include "runtime/model_stats.h"
+#include "runtime/serial_executor.h"
 
 namespace lemrt::runtime {
 namespace {
@@ -36,27 +37,28 @@ void WarnAboutPendingKnobs(const config::RunConfig& config) {
     LOG(WARNING) << "sparse_core.disable_table_stacking is false, but table stacking is not "
                     "implemented yet: every table is looked up on its own.";
   }
-  if (!sc.disable_full_embedding_pipelining()) {
-    LOG(WARNING) << "pipelining is on in the config (the default), but this build runs the "
-                    "stages sequentially; set sparse_core.disable_full_embedding_pipelining "
-                    "to silence this.";
-  }
 }
 
 }  // namespace
 
-Trainer::Trainer(const config::RunConfig& config, Communicator& comm)
-    : config_(config), comm_(comm) {}
+Trainer::Trainer(const config::RunConfig& config, Communicator& sparse_comm,
+                 Communicator& dense_comm)
+    : config_(config),
+      sparse_comm_(sparse_comm),
+      dense_comm_(dense_comm),
+      pipelining_(!config.sparse_core().disable_full_embedding_pipelining()) {}
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
-                                                         Communicator& comm) {
+                                                         Communicator& sparse_comm,
+                                                         Communicator& dense_comm) {
+  Communicator& comm = sparse_comm;
   if (comm.rank() == 0) WarnAboutPendingKnobs(config);
   // "Compilation": every rank sizes the same plan, so a plan that does not
   // fit fails everywhere alike before any table is allocated.
   auto plan = device::BuildMemoryPlan(config);
   if (!plan.ok()) return plan.status();
   if (absl::Status fit = device::CheckMemoryPlan(*plan); !fit.ok()) return fit;
-  std::unique_ptr<Trainer> t(new Trainer(config, comm));
+  std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
@@ -65,7 +67,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   auto limits = host::ResolveLimits(config);
   st = AgreeOnStatus(comm, limits.status());
   if (!st.ok()) return st;
-  t->host_ = std::make_unique<HostStage>(config, comm, *t->data_, std::move(*limits));
+  t->host_ = std::make_unique<HostStage>(config, sparse_comm, *t->data_, std::move(*limits));
   std::vector<const device::Optimizer*> optimizers;
   for (const auto& table : config.tables()) {
     t->table_optimizers_.push_back(
@@ -76,71 +78,89 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   st = AgreeOnStatus(comm, recorder.status());
   if (!st.ok()) return st;
   t->recorder_ = std::move(*recorder);
-  t->timed_sparse_comm_ = std::make_unique<TimedCommunicator>(comm, *t->recorder_);
+  t->timed_sparse_comm_ = std::make_unique<TimedCommunicator>(sparse_comm, *t->recorder_);
   t->sparse_ = std::make_unique<SparseCoreStage>(config, *t->timed_sparse_comm_, optimizers);
-  auto dense = TensorCoreStage::Create(config, comm);
+  auto dense = TensorCoreStage::Create(config, dense_comm);
   if (!dense.ok()) return dense.status();
   t->tile_pool_ = std::make_unique<device::TilePool>(config.sparse_core().tile_threads());
   for (const auto& sc : t->sparse_->sparse_cores()) sc->set_tile_pool(t->tile_pool_.get());
   t->dense_ = std::move(*dense);
   const int64_t local_batch = config.training().global_batch() / comm.size();
-  t->activations_.resize(local_batch * t->sparse_->activation_width());
-  t->d_activations_.resize(t->activations_.size());
+  for (StepSlot& slot : t->slots_) {
+    slot.activations.resize(local_batch * t->sparse_->activation_width());
+    slot.d_activations.resize(slot.activations.size());
+  }
   return t;
 }
 
-absl::Status Trainer::TrainStep(int64_t step, double* loss_sum, double stage_ms[4]) {
+absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
+  slot.step = step;
   Clock::time_point t0 = Clock::now();
-  absl::Status st = host_->PrepareTrain(step, &batch_, &coo_, &minibatches_);
+  absl::Status st = host_->PrepareTrain(step, &slot.batch, &slot.coo, &slot.minibatches);
   if (!st.ok()) return st;
-  stage_ms[0] = MsSince(t0);
-  recorder_->HostDone(step, t0, Clock::now(), batch_, coo_);
+  stage_ms_total_[0] += MsSince(t0);
+  recorder_->HostDone(step, t0, Clock::now(), slot.batch, slot.coo);
 
   t0 = Clock::now();
-  st = sparse_->Forward(minibatches_, &minibatch_buffers_, activations_);
+  st = sparse_->Forward(slot.minibatches, &slot.minibatch_sparse, slot.activations);
   if (!st.ok()) return st;
-  stage_ms[1] = MsSince(t0);
-  recorder_->ForwardDone(step, t0, Clock::now(),
-                         std::span<const SparseStepBuffers>(minibatch_buffers_).first(minibatches_.size()));
-
-  t0 = Clock::now();
-  auto loss = dense_->Step(batch_, activations_, d_activations_);
-  if (!loss.ok()) return loss.status();
-  stage_ms[2] = MsSince(t0);
-  recorder_->DenseDone(step, t0, Clock::now(), batch_.num_samples);
-
-  t0 = Clock::now();
-  st = sparse_->Backward(minibatches_, d_activations_, &minibatch_buffers_);
-  if (!st.ok()) return st;
-  stage_ms[3] = MsSince(t0);
-  recorder_->BackwardDone(step, t0, Clock::now(),
-                          std::span<const SparseStepBuffers>(minibatch_buffers_).first(minibatches_.size()));
-
-  *loss_sum = *loss;
-  ids_total_ += coo_.ids_total;
-  ids_after_dedup_ += coo_.ids_after_dedup;
-  unique_ids_ += sparse_->last_unique_ids(minibatch_buffers_, minibatches_.size());
+  stage_ms_total_[1] += MsSince(t0);
+  const std::span<const SparseStepBuffers> mb_buffers(slot.minibatch_sparse.data(),
+                                                      slot.minibatches.size());
+  recorder_->ForwardDone(step, t0, Clock::now(), mb_buffers);
+  ids_total_ += slot.coo.ids_total;
+  ids_after_dedup_ += slot.coo.ids_after_dedup;
+  unique_ids_ += sparse_->last_unique_ids(mb_buffers, slot.minibatches.size());
   return absl::OkStatus();
+}
+
+absl::Status Trainer::Dense(StepSlot& slot) {
+  const Clock::time_point t0 = Clock::now();
+  auto loss = dense_->Step(slot.batch, slot.activations, slot.d_activations);
+  if (!loss.ok()) return loss.status();
+  slot.loss_sum = *loss;
+  stage_ms_total_[2] += MsSince(t0);
+  recorder_->DenseDone(slot.step, t0, Clock::now(), slot.batch.num_samples);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Backward(StepSlot& slot) {
+  const Clock::time_point t0 = Clock::now();
+  absl::Status st =
+      sparse_->Backward(slot.minibatches, slot.d_activations, &slot.minibatch_sparse);
+  stage_ms_total_[3] += MsSince(t0);
+  recorder_->BackwardDone(slot.step, t0, Clock::now(),
+                          std::span<const SparseStepBuffers>(slot.minibatch_sparse.data(),
+                                                             slot.minibatches.size()));
+  return st;
+}
+
+bool Trainer::DrainAfter(int64_t step) const {
+  const auto& tc = config_.training();
+  return step + 1 >= tc.steps() || (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0) ||
+         checkpoint::Checkpointer::Due(config_, step + 1);
 }
 
 absl::StatusOr<EvalResult> Trainer::Evaluate() {
   std::vector<float> probs, labels, teacher;
   std::vector<float> chunk_probs;
+  StepSlot& slot = slots_[0];
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
-    absl::Status st = host_->PrepareEval(c, &batch_, &coo_, &minibatches_);
+    absl::Status st = host_->PrepareEval(c, &slot.batch, &slot.coo, &slot.minibatches);
     if (!st.ok()) return st;
-    st = sparse_->Forward(minibatches_, &minibatch_buffers_, activations_);
+    st = sparse_->Forward(slot.minibatches, &slot.minibatch_sparse, slot.activations);
     if (!st.ok()) return st;
-    chunk_probs.resize(batch_.num_samples);
-    dense_->Predict(batch_, activations_, chunk_probs);
+    chunk_probs.resize(slot.batch.num_samples);
+    dense_->Predict(slot.batch, slot.activations, chunk_probs);
     probs.insert(probs.end(), chunk_probs.begin(), chunk_probs.end());
-    labels.insert(labels.end(), batch_.labels.begin(), batch_.labels.end());
-    teacher.insert(teacher.end(), batch_.teacher_prob.begin(), batch_.teacher_prob.end());
+    labels.insert(labels.end(), slot.batch.labels.begin(), slot.batch.labels.end());
+    teacher.insert(teacher.end(), slot.batch.teacher_prob.begin(),
+                   slot.batch.teacher_prob.end());
   }
   std::vector<float> all_probs, all_labels, all_teacher;
-  LEMRT_RETURN_IF_ERROR(comm_.AllGather(probs, &all_probs));
-  LEMRT_RETURN_IF_ERROR(comm_.AllGather(labels, &all_labels));
-  LEMRT_RETURN_IF_ERROR(comm_.AllGather(teacher, &all_teacher));
+  LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(probs, &all_probs));
+  LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(labels, &all_labels));
+  LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(teacher, &all_teacher));
   EvalResult r;
   r.samples = static_cast<int64_t>(all_probs.size());
   if (r.samples == 0) return r;
@@ -154,31 +174,59 @@ absl::StatusOr<EvalResult> Trainer::Evaluate() {
 
 absl::StatusOr<summary::RunSummary> Trainer::Run() {
   const auto& tc = config_.training();
-  const bool leader = comm_.rank() == 0;
+  const bool leader = sparse_comm_.rank() == 0;
   std::vector<double> step_ms;
   std::vector<double> losses;
-  double stage_total[4] = {0, 0, 0, 0};
+  double wait_ms_total = 0;
   double train_sec = 0;
-  checkpoint::Checkpointer checkpointer(config_, comm_, *sparse_, *dense_);
+  const bool use_threads = pipelining_ && !config_.sparse_core().pipeline_without_threads();
+  const int64_t warmup = config_.sparse_core().pipeline_warmup_steps();
+  SerialExecutor sparse_executor(/*inline_execution=*/!use_threads);
+  // forward[i % 2]: host + lookup of step i, submitted but maybe not done.
+  std::array<std::shared_future<absl::Status>, 2> forward;
+  checkpoint::Checkpointer checkpointer(config_, sparse_comm_, *sparse_, *dense_);
   LEMRT_ASSIGN_OR_RETURN(const int64_t first_step, checkpointer.RestoreIfConfigured());
   // Restored at the last step: saving re-shards the checkpoint to this world size.
   if (first_step == tc.steps()) LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(first_step));
+  if (first_step < tc.steps()) {
+    forward[first_step % 2] = sparse_executor.Submit(
+        [this, first_step] { return HostAndForward(first_step, slots_[first_step % 2]); });
+  }
   for (int64_t step = first_step; step < tc.steps(); ++step) {
     const Clock::time_point t0 = Clock::now();
-    double stage_ms[4];
-    double loss = 0;
-    LEMRT_RETURN_IF_ERROR(TrainStep(step, &loss, stage_ms));
-    LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<double>(&loss, 1)));
+    StepSlot& slot = slots_[step % 2];
+    LEMRT_RETURN_IF_ERROR(forward[step % 2].get());
+    const double wait_ms = MsSince(t0);
+    // Overlap: the lookup of step + 1 runs while the TensorCore works on step.
+    const bool overlap = pipelining_ && step >= warmup && !DrainAfter(step);
+    if (overlap) {
+      forward[(step + 1) % 2] = sparse_executor.Submit(
+          [this, step] { return HostAndForward(step + 1, slots_[(step + 1) % 2]); });
+    }
+    absl::Status dense_status = Dense(slot);
+    if (!dense_status.ok()) {
+      if (overlap) (void)forward[(step + 1) % 2].get();  // let the executor finish first
+      return dense_status;
+    }
+    std::shared_future<absl::Status> backward =
+        sparse_executor.Submit([this, &slot] { return Backward(slot); });
+    double loss = slot.loss_sum;
+    LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceSum(std::span<double>(&loss, 1)));
+    // Without overlap the update finishes before anything else; with it, the
+    // next iteration waits for forward[step + 1], queued before this update.
+    if (!overlap) LEMRT_RETURN_IF_ERROR(backward.get());
     step_ms.push_back(MsSince(t0));
     train_sec += step_ms.back() / 1000.0;
-    for (int k = 0; k < 4; ++k) stage_total[k] += stage_ms[k];
+    wait_ms_total += wait_ms;
     losses.push_back(loss / tc.global_batch());
     if (!std::isfinite(losses.back())) {
+      (void)sparse_executor.Submit([] { return absl::OkStatus(); }).get();
       return absl::InternalError(absl::StrFormat(
           "step %d: the training loss is %f; lower the learning rates", step, losses.back()));
     }
     recorder_->StepDone(step, t0, Clock::now(), losses.back());  // progress line, CSV
     if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
+      // DrainAfter(step) held, so no step is in flight.
       LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
       recorder_->EvalDone(step, e.auc, e.logloss);
       if (leader) {
@@ -186,7 +234,12 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
                                      step + 1, e.auc, e.logloss, e.samples);
       }
     }
+    // Due(step + 1) implies DrainAfter(step): every update is applied.
     LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1));
+    if (!overlap && step + 1 < tc.steps()) {
+      forward[(step + 1) % 2] = sparse_executor.Submit(
+          [this, step] { return HostAndForward(step + 1, slots_[(step + 1) % 2]); });
+    }
   }
   LEMRT_ASSIGN_OR_RETURN(EvalResult eval, Evaluate());
   recorder_->EvalDone(tc.steps() - 1, eval.auc, eval.logloss);
@@ -195,20 +248,20 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
                                  tc.steps(), eval.auc, eval.logloss, eval.samples);
   }
   LEMRT_ASSIGN_OR_RETURN(ModelStats stats,
-                         ComputeModelStats(comm_, *sparse_, dense_->model().params()));
+                         ComputeModelStats(sparse_comm_, *sparse_, dense_->model().params()));
   int64_t ids[3] = {ids_total_, ids_after_dedup_, unique_ids_};
-  LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<int64_t>(ids, 3)));
+  LEMRT_RETURN_IF_ERROR(sparse_comm_.AllReduceSum(std::span<int64_t>(ids, 3)));
   // The slowest rank defines the step time.
   double slowest = train_sec;
   {
     std::vector<float> all;
-    LEMRT_RETURN_IF_ERROR(comm_.AllGather(std::span<const float>(
+    LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(std::span<const float>(
         std::vector<float>{static_cast<float>(train_sec)}), &all));
     for (float v : all) slowest = std::max<double>(slowest, v);
   }
 
   summary::RunSummary s;
-  s.set_world_size(comm_.size());
+  s.set_world_size(sparse_comm_.size());
   s.set_sparse_cores_per_chip(config_.topology().sparse_cores_per_chip());
   s.set_global_batch(tc.global_batch());
   s.set_steps(tc.steps());
@@ -240,16 +293,20 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   s.set_params_l2(stats.params_l2);
   s.set_model_checksum(stats.checksum);
   device::FillMemoryStats(memory_plan_, s.mutable_memory());
-  s.set_pipelining(false);
+  s.set_pipelining(pipelining_);
   s.set_wall_time_sec(slowest);
-  LEMRT_RETURN_IF_ERROR(host_->Summarise(s.mutable_preprocess()));
   auto* b = s.mutable_breakdown_ms();
   const double n = std::max<double>(1, steps_run);
-  b->set_host(stage_total[0] / n);
-  b->set_sc_forward(stage_total[1] / n);
-  b->set_tc(stage_total[2] / n);
-  b->set_sc_backward(stage_total[3] / n);
-  LEMRT_RETURN_IF_ERROR(recorder_->Finish(comm_, &s));
+  b->set_host(stage_ms_total_[0] / n);
+  b->set_sc_forward(stage_ms_total_[1] / n);
+  b->set_tc(stage_ms_total_[2] / n);
+  b->set_sc_backward(stage_ms_total_[3] / n);
+  b->set_wait(wait_ms_total / n);
+  LEMRT_RETURN_IF_ERROR(host_->Summarise(s.mutable_preprocess()));
+  LEMRT_RETURN_IF_ERROR(recorder_->Finish(sparse_comm_, &s));
+  for (const auto& stage : s.stages()) {
+    if (stage.name() == "exchange") b->set_exchange(stage.mean_ms());  // mean over chips
+  }
   return s;
 }
 

@@ -1,11 +1,27 @@
-// Trains the configured DLRM on this chip, in lockstep with the other chips:
-// per step host preprocessing -> SparseCore forward -> TensorCore -> SparseCore
-// backward (run one after another; each stage is its own component with its
-// own buffers). Evaluates every eval_every steps and at the end, and returns
-// the run summary. Thread-compatible; one per rank.
+// Trains the configured DLRM on this chip, in lockstep with the other chips.
+// A step is host preprocessing -> SparseCore forward -> TensorCore ->
+// SparseCore backward; each stage is its own component with its own buffers
+// (a StepSlot). Two executors run them: the SparseCore executor (a thread:
+// host preprocessing, lookup, update) and the TensorCore (the calling thread).
+//
+// Schedule. Unpipelined: F(i) TC(i) B(i) F(i+1) ... With pipelining (the
+// default), the lookup of step i+1 runs while the TensorCore works on step i,
+// and the update of step i follows it on the SparseCore executor:
+//
+//   SparseCore: F(0) | F(1)  B(0) | F(2)  B(1) | F(3)  B(2) | ... | B(n-1)
+//   TensorCore:      | TC(0)      | TC(1)      | TC(2)      | ... |
+//
+// so the lookup of step j sees the updates of steps <= j-2 (the reference's
+// "gradients of step i may not be visible until step i+2"). The pipeline
+// drains (every update applied) before each evaluation, and the first
+// pipeline_warmup_steps steps run unpipelined. Each executor talks MPI on its
+// own communicator, so their collectives never mix.
+//
+// Thread-compatible; one per rank.
 #ifndef LEMRT_RUNTIME_TRAINER_H_
 #define LEMRT_RUNTIME_TRAINER_H_
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -32,36 +48,67 @@ struct EvalResult {
   double teacher_auc = -1;  // < 0 when the data has no teacher
 };
 
+// The buffers of one step in flight, handed from stage to stage.
+struct StepSlot {
+  int64_t step = -1;
+  host::Batch batch;
+  host::PartitionedCoo coo;
+  SparseStepBuffers sparse;
+  // The step's vocabulary-dimension minibatches and their SparseCore buffers
+  // (runtime/host_stage.h); one minibatch when the step fits its limits.
+  std::vector<host::PartitionedCoo> minibatches;
+  std::vector<SparseStepBuffers> minibatch_sparse;
+  std::vector<float> activations;
+  std::vector<float> d_activations;
+  double loss_sum = 0;
+};
+
 class Trainer {
  public:
-  // Collective. `config` must be validated (config::LoadConfig); `config` and
-  // `comm` must outlive the trainer. Errors on any rank (e.g. an unreadable
-  // input shard) are agreed so every rank returns the same error.
+  // Collective. `config` must be validated (config::LoadConfig). The
+  // SparseCore stages use `sparse_comm`, the TensorCore stage `dense_comm`;
+  // when pipelining is on they are used from two threads at once, so they
+  // must be distinct communicators (MPI_THREAD_MULTIPLE); they may be the
+  // same object when pipelining is off. All must outlive the trainer. Errors
+  // on any rank (e.g. an unreadable input shard) are agreed so every rank
+  // returns the same error.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const config::RunConfig& config,
-                                                         Communicator& comm);
+                                                         Communicator& sparse_comm,
+                                                         Communicator& dense_comm);
 
   // Collective: trains training.steps steps and evaluates. Data errors on
   // any rank stop every rank with the same error.
   absl::StatusOr<summary::RunSummary> Run();
 
-  // Collective: evaluates the current model on the eval set.
+  // Collective: evaluates the current model on the eval set. The pipeline
+  // must be drained (Run does that).
   absl::StatusOr<EvalResult> Evaluate();
 
   const SparseCoreStage& sparse() const { return *sparse_; }
   const TensorCoreStage& dense() const { return *dense_; }
+  bool pipelining() const { return pipelining_; }
   // Where components report counters and spans (runtime/run_recorder.h).
   RunRecorder& recorder() { return *recorder_; }
 
  private:
-  Trainer(const config::RunConfig& config, Communicator& comm);
-  absl::Status TrainStep(int64_t step, double* loss_sum, double stage_ms[4]);
+  Trainer(const config::RunConfig& config, Communicator& sparse_comm, Communicator& dense_comm);
+
+  // The stages, each on its executor. HostAndForward and Backward run on the
+  // SparseCore executor; Dense on the TensorCore (calling) thread.
+  absl::Status HostAndForward(int64_t step, StepSlot& slot);
+  absl::Status Dense(StepSlot& slot);
+  absl::Status Backward(StepSlot& slot);
+  // True when the pipeline must be empty after `step` (evaluation follows).
+  bool DrainAfter(int64_t step) const;
 
   const config::RunConfig& config_;
   // The static memory plan checked at start-up (issue 4).
   device::MemoryPlan memory_plan_;
   // The threads the SparseCore tiles run on (issue 4).
   std::unique_ptr<device::TilePool> tile_pool_;
-  Communicator& comm_;
+  Communicator& sparse_comm_;
+  Communicator& dense_comm_;
+  bool pipelining_;
   // Stage times, trace, metrics; the SparseCore stage's exchanges are timed
   // through timed_sparse_comm_ (declared before sparse_, which uses it).
   std::unique_ptr<RunRecorder> recorder_;
@@ -71,15 +118,12 @@ class Trainer {
   std::unique_ptr<SparseCoreStage> sparse_;
   std::unique_ptr<TensorCoreStage> dense_;
   std::unique_ptr<HostStage> host_;  // data -> COO -> limits -> minibatches
-  // Buffers between the stages of a step.
-  host::Batch batch_;
-  host::PartitionedCoo coo_;
-  SparseStepBuffers sparse_buffers_;
-  // The step's vocabulary-dimension minibatches and their SparseCore buffers.
-  std::vector<host::PartitionedCoo> minibatches_;
-  std::vector<SparseStepBuffers> minibatch_buffers_;
-  std::vector<float> activations_;
-  std::vector<float> d_activations_;
+  // Two slots: step i+1's lookup fills one while the TensorCore reads the other.
+  std::array<StepSlot, 2> slots_;
+  // Milliseconds per stage over the run: host, sc_forward, tc, sc_backward.
+  // Entries 0, 1, 3 are written only by SparseCore executor tasks, 2 only by
+  // the TensorCore thread; read after the pipeline has drained.
+  std::array<double, 4> stage_ms_total_{};
   int64_t ids_total_ = 0;
   int64_t ids_after_dedup_ = 0;
   int64_t unique_ids_ = 0;
