@@ -8,7 +8,10 @@ source "$(dirname "$0")/fault_lib.sh"
 override='training { steps: 300 log_every: 0 eval_samples: 0 }'
 checksum() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model_checksum"])' "$1"; }
 
+# Checkpoints are pipeline drain points, so the uninterrupted reference saves
+# on the same schedule as the killed and the resumed runs.
 timeout 120 "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" --override="$override" \
+  --checkpoint_dir="$work/refckpt" --checkpoint_every=100 \
   --summary_json="$work/ref.json" > "$work/out" 2>&1 || { echo "FAIL reference run"; tail "$work/out"; exit 1; }
 
 # Kill rank 1 once the step-100 checkpoint is complete (its manifest is last).
@@ -26,7 +29,8 @@ if [ -n "$victim" ] && kill -KILL "$victim"; then
   wait "$job"; rc=$?
   if [ "$rc" -eq 0 ]; then echo "FAIL kill_resume: the killed job exited 0"; failed=$((failed + 1)); fi
   timeout 120 "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" --override="$override" \
-    --checkpoint_dir="$work/ckpt" --restore_from="$work/ckpt" --summary_json="$work/resumed.json" \
+    --checkpoint_dir="$work/ckpt" --checkpoint_every=100 --restore_from="$work/ckpt" \
+    --summary_json="$work/resumed.json" \
     > "$work/out" 2>&1
   if [ $? -eq 0 ] && [ "$(checksum "$work/resumed.json")" = "$(checksum "$work/ref.json")" ]; then
     passed=$((passed + 1))
