@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs lemrt's build and test dependencies from Debian packages. Idempotent
-# and quiet when everything is already there.
+# and quiet when everything is already there. With arguments, installs those
+# packages instead (scripts/install_torch.sh uses that).
 set -euo pipefail
 
 PACKAGES=(
@@ -15,6 +16,7 @@ PACKAGES=(
   python3-matplotlib
   clang-14 libclang-rt-14-dev  # libFuzzer + sanitizers (scripts/fuzz.sh)
 )
+[ $# -gt 0 ] && PACKAGES=("$@")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
