@@ -188,6 +188,10 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   LEMRT_ASSIGN_OR_RETURN(const int64_t first_step, checkpointer.RestoreIfConfigured());
   // Restored at the last step: saving re-shards the checkpoint to this world size.
   if (first_step == tc.steps()) LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(first_step));
+  // A step's time runs from the end of the previous step (or of the eval and
+  // checkpoint after it) to the end of its own update, so it includes the
+  // host work and lookup whether they ran overlapped or inline.
+  Clock::time_point step_start = Clock::now();
   if (first_step < tc.steps()) {
     forward[first_step % 2] = sparse_executor.Submit(
         [this, first_step] { return HostAndForward(first_step, slots_[first_step % 2]); });
@@ -215,7 +219,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
     // Without overlap the update finishes before anything else; with it, the
     // next iteration waits for forward[step + 1], queued before this update.
     if (!overlap) LEMRT_RETURN_IF_ERROR(backward.get());
-    step_ms.push_back(MsSince(t0));
+    step_ms.push_back(MsSince(step_start));
     train_sec += step_ms.back() / 1000.0;
     wait_ms_total += wait_ms;
     losses.push_back(loss / tc.global_batch());
@@ -224,7 +228,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
       return absl::InternalError(absl::StrFormat(
           "step %d: the training loss is %f; lower the learning rates", step, losses.back()));
     }
-    recorder_->StepDone(step, t0, Clock::now(), losses.back());  // progress line, CSV
+    recorder_->StepDone(step, step_start, Clock::now(), losses.back());  // progress line, CSV
     if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
       // DrainAfter(step) held, so no step is in flight.
       LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
@@ -236,6 +240,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
     }
     // Due(step + 1) implies DrainAfter(step): every update is applied.
     LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1));
+    step_start = Clock::now();
     if (!overlap && step + 1 < tc.steps()) {
       forward[(step + 1) % 2] = sparse_executor.Submit(
           [this, step] { return HostAndForward(step + 1, slots_[(step + 1) % 2]); });

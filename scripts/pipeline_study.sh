@@ -6,8 +6,8 @@
 #   scripts/pipeline_study.sh [CONFIG] [RANKS] [WARMUP_STEPS]
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
-config="${1:-$LEMRT_ROOT/examples/configs/dlrm_synthetic.pbtxt}"
-ranks="${2:-4}"
+config="${1:-$LEMRT_ROOT/examples/configs/pipeline_balanced.pbtxt}"
+ranks="${2:-1}"
 warmup="${3:-100}"
 out="$LEMRT_ROOT/out/pipeline_study"
 mkdir -p "$out"
@@ -20,7 +20,7 @@ declare -A modes=(
 )
 for mode in off on warmup; do
   echo "== pipelining $mode"
-  mpirun -np "$ranks" --bind-to none "$LEMRT_ROOT/build/bin/lemrt_train" --config="$config" \
+  mpirun -np "$ranks" --oversubscribe --bind-to none "$LEMRT_ROOT/build/bin/lemrt_train" --config="$config" \
     --override="${modes[$mode]} training { eval_every: 50 log_every: 50 }" \
     --metrics_csv="$out/$mode.csv" --summary_json="$out/$mode.json" > "$out/$mode.log" 2>&1 \
     || { cat "$out/$mode.log"; exit 1; }
