@@ -12,3 +12,8 @@ lemrt_build() {
   cmake -S "$LEMRT_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
   cmake --build "$dir" -j "$LEMRT_JOBS"
 }
+
+# The python3 that has Debian's matplotlib (a pyenv or venv python3 earlier
+# on PATH may lack it); the plotting scripts run under it.
+LEMRT_PYTHON=python3
+python3 -c "import matplotlib" 2>/dev/null || LEMRT_PYTHON=/usr/bin/python3

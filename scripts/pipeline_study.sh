@@ -27,7 +27,7 @@ for mode in off on warmup; do
   grep -E "samples/s  |eval AUC" "$out/$mode.log"
 done
 
-python3 - "$out" <<'PY'
+"$LEMRT_PYTHON" - "$out" <<'PY'
 import csv, json, sys
 out = sys.argv[1]
 modes = ["off", "on", "warmup"]

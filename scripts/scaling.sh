@@ -75,7 +75,7 @@ for m in $modes; do
   done
 done
 
-python3 - "$out" "$config" "$modes" "$ranks" <<'PY'
+"$LEMRT_PYTHON" - "$out" "$config" "$modes" "$ranks" <<'PY'
 import csv, json, os, re, sys
 out, config, modes, ranks = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
 text = open(config).read()
