@@ -79,8 +79,9 @@ struct BinaryReader::Mapping {
                                  "for %d records (truncated?)",
                                  records, m->bytes, body_bytes / kBinaryRecordBytes));
     }
-    m->begin = records / world_size * rank + records % world_size * rank / world_size;
-    m->end = records / world_size * (rank + 1) + records % world_size * (rank + 1) / world_size;
+    const ShardRange share = RankShare(records, rank, world_size);
+    m->begin = share.begin;
+    m->end = share.end;
     if (m->size() == 0) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "'%s' has %d records, none for rank %d of %d.", path, records, rank, world_size));
@@ -105,27 +106,7 @@ absl::StatusOr<std::unique_ptr<BinaryReader>> BinaryReader::Create(
   const config::BinarySourceConfig& bin = config.data().binary();
   if (bin.train_path().empty()) return absl::InvalidArgumentError("data.binary.train_path is empty.");
   auto reader = std::unique_ptr<BinaryReader>(new BinaryReader(config, rank, world_size));
-  for (int f = 0; f < config.features_size(); ++f) {
-    const config::FeatureConfig& fc = config.features(f);
-    Feature feature;
-    feature.column = fc.has_input_column() ? fc.input_column() : f;
-    if (feature.column < 0 || feature.column >= CriteoLine::kNumCategories) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "feature '%s' reads Criteo category column %d; records have columns 0..%d (set "
-          "input_column).",
-          fc.name(), feature.column, CriteoLine::kNumCategories - 1));
-    }
-    feature.table = -1;
-    for (int t = 0; t < config.tables_size(); ++t) {
-      if (config.tables(t).name() == fc.table()) feature.table = t;
-    }
-    if (feature.table < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "feature '%s' names table '%s', which is not in the config.", fc.name(), fc.table()));
-    }
-    feature.vocab = config.tables(feature.table).vocab_size();
-    reader->features_.push_back(feature);
-  }
+  LEMRT_ASSIGN_OR_RETURN(reader->features_, ResolveCriteoFeatures(config, "records"));
   LEMRT_ASSIGN_OR_RETURN(reader->train_, Mapping::Open(bin.train_path(), rank, world_size));
   if (!bin.eval_path().empty()) {
     reader->num_eval_chunks_ = std::max<int64_t>(
@@ -161,19 +142,7 @@ int64_t BinaryReader::ShardIndex(int64_t p) const {
 void BinaryReader::AppendRecord(const char* record, int64_t row, Batch* batch) const {
   CriteoLine line;
   DecodeBinaryRecord(record, &line);
-  batch->labels[row] = line.label;
-  float* dense = batch->dense.data() + row * num_dense_;
-  for (int k = 0; k < num_dense_; ++k) {
-    dense[k] = k < CriteoLine::kNumIntegers ? line.dense[k] : 0.0f;
-  }
-  for (size_t f = 0; f < features_.size(); ++f) {
-    const Feature& feature = features_[f];
-    if (line.has_category(feature.column)) {
-      batch->ids[f].push_back(
-          CriteoCategoryId(line.category[feature.column], feature.table, feature.vocab));
-    }
-    batch->offsets[f][row + 1] = static_cast<int64_t>(batch->ids[f].size());
-  }
+  AppendCriteoSample(line, features_, num_dense_, row, batch);
 }
 
 absl::Status BinaryReader::TrainBatch(int64_t step, Batch* batch) {

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "host/batch.h"
 #include "host/criteo_reader.h"
+#include "host/criteo_shard.h"
 #include "host/data_source.h"
 #include "proto/config.pb.h"
 
@@ -52,11 +53,6 @@ class BinaryReader : public DataSource {
 
  private:
   struct Mapping;  // One mapped file and this rank's record range in it.
-  struct Feature {
-    int column = 0;
-    int table = 0;
-    int64_t vocab = 0;
-  };
 
   BinaryReader(const config::RunConfig& config, int rank, int world_size);
   void AppendRecord(const char* record, int64_t row, Batch* batch) const;
@@ -66,7 +62,7 @@ class BinaryReader : public DataSource {
   const int num_dense_;
   const int64_t shuffle_window_;
   const uint64_t seed_;
-  std::vector<Feature> features_;
+  std::vector<CriteoFeature> features_;
   std::unique_ptr<Mapping> train_;
   std::unique_ptr<Mapping> eval_;
   int64_t num_eval_chunks_ = 0;

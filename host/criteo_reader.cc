@@ -119,11 +119,9 @@ class CriteoReader::ShardReader {
     }
     auto reader =
         std::unique_ptr<ShardReader>(new ShardReader(path, std::move(file)));
-    const int64_t size = st.st_size;
-    reader->range_begin_ =
-        size / world_size * rank + size % world_size * rank / world_size;
-    reader->range_end_ = size / world_size * (rank + 1) +
-                         size % world_size * (rank + 1) / world_size;
+    const ShardRange share = RankShare(st.st_size, rank, world_size);
+    reader->range_begin_ = share.begin;
+    reader->range_end_ = share.end;
     reader->shard_name_ = absl::StrFormat(
         "rank %d of %d's share of '%s' (bytes [%d, %d))", rank, world_size,
         path, reader->range_begin_, reader->range_end_);
@@ -260,29 +258,8 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Create(
   if (criteo.train_path().empty()) {
     return absl::InvalidArgumentError("data.criteo.train_path is empty.");
   }
-  std::vector<Feature> features;
-  for (int f = 0; f < config.features_size(); ++f) {
-    const config::FeatureConfig& fc = config.features(f);
-    Feature feature;
-    feature.column = fc.has_input_column() ? fc.input_column() : f;
-    if (feature.column < 0 || feature.column >= CriteoLine::kNumCategories) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "feature '%s' reads Criteo category column %d; lines have columns "
-          "0..%d (set input_column).",
-          fc.name(), feature.column, CriteoLine::kNumCategories - 1));
-    }
-    feature.table = -1;
-    for (int t = 0; t < config.tables_size(); ++t) {
-      if (config.tables(t).name() == fc.table()) feature.table = t;
-    }
-    if (feature.table < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "feature '%s' names table '%s', which is not in the config.",
-          fc.name(), fc.table()));
-    }
-    feature.vocab = config.tables(feature.table).vocab_size();
-    features.push_back(feature);
-  }
+  LEMRT_ASSIGN_OR_RETURN(std::vector<CriteoFeature> features,
+                         ResolveCriteoFeatures(config, "lines"));
   auto reader = std::unique_ptr<CriteoReader>(
       new CriteoReader(config, world_size, std::move(features)));
   LEMRT_ASSIGN_OR_RETURN(
@@ -310,7 +287,7 @@ absl::StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Create(
 }
 
 CriteoReader::CriteoReader(const config::RunConfig& config, int world_size,
-                           std::vector<Feature> features)
+                           std::vector<CriteoFeature> features)
     : strict_(config.data().criteo().strict()),
       local_batch_(config.training().global_batch() / world_size),
       num_dense_(config.model().num_dense_features()),
@@ -399,7 +376,7 @@ absl::Status CriteoReader::TrainBatch(int64_t step, Batch* batch) {
   CriteoLine line;
   for (int64_t i = 0; i < local_batch_; ++i) {
     LEMRT_RETURN_IF_ERROR(NextTrainLine(&line));
-    AppendSample(line, i, batch);
+    AppendCriteoSample(line, features_, num_dense_, i, batch);
   }
   return absl::OkStatus();
 }
@@ -430,26 +407,10 @@ absl::Status CriteoReader::EvalBatch(int64_t chunk, Batch* batch) {
   batch->teacher_prob.clear();
   const int64_t cached = static_cast<int64_t>(eval_lines_.size());
   for (int64_t i = 0; i < local_batch_; ++i) {
-    AppendSample(eval_lines_[(chunk * local_batch_ + i) % cached], i, batch);
+    AppendCriteoSample(eval_lines_[(chunk * local_batch_ + i) % cached], features_,
+                       num_dense_, i, batch);
   }
   return absl::OkStatus();
-}
-
-void CriteoReader::AppendSample(const CriteoLine& line, int64_t row,
-                                Batch* batch) const {
-  batch->labels[row] = line.label;
-  float* dense = batch->dense.data() + row * num_dense_;
-  for (int k = 0; k < num_dense_; ++k) {
-    dense[k] = k < CriteoLine::kNumIntegers ? line.dense[k] : 0.0f;
-  }
-  for (size_t f = 0; f < features_.size(); ++f) {
-    const Feature& feature = features_[f];
-    if (line.has_category(feature.column)) {
-      batch->ids[f].push_back(CriteoCategoryId(line.category[feature.column],
-                                               feature.table, feature.vocab));
-    }
-    batch->offsets[f][row + 1] = static_cast<int64_t>(batch->ids[f].size());
-  }
 }
 
 }  // namespace lemrt::host

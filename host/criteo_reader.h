@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "host/batch.h"
+#include "host/criteo_shard.h"
 #include "host/data_source.h"
 #include "proto/config.pb.h"
 
@@ -92,14 +93,8 @@ class CriteoReader : public DataSource {
  private:
   class ShardReader;  // Buffered line reader over one rank's byte range.
 
-  struct Feature {
-    int column = 0;     // Category column, 0..25.
-    int table = 0;      // Index into config.tables().
-    int64_t vocab = 0;  // Rows.
-  };
-
   CriteoReader(const config::RunConfig& config, int world_size,
-               std::vector<Feature> features);
+               std::vector<CriteoFeature> features);
 
   // Reads the next valid line of `reader` into `out`, counting and logging
   // skipped lines past the high-water mark `*seen_lines`. Returns false at
@@ -110,13 +105,11 @@ class CriteoReader : public DataSource {
   absl::Status SeekTrain(int64_t target);
   absl::Status NextTrainLine(CriteoLine* out);
   absl::Status LoadEval(ShardReader& reader);
-  // Writes `line` as row `row` of `batch` (rows are filled in order).
-  void AppendSample(const CriteoLine& line, int64_t row, Batch* batch) const;
 
   const bool strict_;
   const int64_t local_batch_;  // Samples.
   const int num_dense_;
-  const std::vector<Feature> features_;
+  const std::vector<CriteoFeature> features_;
   int64_t num_eval_chunks_ = 0;
   int64_t skipped_lines_ = 0;
 

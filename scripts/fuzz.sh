@@ -10,7 +10,7 @@ source "$(dirname "$0")/env.sh"
 dir="${1:-$LEMRT_ROOT/build-fuzz}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(criteo_reader binary_reader config_loader)
+[ ${#targets[@]} -eq 0 ] && targets=(criteo_reader binary_reader config_loader checkpoint)
 seconds="${LEMRT_FUZZ_SECONDS:-20}"
 cxx="$(command -v clang++-14 || command -v clang++)"
 cmake -S "$LEMRT_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" \

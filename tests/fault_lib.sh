@@ -18,7 +18,14 @@ expect_same_error() {
   local name="$1" np="$2" want="$3"; shift 3
   local start=$SECONDS
   timeout 30 "${MPIRUN[@]}" -np "$np" "$LEMRT_BIN/lemrt_train" "$@" > "$work/out" 2>&1
-  local rc=$? secs=$((SECONDS - start))
+  check_same_error "$name" "$np" "$want" $? $((SECONDS - start))
+}
+
+# check_same_error NAME NP EXPECTED RC SECONDS: as expect_same_error, for a
+# job (e.g. an MPMD one) already run under `timeout 30` with its output in
+# $work/out and exit status RC.
+check_same_error() {
+  local name="$1" np="$2" want="$3" rc="$4" secs="$5"
   local lines distinct
   lines=$(grep -c "lemrt_train: error:" "$work/out")
   distinct=$(grep "lemrt_train: error:" "$work/out" | sort -u | wc -l)

@@ -1,9 +1,15 @@
 #include "runtime/checkpoint/checkpoint.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <memory>
 #include <vector>
 
@@ -73,17 +79,48 @@ Manifest SkeletonManifest(const config::RunConfig& config, int world_size, int64
   return m;
 }
 
+// The test hook of checkpoint.h: true when this rank is to die while
+// writing the checkpoint of `step`.
+bool CrashHookArmed(int64_t step, int rank) {
+  const char* hook = std::getenv(kCrashHookEnv);
+  if (hook == nullptr) return false;
+  long long hook_step = -1;
+  int hook_rank = -1;
+  return std::sscanf(hook, "%lld:%d", &hook_step, &hook_rank) == 2 && hook_step == step &&
+         hook_rank == rank;
+}
+
+// Simulates a crash in the middle of writing `path`: half of `bytes` reach
+// its temporary file, then the process is SIGKILLed.
+[[noreturn]] void CrashWhileWriting(const std::string& path, std::string_view bytes) {
+  LOG(ERROR) << kCrashHookEnv << ": killing this rank while it writes '" << path << "'";
+  google::FlushLogFiles(google::GLOG_INFO);
+  const int fd = open((path + ".tmp").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    (void)!write(fd, bytes.data(), bytes.size() / 2);
+    fsync(fd);
+  }
+  raise(SIGKILL);
+  std::abort();
+}
+
 // Writes this rank's table files into `dir`, adding their checksums to
-// sums[t * N + g] and their sizes to *bytes.
+// sums[t * N + g] and their sizes to *bytes. With `crash`, the rank dies
+// while writing its second file (its first when it has one).
 absl::Status WriteLocalTables(const std::string& dir, const Manifest& m,
-                              const runtime::SparseCoreStage& sparse, std::vector<uint64_t>* sums,
-                              int64_t* bytes) {
+                              const runtime::SparseCoreStage& sparse, bool crash,
+                              std::vector<uint64_t>* sums, int64_t* bytes) {
+  int files_written = 0;
+  const int files_to_write =
+      static_cast<int>(sparse.sparse_cores().size()) * m.tables_size();
   const int total_sc = m.total_sparse_cores();
   std::string buffer;
   for (const auto& sc : sparse.sparse_cores()) {
-    const int g = sc->global_sc();
     for (int t = 0; t < m.tables_size(); ++t) {
       const device::TableShard& shard = sc->shard(t);
+      // File g holds the rows j with j % N == g whichever SparseCore owns
+      // them (table stacking rotates them, host/stacking.h): layout-free.
+      const int g = static_cast<int>(shard.GlobalRow(0));
       const TableEntry& e = m.tables(t);
       const int64_t rb = RecordBytes(e.dim(), e.slots_per_param());
       const int64_t slot_bytes = 4 * int64_t{e.dim()} * e.slots_per_param();
@@ -98,7 +135,11 @@ absl::Status WriteLocalTables(const std::string& dir, const Manifest& m,
         if (slot_bytes > 0) std::memcpy(p + 8 + 4 * e.dim(), shard.row_slots(r).data(), slot_bytes);
         sum += RecordHash(std::span<const char>(p, rb));
       }
+      if (crash && files_written == std::min(1, files_to_write - 1)) {
+        CrashWhileWriting(Join(dir, e.files(g).name()), buffer);
+      }
       LEMRT_RETURN_IF_ERROR(WriteFileAtomically(Join(dir, e.files(g).name()), buffer));
+      ++files_written;
       (*sums)[int64_t{t} * total_sc + g] = sum;
       *bytes += static_cast<int64_t>(buffer.size());
     }
@@ -241,7 +282,8 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const std::string& root_dir, int64_t s
 
   const int total_sc = m.total_sparse_cores();
   std::vector<uint64_t> sums(int64_t{m.tables_size()} * total_sc, 0);
-  st = WriteLocalTables(result.dir, m, sparse, &sums, &result.bytes);
+  st = WriteLocalTables(result.dir, m, sparse, CrashHookArmed(step, comm.rank()), &sums,
+                        &result.bytes);
   uint64_t dense_sum = 0;
   if (st.ok() && comm.rank() == 0) {
     const std::string bytes = DenseBytes(dense);

@@ -25,6 +25,13 @@ struct SaveResult {
   int64_t bytes = 0;  // Data bytes over all files.
 };
 
+// Test hook (tests/fault_checkpoint.sh): with the environment variable
+// LEMRT_TEST_CRASH_DURING_CHECKPOINT=STEP:RANK, rank RANK SIGKILLs itself in
+// the middle of writing the checkpoint of step STEP (after its first table
+// file, with half of the next one in its temporary file), to show that a
+// crash while writing leaves the previous checkpoint restorable.
+inline constexpr char kCrashHookEnv[] = "LEMRT_TEST_CRASH_DURING_CHECKPOINT";
+
 // Collective: writes the model after `step` completed steps to
 // `root_dir`/step-NNNNNNNN (created as needed). Every rank writes its
 // SparseCores' table files; rank 0 writes the dense file and, after all

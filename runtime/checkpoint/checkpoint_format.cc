@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,12 @@ absl::Status SyncDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// A name of a file directly inside the checkpoint directory: a manifest
+// must not make a reader open "../elsewhere" or "/etc/passwd".
+bool PlainFileName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+}
+
 std::string DirOf(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -50,13 +57,13 @@ std::string DirOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
-// Checks one table file's records: row ids and checksum, copying rows out.
-absl::Status ReadTableFile(const std::string& path, const FileEntry& file, int64_t first_row,
-                           int64_t row_stride, int dim, int slot_floats, float* weights,
-                           float* slots) {
+// Checks one mapped table file's records: row ids and checksum, copying
+// rows out.
+absl::Status CheckTableFile(const std::string& path, std::span<const char> bytes,
+                            const FileEntry& file, int64_t first_row, int64_t row_stride, int dim,
+                            int slot_floats, float* weights, float* slots) {
   const int64_t rb = 8 + 4 * int64_t{dim + slot_floats};
-  LEMRT_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Open(path, file.bytes()));
-  const char* p = mapped.bytes().data();
+  const char* p = bytes.data();
   uint64_t sum = 0;
   for (int64_t k = 0; k < file.records(); ++k, p += rb) {
     int64_t row;
@@ -109,24 +116,33 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes
   const std::string tmp = path + ".tmp";
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return Errno("create", tmp);
+  // On failure the partial temporary goes, so a full disk is not left fuller.
+  auto fail = [&](const char* what) {
+    const absl::Status st = Errno(what, tmp);
+    close(fd);
+    unlink(tmp.c_str());
+    return st;
+  };
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const absl::Status st = Errno("write", tmp);
-      close(fd);
-      return st;
+      return fail("write");
     }
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0) {
-    const absl::Status st = Errno("fsync", tmp);
-    close(fd);
+  if (fsync(fd) != 0) return fail("fsync");
+  if (close(fd) != 0) {
+    const absl::Status st = Errno("close", tmp);
+    unlink(tmp.c_str());
     return st;
   }
-  if (close(fd) != 0) return Errno("close", tmp);
-  if (rename(tmp.c_str(), path.c_str()) != 0) return Errno("rename to its final name", tmp);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const absl::Status st = Errno("rename to its final name", tmp);
+    unlink(tmp.c_str());
+    return st;
+  }
   return SyncDir(DirOf(path));
 }
 
@@ -158,7 +174,11 @@ absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& dir) {
     const std::string name = e->d_name;
     if (name.rfind("step-", 0) != 0 || name.size() <= 5) continue;
     const std::string digits = name.substr(5);
-    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    // At most 18 digits: std::stoll would throw past int64 (a stray
+    // "step-99999999999999999999" must not abort a restore).
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
     const int64_t step = std::stoll(digits);
     if (step > best && IsFile(Join(Join(dir, name), kManifestName))) {
       best = step;
@@ -196,24 +216,48 @@ absl::StatusOr<Manifest> ReadManifest(const std::string& dir) {
     return bad("total_sparse_cores, dense or step is missing");
   }
   for (const TableEntry& t : m.tables()) {
+    // Bounded first, so the sizes below cannot overflow (found by
+    // tests/fuzz/checkpoint_fuzzer).
+    if (t.vocab_size() < 0 || t.dim() <= 0 || t.dim() > kMaxDim || t.slots_per_param() < 0 ||
+        t.slots_per_param() > kMaxSlotsPerParam) {
+      return bad(absl::StrFormat("table '%s' has vocab_size %d, dim %d, slots_per_param %d "
+                                 "(limits: vocab_size >= 0, dim 1..%d, slots_per_param 0..%d)",
+                                 t.name(), t.vocab_size(), t.dim(), t.slots_per_param(), kMaxDim,
+                                 kMaxSlotsPerParam));
+    }
     if (t.files_size() != m.total_sparse_cores()) {
       return bad(absl::StrFormat("table '%s' lists %d files, expected one per SparseCore (%d)",
                                  t.name(), t.files_size(), m.total_sparse_cores()));
     }
+    const int64_t rb = RecordBytes(t.dim(), t.slots_per_param());
     for (int g = 0; g < t.files_size(); ++g) {
       const FileEntry& f = t.files(g);
+      if (!PlainFileName(f.name())) {
+        return bad(absl::StrFormat("file %d of table '%s' is named '%s', not a file name in the "
+                                   "checkpoint directory",
+                                   g, t.name(), f.name()));
+      }
       const int64_t records = RecordsInFile(t.vocab_size(), g, m.total_sparse_cores());
-      if (f.records() != records ||
-          f.bytes() != records * RecordBytes(t.dim(), t.slots_per_param())) {
+      if (records > std::numeric_limits<int64_t>::max() / rb) {
+        return bad(absl::StrFormat("table '%s' would need more than 2^63 bytes", t.name()));
+      }
+      if (f.records() != records || f.bytes() != records * rb) {
         return bad(absl::StrFormat("file '%s' of table '%s' has %d records / %d bytes, expected "
                                    "%d / %d",
                                    f.name(), t.name(), f.records(), f.bytes(), records,
-                                   records * RecordBytes(t.dim(), t.slots_per_param())));
+                                   records * rb));
       }
     }
   }
   const DenseEntry& d = m.dense();
-  if (d.file().bytes() != 4 * d.num_params() * (1 + d.slots_per_param())) {
+  if (!PlainFileName(d.file().name())) {
+    return bad(absl::StrFormat("the dense file is named '%s', not a file name in the checkpoint "
+                               "directory",
+                               d.file().name()));
+  }
+  if (d.num_params() < 0 || d.slots_per_param() < 0 || d.slots_per_param() > kMaxSlotsPerParam ||
+      d.num_params() > std::numeric_limits<int64_t>::max() / 4 / (1 + d.slots_per_param()) ||
+      d.file().bytes() != 4 * d.num_params() * (1 + d.slots_per_param())) {
     return bad(absl::StrFormat("dense file size %d does not match %d params with %d slots each",
                                d.file().bytes(), d.num_params(), d.slots_per_param()));
   }
@@ -279,13 +323,22 @@ absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
     names.push_back(t.name());
     if (t.name() != table_name) continue;
     const int slot_floats = t.slots_per_param() * t.dim();
+    // Every file is mapped (and its size checked) before the rows are
+    // allocated, so a manifest claiming a huge table fails on its files.
+    std::vector<MappedFile> files;
+    files.reserve(t.files_size());
+    for (int g = 0; g < t.files_size(); ++g) {
+      LEMRT_ASSIGN_OR_RETURN(MappedFile f, MappedFile::Open(Join(dir, t.files(g).name()),
+                                                            t.files(g).bytes()));
+      files.push_back(std::move(f));
+    }
     weights->assign(t.vocab_size() * t.dim(), 0.0f);
     if (slots != nullptr) slots->assign(t.vocab_size() * slot_floats, 0.0f);
     for (int g = 0; g < t.files_size(); ++g) {
-      LEMRT_RETURN_IF_ERROR(ReadTableFile(Join(dir, t.files(g).name()), t.files(g), g,
-                                          manifest.total_sparse_cores(), t.dim(), slot_floats,
-                                          weights->data(),
-                                          slots == nullptr ? nullptr : slots->data()));
+      LEMRT_RETURN_IF_ERROR(CheckTableFile(Join(dir, t.files(g).name()), files[g].bytes(),
+                                           t.files(g), g, manifest.total_sparse_cores(), t.dim(),
+                                           slot_floats, weights->data(),
+                                           slots == nullptr ? nullptr : slots->data()));
     }
     return absl::OkStatus();
   }

@@ -71,8 +71,13 @@ absl::Status MakeDirs(const std::string& path);
 // NotFound names `dir` when there is none.
 absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& dir);
 
+// Bounds ReadManifest enforces on a table, so that no size overflows.
+inline constexpr int kMaxDim = 1 << 20;         // Floats per row.
+inline constexpr int kMaxSlotsPerParam = 16;
+
 // Reads and parses `dir`/manifest.pbtxt and checks it is self-consistent
-// (version, file counts, sizes). DataLoss / NotFound errors name the file.
+// (version, file counts, sizes within the bounds above, file names plain
+// names inside `dir`). DataLoss / NotFound errors name the file.
 absl::StatusOr<Manifest> ReadManifest(const std::string& dir);
 
 // A read-only memory map of a whole file. Empty files map to an empty span.

@@ -216,5 +216,111 @@ TEST(CheckpointFormatTest, ManifestWithWrongFileCountIsCorrupted) {
   EXPECT_THAT(st.message(), HasSubstr("lists 1 files"));
 }
 
+
+// Rewrites `dir`'s manifest as `m`.
+void WriteManifest(const std::string& dir, const Manifest& m) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(m, &text);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/" + kManifestName, text).ok());
+}
+
+// Sizes that overflowed int32 / int64 arithmetic (regressions of
+// tests/fuzz/checkpoint_fuzzer: undefined behaviour before the bounds).
+TEST(CheckpointFormatTest, ManifestWithOverflowingSizesIsCorrupted) {
+  const std::string dir = TempDir();
+  const Manifest good = WriteFakeCheckpoint(dir, 11, 2);
+  struct Case {
+    int64_t vocab;
+    int dim;
+    int spp;
+  };
+  for (const Case& c : {Case{11, 2, 2147483647}, Case{11, 2147483647, 1}, Case{11, -2, 1},
+                        Case{-5, 2, 1}, Case{int64_t{1} << 62, 1 << 20, 16}}) {
+    Manifest m = good;
+    m.mutable_tables(0)->set_vocab_size(c.vocab);
+    m.mutable_tables(0)->set_dim(c.dim);
+    m.mutable_tables(0)->set_slots_per_param(c.spp);
+    WriteManifest(dir, m);
+    const absl::Status st = ReadManifest(dir).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << c.vocab << " " << c.dim << " " << c.spp;
+    EXPECT_THAT(st.message(), HasSubstr("table 't0'"));
+  }
+  Manifest m = good;
+  m.mutable_dense()->set_num_params(int64_t{1} << 62);
+  m.mutable_dense()->set_slots_per_param(3);
+  WriteManifest(dir, m);
+  EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("dense file size"));
+  m = good;
+  m.mutable_dense()->set_slots_per_param(-1);
+  m.mutable_dense()->mutable_file()->set_bytes(0);
+  WriteManifest(dir, m);
+  EXPECT_EQ(ReadManifest(dir).status().code(), absl::StatusCode::kDataLoss);
+}
+
+// A manifest must not make a reader open files outside its directory.
+TEST(CheckpointFormatTest, ManifestFileNamesStayInTheDirectory) {
+  const std::string dir = TempDir();
+  const Manifest good = WriteFakeCheckpoint(dir, 11, 2);
+  for (const char* name : {"../table-000-sc-00000.bin", "/etc/passwd", "", ".."}) {
+    Manifest m = good;
+    m.mutable_tables(0)->mutable_files(0)->set_name(name);
+    WriteManifest(dir, m);
+    const absl::Status st = ReadManifest(dir).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << name;
+    EXPECT_THAT(st.message(), HasSubstr("not a file name in the checkpoint directory"));
+    m = good;
+    m.mutable_dense()->mutable_file()->set_name(name);
+    WriteManifest(dir, m);
+    EXPECT_EQ(ReadManifest(dir).status().code(), absl::StatusCode::kDataLoss) << name;
+  }
+}
+
+// A table claiming more rows than its files hold fails on the files (naming
+// one) before the rows are allocated: no std::bad_alloc.
+TEST(CheckpointFormatTest, HugeTableFailsOnItsFilesNotOnAllocation) {
+  const std::string dir = TempDir();
+  Manifest m = WriteFakeCheckpoint(dir, 11, 1);
+  const int64_t vocab = int64_t{1} << 40;
+  m.mutable_tables(0)->set_vocab_size(vocab);
+  m.mutable_tables(0)->mutable_files(0)->set_records(vocab);
+  m.mutable_tables(0)->mutable_files(0)->set_bytes(vocab * RecordBytes(2, 1));
+  WriteManifest(dir, m);
+  auto read = ReadManifest(dir);
+  ASSERT_TRUE(read.ok()) << read.status();
+  std::vector<float> w, s;
+  const absl::Status st = ReadWholeTable(dir, *read, "t0", &w, &s);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr(TableFileName(0, 0)));
+  EXPECT_THAT(st.message(), HasSubstr("truncated"));
+}
+
+// A step directory whose number does not fit int64 is skipped (std::stoll
+// used to throw and abort the restore).
+TEST(CheckpointFormatTest, ResolveSkipsStepNumbersPastInt64) {
+  const std::string root = TempDir();
+  ASSERT_TRUE(MakeDirs(root + "/step-99999999999999999999").ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(root + "/step-99999999999999999999/" + kManifestName, "x").ok());
+  EXPECT_EQ(ResolveCheckpointDir(root).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(MakeDirs(root + "/" + StepDirName(5)).ok());
+  ASSERT_TRUE(WriteFileAtomically(root + "/" + StepDirName(5) + "/" + kManifestName, "x").ok());
+  EXPECT_EQ(*ResolveCheckpointDir(root), root + "/" + StepDirName(5));
+}
+
+// A failed write (here: the disk is full) leaves no temporary behind and
+// names the file.
+TEST(CheckpointFormatTest, FailedWriteRemovesTheTemporary) {
+  const std::string dir = TempDir();
+  const std::string path = dir + "/f";
+  ASSERT_EQ(symlink("/dev/full", (path + ".tmp").c_str()), 0);
+  const absl::Status st = WriteFileAtomically(path, "hello");
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr(path + ".tmp"));
+  EXPECT_THAT(st.message(), HasSubstr("No space left on device"));
+  struct stat info;
+  EXPECT_NE(lstat((path + ".tmp").c_str(), &info), 0);
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+}
+
 }  // namespace
 }  // namespace lemrt::checkpoint

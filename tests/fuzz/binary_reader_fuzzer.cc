@@ -4,17 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "glog/logging.h"
-#include "host/batch.h"
 #include "host/binary_reader.h"
 #include "proto/config.pb.h"
-#include "tests/fuzz/fuzz_file.h"
-
-// Skipped-line warnings would flood the output and slow the run ~10x.
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  FLAGS_minloglevel = google::GLOG_ERROR;
-  return 0;
-}
+#include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lemrt::host;
@@ -44,13 +36,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   binary->set_shuffle_window(control >> 6);
 
   auto reader = BinaryReader::Create(config, rank, world_size);
-  if (!reader.ok()) return 0;
-  Batch batch;
-  for (int64_t step = 0; step < 4; ++step) {
-    if (!(*reader)->TrainBatch(step, &batch).ok()) break;
-  }
-  for (int64_t chunk = 0; chunk < (*reader)->num_eval_chunks(); ++chunk) {
-    if (!(*reader)->EvalBatch(chunk, &batch).ok()) break;
-  }
+  if (reader.ok()) lemrt::fuzz::ReadEveryBatch(**reader, 4);
   return 0;
 }

@@ -6,11 +6,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "glog/logging.h"
-#include "host/batch.h"
 #include "host/criteo_reader.h"
 #include "proto/config.pb.h"
-#include "tests/fuzz/fuzz_file.h"
+#include "tests/fuzz/fuzz_common.h"
 
 namespace lemrt::host {
 namespace {
@@ -44,12 +42,6 @@ config::RunConfig MakeConfig(const std::string& path, bool strict,
 }  // namespace
 }  // namespace lemrt::host
 
-// Skipped-line warnings would flood the output and slow the run ~10x.
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  FLAGS_minloglevel = google::GLOG_ERROR;
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lemrt::host;
   static lemrt::fuzz::FuzzFile* file = new lemrt::fuzz::FuzzFile("criteo");
@@ -74,13 +66,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const lemrt::config::RunConfig config =
       MakeConfig(file->path(), strict, global_batch);
   auto reader = CriteoReader::Create(config, rank, world_size);
-  if (!reader.ok()) return 0;
-  Batch batch;
-  for (int64_t step = 0; step < 4; ++step) {
-    if (!(*reader)->TrainBatch(step, &batch).ok()) break;
-  }
-  for (int64_t chunk = 0; chunk < (*reader)->num_eval_chunks(); ++chunk) {
-    if (!(*reader)->EvalBatch(chunk, &batch).ok()) break;
-  }
+  if (reader.ok()) lemrt::fuzz::ReadEveryBatch(**reader, 4);
   return 0;
 }
