@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "device/sparsecore/key_sort.h"
+#include "device/sparsecore/row_kernels.h"
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
 #include "proto/config_loader.h"
@@ -91,19 +92,27 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   }
   state->unique_offsets.push_back(offset);
 
-  // Gather: each tile copies its share of the unique rows, simd_width rows
-  // per chunk, into the staging buffer.
+  // Gather: each tile resolves its share of the unique ids to local rows and
+  // copies those rows into the staging buffer (tile SPMEM), one run of
+  // same-table rows at a time (keys sort by table), with the fixed-dim
+  // kernels and prefetching of row_kernels.h. (Pooling straight from the
+  // tables instead, skipping the copy, measured slower: bench_sparsecore.)
   PlaceGuards(offset, &state->gathered);
   float* const gathered = state->gathered.data() + kGuardFloats;
+  state->unique_rows.resize(state->unique_keys.size());
   RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
-    for (int64_t chunk = begin; chunk < end; chunk += simd_width_) {
-      const int64_t chunk_end = std::min<int64_t>(end, chunk + simd_width_);
-      for (int64_t u = chunk; u < chunk_end; ++u) {
-        const uint64_t key = state->unique_keys[u];
-        const TableShard& shard = *shards_[KeyTable(key)];
-        std::memcpy(gathered + state->unique_offsets[u],
-                    shard.row(shard.LocalRow(KeyCol(key))), sizeof(float) * shard.dim());
+    const uint64_t* keys = state->unique_keys.data();
+    int64_t* rows = state->unique_rows.data();
+    for (int64_t u = begin; u < end;) {
+      const int table = KeyTable(keys[u]);
+      const TableShard& shard = *shards_[table];
+      int64_t run_end = u;
+      for (; run_end < end && KeyTable(keys[run_end]) == table; ++run_end) {
+        rows[run_end] = shard.LocalRow(KeyCol(keys[run_end]));
       }
+      GatherRows(shard.dim(), shard.row(0), rows + u, run_end - u,
+                 gathered + state->unique_offsets[u]);
+      u = run_end;
     }
   });
 
@@ -121,13 +130,12 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
       int64_t entry = state->segment_begin[k];
       for (size_t i = 0; i < seg.size();) {
         const int dim = dims_[seg[i].table];
-        std::memset(out, 0, sizeof(float) * dim);
-        size_t j = i;
-        for (; j < seg.size() && SameGroup(seg[i], seg[j]); ++j, ++entry) {
-          const float* row = gathered + state->unique_offsets[state->entry_unique[entry]];
-          const float gain = seg[j].gain;
-          for (int d = 0; d < dim; ++d) out[d] += gain * row[d];
-        }
+        size_t j = i + 1;
+        while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
+        const int64_t n = static_cast<int64_t>(j - i);
+        PoolGroup(dim, seg.data() + i, state->entry_unique.data() + entry, n, gathered,
+                  state->unique_offsets.data(), 1, out);
+        entry += n;
         out += dim;
         i = j;
       }
@@ -222,23 +230,31 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
     const float* g = grads[k];
     for (size_t i = 0; i < seg.size();) {
       const int dim = dims_[seg[i].table];
-      size_t j = i;
-      for (; j < seg.size() && SameGroup(seg[i], seg[j]); ++j, ++entry) {
-        float* a = acc + state->unique_offsets[state->entry_unique[entry]];
-        const float gain = seg[j].gain;
-        for (int d = 0; d < dim; ++d) a[d] += gain * g[d];
-      }
+      size_t j = i + 1;
+      while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
+      ScatterGroup(dim, seg.data() + i, state->entry_unique.data() + entry,
+                   static_cast<int64_t>(j - i), state->unique_offsets.data(), g, acc);
+      entry += static_cast<int64_t>(j - i);
       g += dim;
       i = j;
     }
   }
-  // Each tile applies the optimizer to its share of the unique rows.
+  // Each tile applies the optimizer to its share of the unique rows (local
+  // rows from the gather of the same step), prefetching rows and slots ahead.
+  CHECK_EQ(state->unique_rows.size(), state->unique_keys.size());
   RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
+    const uint64_t* keys = state->unique_keys.data();
+    const int64_t* rows = state->unique_rows.data();
     for (int64_t u = begin; u < end; ++u) {
-      const uint64_t key = state->unique_keys[u];
-      TableShard& shard = *shards_[KeyTable(key)];
-      shard.Update(shard.LocalRow(KeyCol(key)),
-                   std::span<const float>(acc + state->unique_offsets[u], shard.dim()),
+      TableShard& shard = *shards_[KeyTable(keys[u])];
+      const int64_t next = u + PrefetchRows(shard.dim());
+      if (next < end && KeyTable(keys[next]) == KeyTable(keys[u])) {
+        const int64_t ahead = rows[next];
+        PrefetchRow(shard.row(ahead), shard.dim(), /*for_write=*/true);
+        const std::span<const float> slots = shard.row_slots(ahead);
+        if (!slots.empty()) PrefetchRow(slots.data(), static_cast<int>(slots.size()), true);
+      }
+      shard.Update(rows[u], std::span<const float>(acc + state->unique_offsets[u], shard.dim()),
                    step);
     }
   });

@@ -37,6 +37,8 @@ struct SparseCoreStepState {
   // gradient accumulator (prefix sums of dims).
   std::vector<uint64_t> unique_keys;
   std::vector<int64_t> unique_offsets;
+  // Local row of each unique key in its table's shard (filled by the gather).
+  std::vector<int64_t> unique_rows;
   // Unique index of every entry, segments concatenated in order.
   std::vector<int32_t> entry_unique;
   // Scratch reused between steps.

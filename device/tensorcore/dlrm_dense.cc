@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "Eigen/Core"
+#include "device/tensorcore/eigen_maps.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
@@ -11,10 +12,6 @@
 namespace lemrt::device {
 namespace {
 
-using RowMatrix =
-    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MatrixMap = Eigen::Map<RowMatrix>;
-using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 // A column block of a wider row-major buffer (one feature inside emb or z_).
 using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
 using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;

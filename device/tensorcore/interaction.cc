@@ -1,6 +1,7 @@
 #include "device/tensorcore/interaction.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "Eigen/Core"
 #include "glog/logging.h"
@@ -73,20 +74,29 @@ void BackwardSampleDynamic(const float* z, const float* g, int n, int d,
   }
 }
 
-template <int D>
-void ForwardBatch(int64_t batch, int n, int d, const float* in, float* out,
-                  int64_t out_width) {
-  for (int64_t b = 0; b < batch; ++b) {
-    ForwardSample<D>(in + b * n * d, n, d, out + b * out_width);
-  }
-}
-
-template <int D>
-void BackwardBatch(int64_t batch, int n, const float* in, const float* d_out,
-                   int64_t out_width, float* d_in) {
-  for (int64_t b = 0; b < batch; ++b) {
-    BackwardSampleFixed<D>(in + b * n * D, d_out + b * out_width, n,
-                           d_in + b * n * D);
+// Calls fn(width, b) for each sample b in [0, batch), where width is
+// std::integral_constant<int, D> with D = d for the common widths (8, 16, 32,
+// 64, 128) and D = Eigen::Dynamic otherwise: the one place that picks the
+// per-sample kernels' compile-time width.
+template <typename Fn>
+void ForEachSample(int64_t batch, int d, Fn&& fn) {
+  CHECK_GE(batch, 0);
+  auto loop = [&](auto width) {
+    for (int64_t b = 0; b < batch; ++b) fn(width, b);
+  };
+  switch (d) {
+    case 8:
+      return loop(std::integral_constant<int, 8>());
+    case 16:
+      return loop(std::integral_constant<int, 16>());
+    case 32:
+      return loop(std::integral_constant<int, 32>());
+    case 64:
+      return loop(std::integral_constant<int, 64>());
+    case 128:
+      return loop(std::integral_constant<int, 128>());
+    default:
+      return loop(std::integral_constant<int, Eigen::Dynamic>());
   }
 }
 
@@ -99,49 +109,24 @@ DotInteraction::DotInteraction(int num_vectors, int dim)
 }
 
 void DotInteraction::Forward(int64_t batch, const float* in, float* out) const {
-  CHECK_GE(batch, 0);
-  const int n = num_vectors_;
-  const int d = dim_;
-  const int64_t w = output_width();
-  switch (d) {
-    case 8:
-      return ForwardBatch<8>(batch, n, d, in, out, w);
-    case 16:
-      return ForwardBatch<16>(batch, n, d, in, out, w);
-    case 32:
-      return ForwardBatch<32>(batch, n, d, in, out, w);
-    case 64:
-      return ForwardBatch<64>(batch, n, d, in, out, w);
-    case 128:
-      return ForwardBatch<128>(batch, n, d, in, out, w);
-    default:
-      return ForwardBatch<Eigen::Dynamic>(batch, n, d, in, out, w);
-  }
+  const int n = num_vectors_, d = dim_;
+  ForEachSample(batch, d, [&](auto width, int64_t b) {
+    ForwardSample<decltype(width)::value>(in + b * n * d, n, d, out + b * output_width());
+  });
 }
 
 void DotInteraction::Backward(int64_t batch, const float* in,
                               const float* d_out, float* d_in) const {
-  CHECK_GE(batch, 0);
-  const int n = num_vectors_;
-  const int d = dim_;
-  const int64_t w = output_width();
-  switch (d) {
-    case 8:
-      return BackwardBatch<8>(batch, n, in, d_out, w, d_in);
-    case 16:
-      return BackwardBatch<16>(batch, n, in, d_out, w, d_in);
-    case 32:
-      return BackwardBatch<32>(batch, n, in, d_out, w, d_in);
-    case 64:
-      return BackwardBatch<64>(batch, n, in, d_out, w, d_in);
-    case 128:
-      return BackwardBatch<128>(batch, n, in, d_out, w, d_in);
-    default:
-      for (int64_t b = 0; b < batch; ++b) {
-        BackwardSampleDynamic(in + b * n * d, d_out + b * w, n, d,
-                              d_in + b * n * d);
-      }
-  }
+  const int n = num_vectors_, d = dim_;
+  ForEachSample(batch, d, [&](auto width, int64_t b) {
+    constexpr int D = decltype(width)::value;
+    const float* g = d_out + b * output_width();
+    if constexpr (D == Eigen::Dynamic) {
+      BackwardSampleDynamic(in + b * n * d, g, n, d, d_in + b * n * d);
+    } else {
+      BackwardSampleFixed<D>(in + b * n * D, g, n, d_in + b * n * D);
+    }
+  });
 }
 
 }  // namespace lemrt::device

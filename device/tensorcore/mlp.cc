@@ -4,15 +4,12 @@
 #include <cstring>
 
 #include "Eigen/Core"
+#include "device/tensorcore/eigen_maps.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
 namespace {
 
-using RowMatrix =
-    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MatrixMap = Eigen::Map<RowMatrix>;
-using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 using RowVectorMap = Eigen::Map<Eigen::RowVectorXf>;
 using ConstRowVectorMap = Eigen::Map<const Eigen::RowVectorXf>;
 

@@ -1,0 +1,161 @@
+// The SparseCore's per-row inner loops: gathering table rows into the tile
+// staging buffer (with software prefetch a few rows ahead), pooling gathered
+// rows into a group's partial vector and scattering a group's gradient into
+// the per-id accumulators. Each has fixed-dim instantiations (8, 16, 32, 64
+// and 128 floats) that the compiler unrolls and vectorises, and a generic
+// loop for other dims; every variant performs the same floating-point
+// operations in the same order as the plain loop
+//   out[d] = 0; for each entry: out[d] += gain * row[d]
+// with the multiply-add fused where the target has FMA (as the compiler
+// contracts that loop there), so results are bit-identical whichever runs.
+// Stateless; thread-safe.
+#ifndef LEMRT_DEVICE_SPARSECORE_ROW_KERNELS_H_
+#define LEMRT_DEVICE_SPARSECORE_ROW_KERNELS_H_
+
+#include <cstdint>
+#include <cstring>
+
+#include "host/coo.h"
+
+namespace lemrt::device {
+
+// Rows prefetched ahead of the one being read: about 4 KiB in flight, enough
+// misses to cover DRAM latency at full bandwidth, few enough that the lines
+// are still in L1/L2 when read (4 to 64 rows).
+constexpr int PrefetchRows(int dim) {
+  const int rows = 4096 / (dim * static_cast<int>(sizeof(float)));
+  return rows < 4 ? 4 : (rows > 64 ? 64 : rows);
+}
+
+// Issues a read (or, with `for_write`, a write) prefetch for each 64-byte
+// line of the `dim`-float row at `row`.
+inline void PrefetchRow(const float* row, int dim, bool for_write = false) {
+  const char* p = reinterpret_cast<const char*>(row);
+  const int bytes = dim * static_cast<int>(sizeof(float));
+  for (int b = 0; b < bytes; b += 64) {
+    if (for_write) {
+      __builtin_prefetch(p + b, 1, 3);
+    } else {
+      __builtin_prefetch(p + b, 0, 3);
+    }
+  }
+}
+
+namespace row_kernels_internal {
+
+// acc + gain * x, fused (one rounding) where the target has FMA: what the
+// compiler's contraction makes of the plain loop there, spelled out so that
+// every variant rounds alike however it is unrolled or vectorised.
+inline float MulAdd(float gain, float x, float acc) {
+#ifdef __FMA__
+  return __builtin_fmaf(gain, x, acc);
+#else
+  return acc + gain * x;
+#endif
+}
+
+template <int kDim>
+void GatherRowsFixed(const float* table, const int64_t* local_rows, int64_t n, float* out) {
+  constexpr int kAhead = PrefetchRows(kDim);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) PrefetchRow(table + local_rows[i + kAhead] * kDim, kDim);
+    std::memcpy(out + i * kDim, table + local_rows[i] * kDim, sizeof(float) * kDim);
+  }
+}
+
+template <int kDim>
+void PoolGroupFixed(const host::CooEntry* entries, const int32_t* entry_unique, int64_t n,
+                    const float* rows, const int64_t* row_offsets, int64_t stride, float* out) {
+  float acc[kDim] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    const float* row = rows + row_offsets[entry_unique[j]] * stride;
+    const float gain = entries[j].gain;
+    for (int d = 0; d < kDim; ++d) acc[d] = MulAdd(gain, row[d], acc[d]);
+  }
+  std::memcpy(out, acc, sizeof(acc));
+}
+
+template <int kDim>
+void ScatterGroupFixed(const host::CooEntry* entries, const int32_t* entry_unique, int64_t n,
+                       const int64_t* unique_offsets, const float* grad, float* acc) {
+  float g[kDim];
+  std::memcpy(g, grad, sizeof(g));
+  for (int64_t j = 0; j < n; ++j) {
+    float* a = acc + unique_offsets[entry_unique[j]];
+    const float gain = entries[j].gain;
+    for (int d = 0; d < kDim; ++d) a[d] = MulAdd(gain, g[d], a[d]);
+  }
+}
+
+}  // namespace row_kernels_internal
+
+// Copies rows local_rows[0..n) of `table` (dim floats a row, row-major) to
+// out, out + dim, ...; prefetches PrefetchRows(dim) rows ahead.
+inline void GatherRows(int dim, const float* table, const int64_t* local_rows, int64_t n,
+                       float* out) {
+  using namespace row_kernels_internal;
+  switch (dim) {
+    case 8: return GatherRowsFixed<8>(table, local_rows, n, out);
+    case 16: return GatherRowsFixed<16>(table, local_rows, n, out);
+    case 32: return GatherRowsFixed<32>(table, local_rows, n, out);
+    case 64: return GatherRowsFixed<64>(table, local_rows, n, out);
+    case 128: return GatherRowsFixed<128>(table, local_rows, n, out);
+    default: break;
+  }
+  const int ahead = PrefetchRows(dim);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + ahead < n) PrefetchRow(table + local_rows[i + ahead] * dim, dim);
+    std::memcpy(out + i * dim, table + local_rows[i] * dim, sizeof(float) * dim);
+  }
+}
+
+// One group's partial: out[0..dim) = sum over j in [0, n) in order of
+// entries[j].gain * (entry j's row), where entry j's row starts at
+// rows + row_offsets[entry_unique[j]] * stride: the staging buffer with its
+// float offsets (stride 1), or a table with local row numbers (stride dim).
+__attribute__((always_inline)) inline void PoolGroup(int dim, const host::CooEntry* entries, const int32_t* entry_unique,
+                      int64_t n, const float* rows, const int64_t* row_offsets, int64_t stride,
+                      float* out) {
+  using namespace row_kernels_internal;
+  const auto* e = entries;
+  const auto* u = entry_unique;
+  switch (dim) {
+    case 8: return PoolGroupFixed<8>(e, u, n, rows, row_offsets, stride, out);
+    case 16: return PoolGroupFixed<16>(e, u, n, rows, row_offsets, stride, out);
+    case 32: return PoolGroupFixed<32>(e, u, n, rows, row_offsets, stride, out);
+    case 64: return PoolGroupFixed<64>(e, u, n, rows, row_offsets, stride, out);
+    case 128: return PoolGroupFixed<128>(e, u, n, rows, row_offsets, stride, out);
+    default: break;
+  }
+  std::memset(out, 0, sizeof(float) * dim);
+  for (int64_t j = 0; j < n; ++j) {
+    const float* row = rows + row_offsets[entry_unique[j]] * stride;
+    const float gain = entries[j].gain;
+    for (int d = 0; d < dim; ++d) out[d] = MulAdd(gain, row[d], out[d]);
+  }
+}
+
+// The transpose of PoolGroup: for j in [0, n) in order,
+// acc[unique_offsets[entry_unique[j]] + d] += entries[j].gain * grad[d].
+inline void ScatterGroup(int dim, const host::CooEntry* entries, const int32_t* entry_unique,
+                         int64_t n, const int64_t* unique_offsets, const float* grad,
+                         float* acc) {
+  using namespace row_kernels_internal;
+  switch (dim) {
+    case 8: return ScatterGroupFixed<8>(entries, entry_unique, n, unique_offsets, grad, acc);
+    case 16: return ScatterGroupFixed<16>(entries, entry_unique, n, unique_offsets, grad, acc);
+    case 32: return ScatterGroupFixed<32>(entries, entry_unique, n, unique_offsets, grad, acc);
+    case 64: return ScatterGroupFixed<64>(entries, entry_unique, n, unique_offsets, grad, acc);
+    case 128: return ScatterGroupFixed<128>(entries, entry_unique, n, unique_offsets, grad, acc);
+    default: break;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    float* a = acc + unique_offsets[entry_unique[j]];
+    const float gain = entries[j].gain;
+    for (int d = 0; d < dim; ++d) a[d] = MulAdd(gain, grad[d], a[d]);
+  }
+}
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_SPARSECORE_ROW_KERNELS_H_

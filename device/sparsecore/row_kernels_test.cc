@@ -1,0 +1,93 @@
+#include "device/sparsecore/row_kernels.h"
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace lemrt::device {
+namespace {
+
+// Plain loops the kernels must match bit for bit.
+void PlainPool(int dim, const host::CooEntry* e, const int32_t* uniq, int64_t n,
+               const int64_t* offsets, const float* gathered, float* out) {
+  for (int d = 0; d < dim; ++d) out[d] = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    for (int d = 0; d < dim; ++d) out[d] += e[j].gain * gathered[offsets[uniq[j]] + d];
+  }
+}
+
+void PlainScatter(int dim, const host::CooEntry* e, const int32_t* uniq, int64_t n,
+                  const int64_t* offsets, const float* grad, float* acc) {
+  for (int64_t j = 0; j < n; ++j) {
+    for (int d = 0; d < dim; ++d) acc[offsets[uniq[j]] + d] += e[j].gain * grad[d];
+  }
+}
+
+class RowKernelsTest : public testing::TestWithParam<int> {};
+
+TEST_P(RowKernelsTest, GatherCopiesTheRowsInOrder) {
+  const int dim = GetParam();
+  const int64_t rows = 100;
+  std::vector<float> table(rows * dim);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i) * 0.5f;
+  for (int64_t n : {0, 1, 3, 40}) {
+    std::vector<int64_t> local(n);
+    for (int64_t i = 0; i < n; ++i) local[i] = (i * 37 + 11) % rows;
+    std::vector<float> out(n * dim + 1, -1.0f);
+    GatherRows(dim, table.data(), local.data(), n, out.data());
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(0, std::memcmp(&out[i * dim], &table[local[i] * dim], sizeof(float) * dim))
+          << "row " << i;
+    }
+    EXPECT_EQ(out[n * dim], -1.0f);  // nothing written past the rows
+  }
+}
+
+TEST_P(RowKernelsTest, PoolAndScatterMatchThePlainLoopsBitForBit) {
+  const int dim = GetParam();
+  std::mt19937 rng(dim);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const int uniques = 7;
+  std::vector<int64_t> offsets(uniques + 1);
+  for (int i = 0; i <= uniques; ++i) offsets[i] = int64_t{i} * dim;
+  std::vector<float> gathered(uniques * dim);
+  for (float& v : gathered) v = u(rng);
+  for (int64_t n : {1, 2, 5, 13}) {
+    std::vector<host::CooEntry> entries(n);
+    std::vector<int32_t> uniq(n);
+    for (int64_t j = 0; j < n; ++j) {
+      entries[j].gain = u(rng);
+      uniq[j] = static_cast<int32_t>(rng() % uniques);
+    }
+    std::vector<float> got(dim, 7.0f), want(dim);
+    PoolGroup(dim, entries.data(), uniq.data(), n, gathered.data(), offsets.data(), 1,
+              got.data());
+    PlainPool(dim, entries.data(), uniq.data(), n, offsets.data(), gathered.data(), want.data());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * dim)) << "n " << n;
+    // The same rows addressed as table rows (row numbers, stride dim).
+    std::vector<int64_t> row_numbers(uniques);
+    for (int i = 0; i < uniques; ++i) row_numbers[i] = i;
+    std::vector<float> got_rows(dim, 7.0f);
+    PoolGroup(dim, entries.data(), uniq.data(), n, gathered.data(), row_numbers.data(), dim,
+              got_rows.data());
+    EXPECT_EQ(0, std::memcmp(got_rows.data(), want.data(), sizeof(float) * dim)) << "n " << n;
+
+    std::vector<float> grad(dim);
+    for (float& v : grad) v = u(rng);
+    std::vector<float> acc_got(uniques * dim, 0.25f), acc_want(uniques * dim, 0.25f);
+    ScatterGroup(dim, entries.data(), uniq.data(), n, offsets.data(), grad.data(),
+                 acc_got.data());
+    PlainScatter(dim, entries.data(), uniq.data(), n, offsets.data(), grad.data(),
+                 acc_want.data());
+    EXPECT_EQ(0, std::memcmp(acc_got.data(), acc_want.data(), sizeof(float) * acc_got.size()))
+        << "n " << n;
+  }
+}
+
+// The fixed-dim instantiations and generic dims around them.
+INSTANTIATE_TEST_SUITE_P(Dims, RowKernelsTest, testing::Values(1, 3, 8, 16, 17, 32, 64, 100, 128));
+
+}  // namespace
+}  // namespace lemrt::device
