@@ -12,6 +12,12 @@
 # Env: LEMRT_BUILD (build dir, default build), STEPS (default 100),
 # BATCHES (default "128 1024"), RANKS (default "1 2"), OUT (default out/torch),
 # PYTHON (default /usr/bin/python3, where Debian's torch lives).
+#
+# lemrt runs as a user should on this machine: MPI ranks yield the core while
+# waiting (mpi_yield_when_idle; Open MPI busy-polls by default, which starves
+# the peer rank when ranks share cores), and pipelining (two busy threads per
+# rank) stays on only where every rank has two cores (ranks x 2 <= cores);
+# the lemrt_pipelining column says which.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 "$LEMRT_ROOT/scripts/install_torch.sh"
@@ -38,15 +44,18 @@ summary_field() {  # summary_field FILE FIELD
   "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"
 }
 
-printf '\n%-6s %-6s %14s %14s %8s %12s %12s\n' batch ranks lemrt_samples/s torch_samples/s ratio \
-  lemrt_loss torch_loss
+printf '\n%-6s %-6s %14s %14s %8s %12s %12s %s\n' batch ranks lemrt_samples/s torch_samples/s ratio \
+  lemrt_loss torch_loss lemrt_pipelining
 results=()
 for b in $BATCHES; do
   for w in $RANKS; do
     tag="b${b}_w${w}"
-    mpirun --oversubscribe --bind-to none -np "$w" "$BUILD/bin/lemrt_train" \
+    pipe=""
+    [ $(( w * 2 )) -gt "$(nproc)" ] && pipe="sparse_core { disable_full_embedding_pipelining: true }"
+    mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np "$w" \
+      "$BUILD/bin/lemrt_train" \
       --config="$LEMRT_ROOT/examples/configs/criteo_kaggle_shape.pbtxt" \
-      --override="data { criteo { train_path: '$DATA' } } training { global_batch: $b steps: $STEPS log_every: 1 }" \
+      --override="data { criteo { train_path: '$DATA' } } training { global_batch: $b steps: $STEPS log_every: 1 } $pipe" \
       --summary_json="$OUT/lemrt_$tag.json" --metrics_csv="$OUT/lemrt_$tag.csv" \
       > "$OUT/lemrt_$tag.log" 2>&1 || { cat "$OUT/lemrt_$tag.log"; exit 1; }
     "$PY" "$LEMRT_ROOT/scripts/torch_dlrm.py" --data "$DATA" --batch "$b" --steps "$STEPS" \
@@ -62,7 +71,9 @@ lrows = list(csv.DictReader(open(lc)))
 llos = [float(r["loss"]) for r in lrows]
 tlos = [float(r["loss"]) for r in csv.DictReader(open(tc))]
 tail = lambda v: sum(v[-10:]) / len(v[-10:])
-print(f"{b:<6} {w:<6} {ls:14.0f} {ts:14.0f} {ls / ts:8.2f} {tail(llos):12.4f} {tail(tlos):12.4f}")
+pipelining = json.load(open(lj)).get("pipelining", "?")
+print(f"{b:<6} {w:<6} {ls:14.0f} {ts:14.0f} {ls / ts:8.2f} {tail(llos):12.4f} {tail(tlos):12.4f}"
+      f" {pipelining}")
 with open(lc.replace(".csv", "_curves.txt"), "w") as f:
     f.write("step lemrt_loss torch_loss\n")
     for i in range(min(len(llos), len(tlos))):
