@@ -2,7 +2,9 @@
 // source (reference section 7) and writes them as a limits file for
 // sparse_core.limits_file. Runs under mpirun like training (one rank = one
 // chip); the limits are the maxima over --batches training batches and all
-// ranks, times --headroom. Rank 0 prints a per-table report.
+// ranks, times --headroom. Rank 0 prints a per-table report. Partitions are
+// per stacked table (host/stacking.h: ids rotated and offset as in training);
+// the file lists every table, each with its stack's limits.
 //
 //   mpirun -np 4 build/bin/lemrt_limits --config=examples/configs/dlrm_synthetic.pbtxt \
 //       --batches=20 --out=limits.pbtxt [--headroom=1.1] [--override='...']
@@ -20,6 +22,7 @@
 #include "host/limit_estimator.h"
 #include "host/limits.h"
 #include "host/minibatch.h"
+#include "host/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 
@@ -46,7 +49,8 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   namespace host = lemrt::host;
   const int S = config.topology().sparse_cores_per_chip();
   const int N = static_cast<int>(lemrt::config::TotalSparseCores(config));
-  const int T = config.tables_size();
+  const host::StackingPlan stacking = host::StackingPlan::FromConfig(config);
+  const int K = stacking.num_stacks();
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = lemrt::runtime::AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
@@ -55,10 +59,11 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   mo.chip = comm.rank();
   mo.local_sparse_cores = S;
   mo.total_sparse_cores = N;
-  mo.limits.tables.resize(T);  // unlimited: only counting
-  mo.limits.table_names.resize(T);
+  mo.stacking = stacking.tables();
+  mo.limits.tables.resize(K);  // unlimited: only counting
+  mo.limits.table_names.resize(K);
   host::MinibatchSplitter counter(mo);
-  host::LimitEstimator estimator(T, S, N);
+  host::LimitEstimator estimator(K, S, N);
   host::Batch batch;
   host::PartitionedCoo coo;
   for (int64_t b = 0; b < FLAGS_batches; ++b) {
@@ -73,9 +78,9 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
 
   lemrt::config::LimitsFile limits;
   std::string report = absl::StrFormat(
-      "%-16s %9s %9s %9s %11s %11s %11s %8s %7s\n", "table", "max_ids", "mean_ids", "p99_ids",
-      "max_unique", "mean_unique", "p99_unique", "hot_sc", "skew");
-  for (int t = 0; t < T; ++t) {
+      "%-16s %9s %9s %9s %11s %11s %11s %8s %7s\n", "(stacked) table", "max_ids", "mean_ids",
+      "p99_ids", "max_unique", "mean_unique", "p99_unique", "hot_sc", "skew");
+  for (int t = 0; t < K; ++t) {
     std::vector<float> ids, unique;
     st = comm.AllGather(estimator.ids(t), &ids);
     if (st.ok()) st = comm.AllGather(estimator.unique_ids(t), &unique);
@@ -84,18 +89,22 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
     if (!st.ok()) return st;
     const host::TableLimitReport r =
         host::LimitEstimator::Summarise(std::move(ids), std::move(unique), per_dest);
-    *limits.add_tables() = host::LimitEstimator::Limits(config.tables(t).name(), r, FLAGS_headroom);
+    // A limit is the stacked table's: every member gets it (host/stacking.h).
+    for (int member : stacking.stacks()[t].tables) {
+      *limits.add_tables() =
+          host::LimitEstimator::Limits(config.tables(member).name(), r, FLAGS_headroom);
+    }
     report += absl::StrFormat("%-16s %9d %9.1f %9.0f %11d %11.1f %11.0f %8d %6.2fx\n",
-                              config.tables(t).name(), r.max_ids, r.mean_ids, r.p99_ids,
+                              stacking.stacks()[t].name, r.max_ids, r.mean_ids, r.p99_ids,
                               r.max_unique_ids, r.mean_unique_ids, r.p99_unique_ids,
                               r.hottest_sc, r.hottest_share);
   }
   if (comm.rank() != 0) return absl::OkStatus();
   std::printf(
       "Partition counts over %d batches x %d ranks (%d SparseCores; a partition = one source SC "
-      "-> one destination SC, one table, one step, after per-sample dedup; skew = ids of the "
-      "most loaded destination SC / the mean):\n%s",
-      FLAGS_batches, comm.size(), N, report.c_str());
+      "-> one destination SC, one (stacked) table, one step, after per-sample dedup; skew = ids of the "
+      "most loaded destination SC / the mean; %d tables in %d stacks):\n%s",
+      FLAGS_batches, comm.size(), N, config.tables_size(), K, report.c_str());
   std::fflush(stdout);
   st = host::WriteLimitsFile(limits, FLAGS_out);
   if (st.ok()) std::printf("wrote %s (headroom %.3f)\n", FLAGS_out.c_str(), FLAGS_headroom);

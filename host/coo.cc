@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "host/stacking.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::host {
@@ -14,6 +15,7 @@ CooOptions MakeCooOptions(const config::RunConfig& config) {
   o.total_sparse_cores = static_cast<int>(config::TotalSparseCores(config));
   o.max_ids_per_chip_per_sample = config.sparse_core().max_ids_per_chip_per_sample();
   o.id_bound_check = config.sparse_core().enable_id_bound_check();
+  const StackingPlan stacking = StackingPlan::FromConfig(config);
   for (const config::FeatureConfig& f : config.features()) {
     FeatureSpec spec;
     spec.table = config::FindTable(config, f.table());
@@ -21,6 +23,7 @@ CooOptions MakeCooOptions(const config::RunConfig& config) {
     spec.combiner = config.tables(spec.table).combiner();
     spec.name = f.name();
     spec.table_name = config.tables(spec.table).name();
+    spec.sc_shift = stacking.table(spec.table).sc_shift;
     o.features.push_back(spec);
   }
   return o;
@@ -71,7 +74,8 @@ absl::Status CooBuilder::Build(const Batch& batch, PartitionedCoo* out) {
           size_t j = i + 1;
           while (j < sorted_.size() && sorted_[j] == sorted_[i]) ++j;
           const int64_t col = sorted_[i];
-          const int dest = static_cast<int>(col % N);
+          int dest = static_cast<int>(col % N) + spec.sc_shift;
+          if (dest >= N) dest -= N;
           staged_.push_back({col, static_cast<int32_t>(row), f, spec.table,
                              static_cast<float>((j - i) * norm)});
           staged_dest_.push_back(dest);

@@ -5,7 +5,9 @@
 //     -> split samples over the chip's S SparseCores (contiguous row ranges)
 //     -> per sample and feature: sort ids, merge duplicates (gain = count x
 //        combiner weight)
-//     -> destination SparseCore = col % N (N = SparseCores of all chips)
+//     -> destination SparseCore = (col + sc_shift of the feature's table) % N
+//        (N = SparseCores of all chips; sc_shift = the table's rotation in
+//        its stack, host/stacking.h; 0 without stacking)
 //     -> segments ordered [dest SC 0..N-1][source local SC 0..S-1], entries
 //        inside a segment ordered by (feature, row, col)
 //
@@ -43,6 +45,9 @@ struct FeatureSpec {
   config::TableConfig::Combiner combiner = config::TableConfig::SUM;
   std::string name;        // feature name, for error messages
   std::string table_name;  // table name, for error messages
+  // The table's rotation in its stack (host/stacking.h), in [0, N): id j
+  // goes to SparseCore (j + sc_shift) % N.
+  int sc_shift = 0;
 };
 
 struct CooOptions {
@@ -55,7 +60,7 @@ struct CooOptions {
   std::vector<FeatureSpec> features;
 };
 
-// Builds `options` from a validated config.
+// Builds `options` from a validated config (with its table stacking plan).
 CooOptions MakeCooOptions(const config::RunConfig& config);
 
 // The partitioned COO of one local batch.

@@ -17,7 +17,9 @@ uint64_t Key(int table, int64_t col) {
   return (static_cast<uint64_t>(table) << kColBits) | static_cast<uint64_t>(col);
 }
 int KeyTable(uint64_t key) { return static_cast<int>(key >> kColBits); }
-int64_t KeyCol(uint64_t key) { return static_cast<int64_t>(key & ((uint64_t{1} << kColBits) - 1)); }
+int BucketOfKey(uint64_t key) {
+  return static_cast<int>(base::Mix64(key ^ 0x9e3779b97f4a7c15ULL) >> 58);
+}
 
 bool Fits(const PartitionCount& c, const TableLimit& l) {
   return c.ids <= l.max_ids && c.unique_ids <= l.max_unique_ids;
@@ -29,16 +31,22 @@ MinibatchSplitter::MinibatchSplitter(MinibatchOptions options)
     : options_(std::move(options)),
       S_(options_.local_sparse_cores),
       N_(options_.total_sparse_cores),
-      T_(static_cast<int>(options_.limits.tables.size())) {}
+      T_(static_cast<int>(options_.limits.tables.size())),
+      num_tables_(options_.stacking.empty() ? T_
+                                            : static_cast<int>(options_.stacking.size())) {}
 
-int MinibatchSplitter::Bucket(int table, int64_t col) {
-  return static_cast<int>(base::Mix64(Key(table, col) ^ 0x9e3779b97f4a7c15ULL) >> 58);
+int MinibatchSplitter::Bucket(int table, int64_t col) { return BucketOfKey(Key(table, col)); }
+
+uint64_t MinibatchSplitter::StackedKey(int table, int64_t col) const {
+  if (options_.stacking.empty()) return Key(table, col);
+  const StackedTable& m = options_.stacking[table];
+  return Key(m.stack, StackedRow(m, col, N_));
 }
 
 void MinibatchSplitter::SortSegmentKeys(const PartitionedCoo& coo) {
   keys_.resize(coo.entries.size());
   for (size_t i = 0; i < coo.entries.size(); ++i) {
-    keys_[i] = Key(coo.entries[i].table, coo.entries[i].col);
+    keys_[i] = StackedKey(coo.entries[i].table, coo.entries[i].col);
   }
   for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
     std::sort(keys_.begin() + coo.segment_offsets[k], keys_.begin() + coo.segment_offsets[k + 1]);
@@ -88,7 +96,7 @@ uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
       const int32_t slot = over_slot_[PartitionIndex(t, s, d)];
       if (slot >= 0) {
         PartitionCount& c =
-            bucket_counts_[int64_t{slot} * kBuckets + Bucket(t, KeyCol(keys_[i]))];
+            bucket_counts_[int64_t{slot} * kBuckets + BucketOfKey(keys_[i])];
         c.ids += static_cast<int32_t>(j - i);
         c.unique_ids += 1;
       }
@@ -128,7 +136,7 @@ absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t bounda
     if ((boundaries >> b) & 1) ++m;
     mb_of_bucket[b] = m;
   }
-  dropped_per_table->resize(T_, 0);
+  dropped_per_table->resize(num_tables_, 0);
   out->resize(minibatches);
   const int64_t segments = int64_t{N_} * S_;
   for (int m = 0; m < minibatches; ++m) {
@@ -148,7 +156,7 @@ absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t bounda
     for (int64_t k = 0; k < segments; ++k) {
       for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
         const CooEntry& e = coo.entries[i];
-        (*out)[mb_of_bucket[Bucket(e.table, e.col)]].entries.push_back(e);
+        (*out)[mb_of_bucket[BucketOfKey(StackedKey(e.table, e.col))]].entries.push_back(e);
       }
       for (PartitionedCoo& mb : *out) {
         mb.segment_offsets[k + 1] = static_cast<int64_t>(mb.entries.size());
@@ -238,11 +246,12 @@ absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, Pa
     mb->segment_offsets[k] = w;
     for (int64_t i = begin; i < end; ++i) {
       const CooEntry& e = mb->entries[i];
-      const uint64_t key = Key(e.table, e.col);
-      const uint64_t cut = cut_key_[e.table];
+      const uint64_t key = StackedKey(e.table, e.col);
+      const int stack = KeyTable(key);
+      const uint64_t cut = cut_key_[stack];
       bool keep = key < cut;
-      if (key == cut && cut_keep_[e.table] > 0) {
-        --cut_keep_[e.table];
+      if (key == cut && cut_keep_[stack] > 0) {
+        --cut_keep_[stack];
         keep = true;
       }
       if (keep) {

@@ -3,18 +3,19 @@
 // minibatches (reference section 7):
 //
 //   PlanLocal:  count ids and distinct ids per partition
-//               (table t, source local SC s, destination SC d); for the
-//               partitions over their limits, count per bucket
-//               (bucket = hash(table, row) >> 58, 64 buckets, so one embedding
-//               row is never split) and merge buckets 0..63 greedily while
+//               (stacked table t, source local SC s, destination SC d;
+//               host/stacking.h); for the partitions over their limits, count
+//               per bucket (bucket = hash(stack, stacked row) >> 58, 64
+//               buckets, so one embedding row is never split) and merge
+//               buckets 0..63 greedily while
 //               every over-limit partition fits -> the boundary bits this chip
 //               needs (bit b: a minibatch starts at bucket b).
 //   (caller):   OR of the boundary bits over all chips (every chip's partitions
 //               still fit a finer split), e.g. an all-reduce max per bit.
 //   Split:      one PartitionedCoo per minibatch (segment layout and entry
 //               order kept), then per minibatch partition either
-//               fits, or is cut (allow_id_dropping: entries kept in (row, then
-//               segment) order while both counts fit; the rest dropped and
+//               fits, or is cut (allow_id_dropping: entries kept in (stacked
+//               row, then segment) order while both counts fit; the rest dropped and
 //               counted), or the step fails.
 //
 // Thread-compatible; its scratch buffers are reused, so the steady state does
@@ -28,6 +29,7 @@
 #include "absl/status/status.h"
 #include "host/coo.h"
 #include "host/limits.h"
+#include "host/stacking.h"
 
 namespace lemrt::host {
 
@@ -43,7 +45,11 @@ struct MinibatchOptions {
   int total_sparse_cores = 1;  // N
   bool minibatching = true;
   bool allow_id_dropping = false;
-  PartitionLimits limits;      // one entry per table
+  // Table stacking (host/stacking.h), one entry per table: partitions,
+  // limits, buckets and the dropping order are per stack, over stacked rows.
+  // Empty: every table is its own stack (stack index = table index).
+  std::vector<StackedTable> stacking;
+  PartitionLimits limits;      // one entry per stack (per table when `stacking` is empty)
 };
 
 class MinibatchSplitter {
@@ -60,14 +66,16 @@ class MinibatchSplitter {
   // minibatching is off. Bit 0 is never set.
   uint64_t PlanLocal(const PartitionedCoo& coo);
 
-  // Partition counts of the last PlanLocal, indexed [(t * S + s) * N + d].
+  // Partition counts of the last PlanLocal, indexed [(t * S + s) * N + d],
+  // t = the stack (the table when options.stacking is empty).
   const std::vector<PartitionCount>& counts() const { return counts_; }
 
   // Splits `coo` at the agreed `boundaries` into popcount(boundaries) + 1
-  // minibatches (`out` resized; its buffers reused). Adds dropped ids per table
-  // to dropped_per_table (sized to the tables). PlanLocal(coo) must have run.
-  // Errors (InvalidArgument), when a minibatch partition is still over and
-  // dropping is off: names the table, the source and destination SparseCore,
+  // minibatches (`out` resized; its buffers reused). Adds dropped ids per
+  // original table to dropped_per_table (sized to the tables). PlanLocal(coo)
+  // must have run. Errors (InvalidArgument), when a minibatch partition is
+  // still over and dropping is off: names the (stacked) table, the source and
+  // destination SparseCore,
   // the observed count and the limit.
   absl::Status Split(const PartitionedCoo& coo, uint64_t boundaries,
                      std::vector<PartitionedCoo>* out, std::vector<int64_t>* dropped_per_table);
@@ -76,7 +84,9 @@ class MinibatchSplitter {
   int64_t PartitionIndex(int table, int src, int dest) const {
     return (int64_t{table} * S_ + src) * N_ + dest;
   }
-  // Sorted (table, col) keys of each segment of `coo`, concatenated.
+  // (stack, stacked row) key of an entry's id.
+  uint64_t StackedKey(int table, int64_t col) const;
+  // Sorted stacked keys of each segment of `coo`, concatenated.
   void SortSegmentKeys(const PartitionedCoo& coo);
   // Cuts or rejects the over-limit partitions of one minibatch.
   absl::Status EnforceLimits(int minibatch, int minibatches, PartitionedCoo* mb,
@@ -85,7 +95,8 @@ class MinibatchSplitter {
   MinibatchOptions options_;
   int S_;
   int N_;
-  int T_;
+  int T_;             // stacks (limits entries)
+  int num_tables_;    // original tables (dropped counts)
   bool over_ = false;  // some partition of the last PlanLocal is over
   std::vector<PartitionCount> counts_;
   std::vector<uint64_t> keys_;              // per segment sorted keys
@@ -93,7 +104,7 @@ class MinibatchSplitter {
   std::vector<int32_t> over_slot_;          // partition -> slot in bucket_counts_, or -1
   std::vector<PartitionCount> bucket_counts_;  // [slot][bucket]
   std::vector<PartitionCount> running_;
-  std::vector<uint64_t> cut_key_;           // per table of a segment: first key not fully kept
+  std::vector<uint64_t> cut_key_;           // per stack of a segment: first key not fully kept
   std::vector<int32_t> cut_keep_;           // entries of cut_key_ still kept
 };
 

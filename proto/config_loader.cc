@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace lemrt::config {
 namespace {
@@ -112,6 +113,7 @@ class Validator {
     CheckSparseCore();
     CheckEmulatedChip();
     CheckPartitionLimits();
+    CheckTableStacking();
     CheckData();
     CheckObservability();
     CheckCheckpoint();
@@ -360,6 +362,49 @@ class Validator {
     }
   }
 
+  // Table stacking (host/stacking.h): the rotation and the explicit stacks.
+  void CheckTableStacking() {
+    const SparseCoreConfig& s = c_.sparse_core();
+    if (s.table_stacking_rotation() < 0) {
+      Fail({{"sparse_core"}, {"table_stacking_rotation"}},
+           absl::StrCat("must be >= 0 SparseCores, got ", s.table_stacking_rotation()));
+    }
+    if (s.table_stacks_size() > 0 && s.disable_table_stacking()) {
+      Fail({{"sparse_core"}, {"table_stacks", 0}},
+           "explicit table_stacks and disable_table_stacking: true contradict each other; "
+           "remove one");
+    }
+    std::set<std::string> stack_names;
+    std::vector<int> stack_of(c_.tables_size(), -1);
+    for (int i = 0; i < s.table_stacks_size(); ++i) {
+      const TableStackConfig& st = s.table_stacks(i);
+      auto at = [&](const char* f) { return FieldPath{{"sparse_core"}, {"table_stacks", i}, {f}}; };
+      if (st.tables_size() == 0) Fail(at("tables"), "a stack needs at least one table");
+      if (st.has_name() && !stack_names.insert(st.name()).second) {
+        Fail(at("name"), absl::StrCat("duplicate stack name '", st.name(), "'"));
+      }
+      for (const std::string& name : st.tables()) {
+        const int t = FindTable(c_, name);
+        if (t < 0) {
+          Fail(at("tables"), absl::StrCat("unknown table '", name, "'"));
+          continue;
+        }
+        if (stack_of[t] >= 0) {
+          Fail(at("tables"), absl::StrFormat("table '%s' is already in table_stacks[%d]", name,
+                                             stack_of[t]));
+          continue;
+        }
+        stack_of[t] = i;
+        const int first = FindTable(c_, st.tables(0));
+        const std::string why = first < 0 ? "" : TableStackingMismatch(c_, first, t);
+        if (!why.empty()) {
+          Fail(at("tables"), absl::StrFormat("tables '%s' and '%s' cannot share a stack: %s",
+                                             st.tables(0), name, why));
+        }
+      }
+    }
+  }
+
   // Partition limits (host/limits.h); the limits file is read and checked
   // when the trainer resolves the limits.
   void CheckPartitionLimits() {
@@ -463,6 +508,35 @@ int FindTable(const RunConfig& config, std::string_view name) {
     if (config.tables(i).name() == name) return i;
   }
   return -1;
+}
+
+std::string TableStackingMismatch(const RunConfig& config, int a, int b) {
+  const TableConfig& ta = config.tables(a);
+  const TableConfig& tb = config.tables(b);
+  const auto padded = [](int dim) { return (dim + 7) / 8 * 8; };
+  if (padded(ta.dim()) != padded(tb.dim())) {
+    return absl::StrFormat("padded dims differ (%d vs %d floats)", padded(ta.dim()),
+                           padded(tb.dim()));
+  }
+  if (ta.combiner() != tb.combiner()) {
+    return absl::StrFormat("combiners differ (%s vs %s)", TableConfig::Combiner_Name(ta.combiner()),
+                           TableConfig::Combiner_Name(tb.combiner()));
+  }
+  // The effective optimizers: unset kind = SGD, unset rate = the training one.
+  auto effective = [&](const TableConfig& t) {
+    OptimizerConfig o = t.optimizer();
+    if (!o.has_learning_rate()) o.set_learning_rate(config.training().embedding_learning_rate());
+    if (o.kind_case() == OptimizerConfig::KIND_NOT_SET) o.mutable_sgd();
+    return o;
+  };
+  // Equivalent() treats an unset message as an empty one, so compare the
+  // kinds first.
+  if (effective(ta).kind_case() != effective(tb).kind_case() ||
+      !google::protobuf::util::MessageDifferencer::Equivalent(effective(ta), effective(tb))) {
+    return absl::StrFormat("optimizer configs differ ({%s} vs {%s})",
+                           effective(ta).ShortDebugString(), effective(tb).ShortDebugString());
+  }
+  return "";
 }
 
 absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view source_name,

@@ -38,6 +38,13 @@ void ApplyTopologyPreset(int world_size, TopologyConfig* topology);
 // Index of the table named `name` in config.tables(), or -1.
 int FindTable(const RunConfig& config, std::string_view name);
 
+// Why tables `a` and `b` (indices into config.tables()) cannot share a table
+// stack (host/stacking.h): "" when they can, i.e. same padded dim (dim rounded
+// up to 8 floats), same combiner and equivalent effective optimizer configs
+// (unset kind = SGD, unset learning rate = training.embedding_learning_rate);
+// otherwise a phrase naming the first difference.
+std::string TableStackingMismatch(const RunConfig& config, int a, int b);
+
 // Total SparseCores over all chips.
 inline int64_t TotalSparseCores(const RunConfig& config) {
   return static_cast<int64_t>(config.topology().num_chips()) *

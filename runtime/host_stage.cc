@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
+#include "host/stacking.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::runtime {
@@ -17,7 +18,10 @@ host::MinibatchOptions MakeMinibatchOptions(const config::RunConfig& config, int
   o.total_sparse_cores = static_cast<int>(config::TotalSparseCores(config));
   o.minibatching = !config.sparse_core().disable_minibatching();
   o.allow_id_dropping = config.sparse_core().allow_id_dropping();
-  o.limits = std::move(limits);
+  // Partitions, limits and minibatches are per stacked table (host/stacking.h).
+  const host::StackingPlan stacking = host::StackingPlan::FromConfig(config);
+  o.stacking = stacking.tables();
+  o.limits = host::StackLimits(limits, stacking);
   return o;
 }
 

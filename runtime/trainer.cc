@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "runtime/checkpoint/checkpointer.h"
 #include "device/plan/memory_plan.h"
+#include "host/stacking.h"
 #include "runtime/model_stats.h"
 #include "runtime/serial_executor.h"
 
@@ -29,14 +30,14 @@ double Percentile(std::vector<double> v, double p) {
   return v[k];
 }
 
-// Says, once at start-up, which configured knobs this build does not act on
-// yet, so that nothing silently pretends to work.
-void WarnAboutPendingKnobs(const config::RunConfig& config) {
-  const auto& sc = config.sparse_core();
-  if (!sc.disable_table_stacking() && config.tables_size() > 1) {
-    LOG(WARNING) << "sparse_core.disable_table_stacking is false, but table stacking is not "
-                    "implemented yet: every table is looked up on its own.";
-  }
+// Logs the table stacking plan once at start-up (host/stacking.h), and one
+// warning line when stack sizes are outside the reference's advice.
+void LogStackingPlan(const config::RunConfig& config) {
+  const host::StackingPlan plan = host::StackingPlan::FromConfig(config);
+  std::vector<std::string> names;
+  for (const auto& t : config.tables()) names.push_back(t.name());
+  LOG(INFO) << plan.Describe(names);
+  if (const std::string warning = plan.SizeWarning(); !warning.empty()) LOG(WARNING) << warning;
 }
 
 }  // namespace
@@ -52,7 +53,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
                                                          Communicator& sparse_comm,
                                                          Communicator& dense_comm) {
   Communicator& comm = sparse_comm;
-  if (comm.rank() == 0) WarnAboutPendingKnobs(config);
+  if (comm.rank() == 0) LogStackingPlan(config);
   // "Compilation": every rank sizes the same plan, so a plan that does not
   // fit fails everywhere alike before any table is allocated.
   auto plan = device::BuildMemoryPlan(config);
@@ -298,6 +299,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   s.set_params_l2(stats.params_l2);
   s.set_model_checksum(stats.checksum);
   device::FillMemoryStats(memory_plan_, s.mutable_memory());
+  host::FillStackingStats(host::StackingPlan::FromConfig(config_), config_, s.mutable_stacking());
   s.set_pipelining(pipelining_);
   s.set_wall_time_sec(slowest);
   auto* b = s.mutable_breakdown_ms();

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "host/coo.h"
 #include "host/minibatch.h"
+#include "host/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/sparsecore_stage.h"
@@ -32,6 +33,23 @@ features { name: "f2" table: "t0" max_sequence_length: 2 }
 features { name: "f3" table: "t2" max_sequence_length: 5 }
 model { num_dense_features: 1 bottom_mlp: 8 top_mlp: 1 }
 training { global_batch: 48 embedding_learning_rate: 0.5 seed: 5 }
+)pb";
+
+// Tables that stack (host/stacking.h): t0, t1 (dim 6 pads to 8) and t2 in
+// one stack, rotated by 1 SparseCore per member; t0 is read by three features.
+constexpr char kStackedConfig[] = R"pb(
+topology { sparse_cores_per_chip: 2 }
+sparse_core { table_stacking_rotation: 1 }
+tables { name: "t0" vocab_size: 30 dim: 8 combiner: SUM }
+tables { name: "t1" vocab_size: 21 dim: 6 combiner: SUM }
+tables { name: "t2" vocab_size: 7 dim: 8 combiner: SUM initializer { normal { stddev: 0.1 } } }
+features { name: "s0" table: "t2" max_sequence_length: 3 }
+features { name: "s1" table: "t0" max_sequence_length: 2 }
+features { name: "s2" table: "t1" max_sequence_length: 4 }
+features { name: "s3" table: "t0" }
+features { name: "s4" table: "t0" max_sequence_length: 3 }
+model { num_dense_features: 1 bottom_mlp: 8 top_mlp: 1 }
+training { global_batch: 48 embedding_learning_rate: 0.5 seed: 6 }
 )pb";
 
 // Ids of global sample g, feature f, at step `step` (duplicates likely).
@@ -62,11 +80,11 @@ double Gain(const config::TableConfig& t, size_t n) {
 // Runs 3 steps against the dense reference. max_unique_ids > 0: every
 // step's ids are split into vocabulary-dimension minibatches at that
 // per-partition limit (boundaries agreed over ranks, as HostStage does).
-void RunAgainstDenseReference(int32_t max_unique_ids) {
+void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = kConfig) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  auto config = config::ParseConfig(kConfig, "test", "", world);
+  auto config = config::ParseConfig(config_text, "test", "", world);
   ASSERT_TRUE(config.ok()) << config.status();  // same on every rank
   const config::RunConfig& c = *config;
   auto comm = MpiCommunicator::Create(MPI_COMM_WORLD);
@@ -102,8 +120,11 @@ void RunAgainstDenseReference(int32_t max_unique_ids) {
   mo.chip = rank;
   mo.local_sparse_cores = c.topology().sparse_cores_per_chip();
   mo.total_sparse_cores = static_cast<int>(config::TotalSparseCores(c));
-  mo.limits.tables.assign(c.tables_size(), host::TableLimit{});
-  mo.limits.table_names.assign(c.tables_size(), "t");
+  // Partitions and limits per stacked table, as HostStage does.
+  const host::StackingPlan stacking = host::StackingPlan::FromConfig(c);
+  mo.stacking = stacking.tables();
+  mo.limits.tables.assign(stacking.num_stacks(), host::TableLimit{});
+  mo.limits.table_names.assign(stacking.num_stacks(), "t");
   if (max_unique_ids > 0) {
     for (auto& l : mo.limits.tables) l.max_unique_ids = max_unique_ids;
   }
@@ -225,6 +246,15 @@ TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) { RunAgainstDense
 // gives the same lookups and updates.
 TEST(ShardedEmbeddingTest, MinibatchedLookupAndUpdateMatchDenseReference) {
   RunAgainstDenseReference(3);
+}
+
+// Stacked tables (ids rotated across SparseCores, partitions per stack) give
+// the same lookups and updates, with and without minibatching.
+TEST(ShardedEmbeddingTest, StackedLookupAndUpdateMatchDenseReference) {
+  RunAgainstDenseReference(0, kStackedConfig);
+}
+TEST(ShardedEmbeddingTest, StackedMinibatchedLookupAndUpdateMatchDenseReference) {
+  RunAgainstDenseReference(4, kStackedConfig);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "device/sparsecore/row_kernels.h"
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
+#include "host/stacking.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::device {
@@ -41,10 +42,14 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
       simd_width_(std::max(1, config.topology().simd_width())),
       checks_(DebugChecks::FromConfig(config.sparse_core())) {
   const int total_sc = static_cast<int>(config::TotalSparseCores(config));
+  // Table stacking rotates each stack member's ids across the SparseCores
+  // (host/stacking.h): this SparseCore holds the member's ids of one residue.
+  const host::StackingPlan stacking = host::StackingPlan::FromConfig(config);
   for (int t = 0; t < config.tables_size(); ++t) {
     dims_.push_back(config.tables(t).dim());
     table_names_.push_back(config.tables(t).name());
-    shards_.push_back(std::make_unique<TableShard>(config.tables(t), t, global_sc, total_sc,
+    shards_.push_back(std::make_unique<TableShard>(config.tables(t), t,
+                                                   stacking.ShardResidue(t, global_sc), total_sc,
                                                    config.training().seed(), *optimizers[t]));
   }
 }
@@ -178,7 +183,8 @@ absl::Status SparseCore::CheckBounds(
             "bounds check: sc_forward on SparseCore %d, segment %d entry %d: gather index "
             "(column %d of table '%s') is not a row of this SparseCore's shard (%d local rows, "
             "the columns c with c %% N == %d)",
-            global_sc_, k, i, e.col, table_names_[e.table], shard.local_rows(), global_sc_));
+            global_sc_, k, i, e.col, table_names_[e.table], shard.local_rows(),
+            shard.GlobalRow(0)));  // the shard's residue (rotated by table stacking)
       }
     }
   }
