@@ -12,11 +12,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "device/plan/memory_plan.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/quantized_eval.h"
 #include "runtime/run_report.h"
 #include "runtime/summary_writer.h"
 #include "runtime/trace_buffer.h"
@@ -42,6 +44,9 @@ DEFINE_string(trace_json, "",
               "chips (open in Perfetto or chrome://tracing).");
 DEFINE_string(trace_steps, "",
               "Steps to trace, A:B counted from 1, both inclusive (default 1:100).");
+DEFINE_bool(eval_quantized, false,
+            "After training, evaluate again with int8 tables (per-row scale and offset) and "
+            "report the AUC change and the bytes saved (log and summary quantized_eval).");
 DEFINE_string(metrics_csv, "",
               "Rank 0 writes one CSV row per logged or evaluated step here.");
 
@@ -130,6 +135,19 @@ absl::Status Run(int rank, int world_size, bool thread_multiple) {
   if (!trainer.ok()) return trainer.status();
   auto summary = (*trainer)->Run();
   if (!summary.ok()) return summary.status();
+  if (FLAGS_eval_quantized) {
+    absl::Status q = lemrt::runtime::EvaluateInt8Tables(*config, **trainer, **sparse_comm,
+                                                        &*summary);
+    if (!q.ok()) return q;
+    const auto& e = summary->quantized_eval();
+    LOG(INFO) << absl::StrFormat(
+        "int8 tables (%s): auc %.6f (%+.2e vs f32), logloss %.6f (%+.2e); table bytes %.0f "
+        "-> %.0f, %.0f saved (%.1f%%); max abs error %.3g",
+        e.scheme(), e.auc(), e.auc_change(), e.logloss(), e.logloss_change(),
+        e.table_bytes_fp32(), e.table_bytes_int8(), e.bytes_saved(),
+        e.table_bytes_fp32() > 0 ? 100.0 * e.bytes_saved() / e.table_bytes_fp32() : 0.0,
+        e.max_abs_error());
+  }
   if (rank == 0) {
     std::printf("%s", lemrt::runtime::SummaryTable(*summary).c_str());
     std::printf("%s", lemrt::runtime::RunReport(*summary).c_str());

@@ -112,6 +112,7 @@ class Validator {
     CheckTraining();
     CheckSparseCore();
     CheckEmulatedChip();
+    CheckQuantization();
     CheckPartitionLimits();
     CheckTableStacking();
     CheckData();
@@ -204,6 +205,27 @@ class Validator {
     if (s.tile_threads() < 1) {
       Fail({{"sparse_core"}, {"tile_threads"}},
            absl::StrCat("must be >= 1, got ", s.tile_threads()));
+    }
+  }
+
+  // Simulated quantization per table (reference section 13).
+  void CheckQuantization() {
+    for (int i = 0; i < c_.tables_size(); ++i) {
+      if (!c_.tables(i).has_quantization()) continue;
+      const QuantizationConfig& q = c_.tables(i).quantization();
+      const std::string& name = c_.tables(i).name();
+      auto at = [&](const char* f) { return FieldPath{{"tables", i}, {"quantization"}, {f}}; };
+      if (q.num_buckets() < 2) {
+        Fail(at("num_buckets"), absl::StrCat("table '", name, "': must be >= 2, got ",
+                                             q.num_buckets()));
+      }
+      if (!q.has_low() || !q.has_high()) {
+        Fail(at(q.has_low() ? "high" : "low"),
+             absl::StrCat("table '", name, "': quantization needs both low and high"));
+      } else if (!std::isfinite(q.low()) || !std::isfinite(q.high()) || !(q.low() < q.high())) {
+        Fail(at("high"), absl::StrCat("table '", name, "': needs finite low < high, got low ",
+                                      q.low(), " high ", q.high()));
+      }
     }
   }
 

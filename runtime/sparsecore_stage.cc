@@ -43,7 +43,8 @@ void SparseCoreStage::ForEachGroup(const host::PartitionedCoo& coo, Fn&& fn) con
 }
 
 SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& comm,
-                                 std::span<const device::Optimizer* const> optimizers)
+                                 std::span<const device::Optimizer* const> optimizers,
+                                 bool initialize_tables)
     : comm_(comm), S_(config.topology().sparse_cores_per_chip()), W_(comm.size()) {
   for (const auto& t : config.tables()) table_dims_.push_back(t.dim());
   for (const auto& f : config.features()) {
@@ -54,7 +55,8 @@ SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& 
   }
   for (int l = 0; l < S_; ++l) {
     scs_.push_back(
-        std::make_unique<device::SparseCore>(config, comm.rank() * S_ + l, optimizers));
+        std::make_unique<device::SparseCore>(config, comm.rank() * S_ + l, optimizers,
+                                             initialize_tables));
   }
 }
 
@@ -92,7 +94,8 @@ absl::Status SparseCoreStage::Backward(std::span<const host::PartitionedCoo> min
                                        std::span<const float> d_activations,
                                        std::vector<SparseStepBuffers>* bufs) {
   for (size_t m = 0; m < minibatches.size(); ++m) {
-    absl::Status st = Backward(minibatches[m], d_activations, &(*bufs)[m]);
+    absl::Status st = Backward(minibatches[m], d_activations, &(*bufs)[m],
+                               /*continue_step=*/m > 0);
     if (!st.ok()) return st;
   }
   return absl::OkStatus();
@@ -178,7 +181,7 @@ absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
 
 absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
                                        std::span<const float> d_activations,
-                                       SparseStepBuffers* buf) {
+                                       SparseStepBuffers* buf, bool continue_step) {
   const int block = S_ * S_;
   buf->grads_out.resize(buf->source_partials.size());
   float* g = buf->grads_out.data();
@@ -202,7 +205,7 @@ absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
       }
     }
     const auto begin = std::chrono::steady_clock::now();
-    scs_[l]->Backward(segs_, ins_, &buf->sc_states[l]);
+    scs_[l]->Backward(segs_, ins_, &buf->sc_states[l], continue_step);
     if (scs_[l]->debug_checks().any()) {
       absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
       if (!checked.ok()) return checked;

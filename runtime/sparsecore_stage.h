@@ -60,8 +60,11 @@ class SparseCoreStage {
  public:
   // Creates this chip's S SparseCores (global indices rank x S .. rank x S +
   // S - 1) with their table shards. `comm` and `optimizers` must outlive it.
+  // `initialize_tables` false leaves the shards zero for the caller's
+  // device::InitializeTables (start-up modes, device/sparsecore/table_init.h).
   SparseCoreStage(const config::RunConfig& config, Communicator& comm,
-                  std::span<const device::Optimizer* const> optimizers);
+                  std::span<const device::Optimizer* const> optimizers,
+                  bool initialize_tables = true);
 
   // Lookup for `coo`; writes activations [local batch x activation_width()]
   // (feature f at columns feature_offset(f) .. + its table's dim).
@@ -69,9 +72,11 @@ class SparseCoreStage {
                        std::span<float> activations);
 
   // Update from d_activations (same layout as activations) for the step whose
-  // Forward filled `buf`.
+  // Forward filled `buf`. `continue_step`: this call continues the step of
+  // the previous one (a later minibatch or table group), so the optimizers'
+  // step count does not advance (device::SparseCore::Backward).
   absl::Status Backward(const host::PartitionedCoo& coo, std::span<const float> d_activations,
-                        SparseStepBuffers* buf);
+                        SparseStepBuffers* buf, bool continue_step = false);
 
   // Vocabulary-dimension minibatches of one step (runtime/host_stage.h): runs
   // the exchange and lookup once per minibatch, buffers (*bufs)[m] for
@@ -83,7 +88,8 @@ class SparseCoreStage {
 
   // Update for the step whose minibatch Forward filled `bufs`: the gradient
   // exchange and update once per minibatch (a row lives in one minibatch only,
-  // so it is updated once per step, as without minibatching).
+  // so it is updated once per step, as without minibatching; the optimizers'
+  // step count advances once per step).
   absl::Status Backward(std::span<const host::PartitionedCoo> minibatches,
                         std::span<const float> d_activations,
                         std::vector<SparseStepBuffers>* bufs);

@@ -13,6 +13,7 @@
 #include "host/stacking.h"
 #include "runtime/model_stats.h"
 #include "runtime/serial_executor.h"
+#include "device/sparsecore/table_init.h"
 
 namespace lemrt::runtime {
 namespace {
@@ -80,11 +81,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   if (!st.ok()) return st;
   t->recorder_ = std::move(*recorder);
   t->timed_sparse_comm_ = std::make_unique<TimedCommunicator>(sparse_comm, *t->recorder_);
-  t->sparse_ = std::make_unique<SparseCoreStage>(config, *t->timed_sparse_comm_, optimizers);
+  t->sparse_ = std::make_unique<SparseCoreStage>(config, *t->timed_sparse_comm_, optimizers,
+                                                 /*initialize_tables=*/false);
   auto dense = TensorCoreStage::Create(config, dense_comm);
   if (!dense.ok()) return dense.status();
   t->tile_pool_ = std::make_unique<device::TilePool>(config.sparse_core().tile_threads());
   for (const auto& sc : t->sparse_->sparse_cores()) sc->set_tile_pool(t->tile_pool_.get());
+  LEMRT_RETURN_IF_ERROR(t->InitializeTables(optimizers));
+  t->table_serializer_ = std::make_unique<TableSerializer>(t->memory_plan_);
   t->dense_ = std::move(*dense);
   const int64_t local_batch = config.training().global_batch() / comm.size();
   for (StepSlot& slot : t->slots_) {
@@ -92,6 +96,26 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
     slot.d_activations.resize(slot.activations.size());
   }
   return t;
+}
+
+absl::Status Trainer::InitializeTables(std::span<const device::Optimizer* const> optimizers) {
+  const device::TableInitMode mode = device::TableInitModeOf(config_.sparse_core());
+  std::vector<device::SparseCore*> scs;
+  for (const auto& sc : sparse_->sparse_cores()) scs.push_back(sc.get());
+  const Clock::time_point t0 = Clock::now();
+  device::InitializeTables(config_, scs, optimizers, mode, tile_pool_.get());
+  const double ms = MsSince(t0);
+  const std::vector<float> mine = {static_cast<float>(ms)};
+  std::vector<float> all;
+  LEMRT_RETURN_IF_ERROR(sparse_comm_.AllGather(mine, &all));
+  table_init_ms_ = ms;
+  for (float v : all) table_init_ms_ = std::max<double>(table_init_ms_, v);
+  table_init_mode_ = device::TableInitModeName(mode);
+  if (sparse_comm_.rank() == 0) {
+    LOG(INFO) << absl::StrFormat("tables initialised (%s) in %.1f ms (slowest chip)",
+                                 table_init_mode_, table_init_ms_);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
@@ -103,6 +127,7 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   recorder_->HostDone(step, t0, Clock::now(), slot.batch, slot.coo);
 
   t0 = Clock::now();
+  table_serializer_->Expand(&slot.minibatches);  // serialized tables (issue 4)
   st = sparse_->Forward(slot.minibatches, &slot.minibatch_sparse, slot.activations);
   if (!st.ok()) return st;
   stage_ms_total_[1] += MsSince(t0);
@@ -149,6 +174,7 @@ absl::StatusOr<EvalResult> Trainer::Evaluate() {
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
     absl::Status st = host_->PrepareEval(c, &slot.batch, &slot.coo, &slot.minibatches);
     if (!st.ok()) return st;
+    table_serializer_->Expand(&slot.minibatches);
     st = sparse_->Forward(slot.minibatches, &slot.minibatch_sparse, slot.activations);
     if (!st.ok()) return st;
     chunk_probs.resize(slot.batch.num_samples);
@@ -299,6 +325,8 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   s.set_params_l2(stats.params_l2);
   s.set_model_checksum(stats.checksum);
   device::FillMemoryStats(memory_plan_, s.mutable_memory());
+  s.mutable_startup()->set_table_init_mode(table_init_mode_);
+  s.mutable_startup()->set_table_init_ms(table_init_ms_);
   host::FillStackingStats(host::StackingPlan::FromConfig(config_), config_, s.mutable_stacking());
   s.set_pipelining(pipelining_);
   s.set_wall_time_sec(slowest);

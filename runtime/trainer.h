@@ -36,6 +36,7 @@
 #include "runtime/host_stage.h"
 #include "runtime/run_recorder.h"
 #include "runtime/sparsecore_stage.h"
+#include "runtime/table_serialization.h"
 #include "runtime/timed_communicator.h"
 #include "runtime/tensorcore_stage.h"
 
@@ -96,6 +97,9 @@ class Trainer {
   // The stages, each on its executor. HostAndForward and Backward run on the
   // SparseCore executor; Dense on the TensorCore (calling) thread.
   absl::Status HostAndForward(int64_t step, StepSlot& slot);
+  // Collective: initialises the tables in the configured start-up mode
+  // (device/sparsecore/table_init.h) and records the slowest chip's time.
+  absl::Status InitializeTables(std::span<const device::Optimizer* const> optimizers);
   absl::Status Dense(StepSlot& slot);
   absl::Status Backward(StepSlot& slot);
   // True when the pipeline must be empty after `step` (evaluation follows).
@@ -118,6 +122,11 @@ class Trainer {
   std::unique_ptr<SparseCoreStage> sparse_;
   std::unique_ptr<TensorCoreStage> dense_;
   std::unique_ptr<HostStage> host_;  // data -> COO -> limits -> minibatches
+  // Splits each minibatch by the plan's serialized tables (issue 4).
+  std::unique_ptr<TableSerializer> table_serializer_;
+  // Start-up: table initialisation mode and the slowest chip's time (issue 4).
+  std::string table_init_mode_;
+  double table_init_ms_ = 0;
   // Two slots: step i+1's lookup fills one while the TensorCore reads the other.
   std::array<StepSlot, 2> slots_;
   // Milliseconds per stage over the run: host, sc_forward, tc, sc_backward.

@@ -17,6 +17,7 @@
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/sparsecore_stage.h"
+#include "runtime/table_serialization.h"
 
 namespace lemrt::runtime {
 namespace {
@@ -26,7 +27,8 @@ topology { sparse_cores_per_chip: 2 }
 tables { name: "t0" vocab_size: 30 dim: 8 combiner: SUM }
 tables { name: "t1" vocab_size: 20 dim: 4 combiner: MEAN
          optimizer { adagrad { initial_accumulator: 0.1 } learning_rate: 0.3 } }
-tables { name: "t2" vocab_size: 7 dim: 16 combiner: SQRTN initializer { normal { stddev: 0.1 } } }
+tables { name: "t2" vocab_size: 7 dim: 16 combiner: SQRTN initializer { normal { stddev: 0.1 } }
+         optimizer { adam {} learning_rate: 0.05 } }
 features { name: "f0" table: "t0" max_sequence_length: 4 }
 features { name: "f1" table: "t1" max_sequence_length: 3 }
 features { name: "f2" table: "t0" max_sequence_length: 2 }
@@ -80,13 +82,24 @@ double Gain(const config::TableConfig& t, size_t n) {
 // Runs 3 steps against the dense reference. max_unique_ids > 0: every
 // step's ids are split into vocabulary-dimension minibatches at that
 // per-partition limit (boundaries agreed over ranks, as HostStage does).
-void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = kConfig) {
+// serialized_tables > 0: that many tables run one after another
+// (xla_sc_num_serialized_tables_to_optimize_hbm, as the trainer does). In
+// kConfig table t2 uses Adam, whose step count must advance once per step
+// however the step is split.
+void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = kConfig,
+                              int serialized_tables = 0) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   auto config = config::ParseConfig(config_text, "test", "", world);
   ASSERT_TRUE(config.ok()) << config.status();  // same on every rank
+  config->mutable_sparse_core()->set_xla_sc_num_serialized_tables_to_optimize_hbm(
+      serialized_tables);
   const config::RunConfig& c = *config;
+  auto plan = device::BuildMemoryPlan(c);
+  ASSERT_TRUE(plan.ok()) << plan.status();  // same on every rank
+  TableSerializer serializer(*plan);
+  EXPECT_EQ(serializer.active(), serialized_tables > 0);
   auto comm = MpiCommunicator::Create(MPI_COMM_WORLD);
   ASSERT_TRUE(comm.ok());
 
@@ -156,6 +169,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
     std::vector<int64_t> dropped;
     ASSERT_TRUE(splitter.Split(coo, boundaries, &minibatches, &dropped).ok());
     max_minibatches = std::max(max_minibatches, minibatches.size());
+    serializer.Expand(&minibatches);
     std::vector<float> act(LB * width, -1.0f);
     ASSERT_TRUE(stage.Forward(minibatches, &bufs, act).ok());
 
@@ -246,6 +260,13 @@ TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) { RunAgainstDense
 // gives the same lookups and updates.
 TEST(ShardedEmbeddingTest, MinibatchedLookupAndUpdateMatchDenseReference) {
   RunAgainstDenseReference(3);
+}
+
+// Two serialized tables (each with its own exchange after the third), with
+// and without minibatching, give the same lookups and updates.
+TEST(ShardedEmbeddingTest, SerializedTablesMatchDenseReference) {
+  RunAgainstDenseReference(0, kConfig, /*serialized_tables=*/2);
+  RunAgainstDenseReference(3, kConfig, /*serialized_tables=*/2);
 }
 
 // Stacked tables (ids rotated across SparseCores, partitions per stack) give

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "device/optimizers/optimizer.h"
+#include "glog/logging.h"
 #include "device/tensorcore/dlrm_dense.h"
 #include "proto/config_loader.h"
 
@@ -71,32 +72,43 @@ int64_t PeakStack(const std::vector<TablePlan>& tables, bool forward) {
 
 }  // namespace
 
-PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int table) {
+PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int table,
+                                           const host::TableLimit& configured) {
   const int64_t n = config::TotalSparseCores(c);
   const auto& tc = c.tables(table);
   const int64_t samples_per_sc = c.training().global_batch() / n;
   PlanPartitionLimits l;
   l.max_ids = samples_per_sc * TableLoad(c, table).first;
   l.max_unique_ids = std::min(l.max_ids, CeilDiv(tc.vocab_size(), n));
-  // Configured limits, with host/limits.h's precedence (per-table map over
-  // the per-partition field; the limits file is not read here).
-  const auto& sc = c.sparse_core();
-  if (auto it = sc.max_ids_per_table().find(tc.name()); it != sc.max_ids_per_table().end()) {
-    l.max_ids = std::min(l.max_ids, CeilDiv(it->second, n));
-  } else if (sc.has_max_ids_per_partition()) {
-    l.max_ids = std::min<int64_t>(l.max_ids, sc.max_ids_per_partition());
-  }
-  if (auto it = sc.max_unique_ids_per_table().find(tc.name());
-      it != sc.max_unique_ids_per_table().end()) {
-    l.max_unique_ids = std::min(l.max_unique_ids, CeilDiv(it->second, n));
-  } else if (sc.has_max_unique_ids_per_partition()) {
-    l.max_unique_ids = std::min<int64_t>(l.max_unique_ids, sc.max_unique_ids_per_partition());
-  }
+  // kUnlimited (INT32_MAX) never lowers them.
+  l.max_ids = std::min<int64_t>(l.max_ids, configured.max_ids);
+  l.max_unique_ids = std::min<int64_t>(l.max_unique_ids, configured.max_unique_ids);
   l.max_unique_ids = std::min(l.max_unique_ids, l.max_ids);
   return l;
 }
 
+namespace {
+
+host::PartitionLimits LimitsWithoutFile(const config::RunConfig& c) {
+  CHECK(!c.sparse_core().has_limits_file())
+      << "a config with a limits_file needs the plan overloads taking resolved limits";
+  auto limits = host::ResolveLimits(c);
+  CHECK(limits.ok()) << limits.status();  // only the file can fail on a validated config
+  return std::move(*limits);
+}
+
+}  // namespace
+
+PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int table) {
+  return PartitionLimitsForPlan(c, table, LimitsWithoutFile(c).tables[table]);
+}
+
 MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params) {
+  return BuildMemoryPlan(c, dense_params, LimitsWithoutFile(c));
+}
+
+MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
+                           const host::PartitionLimits& limits) {
   const auto& topo = c.topology();
   MemoryPlan p;
   p.num_chips = topo.num_chips();
@@ -117,13 +129,21 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params) {
     tp.rows_per_chip = tp.padded_vocab / n * p.sparse_cores_per_chip;
     tp.slots_per_param = CreateOptimizer(tc.optimizer(), 1.0f)->slots_per_param();
     tp.table_bytes = tp.rows_per_chip * tp.padded_dim * kF32;
+    if (c.sparse_core().pack_narrow_tables() && tc.dim() <= kFloatsPerLine / 2) {
+      int width = 1;
+      while (width < tc.dim()) width *= 2;
+      tp.rows_per_line = kFloatsPerLine / width;
+      const int64_t packed = CeilDiv(tp.rows_per_chip, tp.rows_per_line) * kFloatsPerLine * kF32;
+      p.packing_saved_bytes += (tp.table_bytes - packed) * (1 + tp.slots_per_param);
+      tp.table_bytes = packed;
+    }
     tp.slot_bytes = tp.slots_per_param * tp.table_bytes;
     const int64_t unpadded_all_chips = tp.vocab_size * tp.dim * kF32 * (1 + tp.slots_per_param);
     const int64_t unpadded = unpadded_all_chips / p.num_chips;
     tp.padding_bytes = tp.table_bytes + tp.slot_bytes - unpadded;
     p.unpadded_bytes += unpadded;
     std::tie(tp.ids_per_sample, tp.num_features) = TableLoad(c, t);
-    tp.limits = PartitionLimitsForPlan(c, t);
+    tp.limits = PartitionLimitsForPlan(c, t, limits.tables[t]);
     tp.stack_forward_bytes = (2 * int64_t{tp.padded_dim} + 1) * tp.ids_per_sample * replicas * kF32;
     tp.stack_backward_bytes = 3 * int64_t{tp.padded_dim} * tp.ids_per_sample * replicas * kF32;
     PlanSpmem(c, &tp);
@@ -173,7 +193,9 @@ absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& c) {
   }
   auto model = DlrmDense::Create(shape, /*max_batch=*/1, c.training().seed());
   if (!model.ok()) return model.status();
-  return BuildMemoryPlan(c, (*model)->num_params());
+  auto limits = host::ResolveLimits(c);
+  if (!limits.ok()) return limits.status();
+  return BuildMemoryPlan(c, (*model)->num_params(), *limits);
 }
 
 absl::Status CheckMemoryPlan(const MemoryPlan& p) {
@@ -239,6 +261,7 @@ void FillMemoryStats(const MemoryPlan& p, summary::MemoryStats* out) {
   out->set_padding_bytes(static_cast<double>(p.padding_bytes));
   out->set_hbm_table_bytes(static_cast<double>(p.tables_bytes));
   out->set_hbm_capacity_bytes(static_cast<double>(p.hbm_bytes));
+  out->set_packing_saved_bytes(static_cast<double>(p.packing_saved_bytes));
 }
 
 std::string FormatMemoryPlan(const MemoryPlan& p) {
@@ -252,12 +275,15 @@ std::string FormatMemoryPlan(const MemoryPlan& p) {
   for (const TablePlan& t : p.tables) {
     const int64_t alloc = t.table_bytes + t.slot_bytes;
     absl::StrAppend(
-        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5d %16d %16d %8d %4.1f%% %12d %12d%s\n",
+        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5d %16d %16d %8d %4.1f%% %12d %12d%s%s\n",
                               t.name, t.dim, t.padded_dim, t.vocab_size, t.padded_vocab,
                               t.slots_per_param, t.table_bytes, t.slot_bytes, t.padding_bytes,
                               alloc > 0 ? 100.0 * t.padding_bytes / alloc : 0.0,
                               t.stack_forward_bytes, t.stack_backward_bytes,
-                              t.serialized ? "  (serialized)" : ""));
+                              t.serialized ? "  (serialized)" : "",
+                              t.rows_per_line > 1
+                                  ? absl::StrFormat("  (packed, %d rows per line)", t.rows_per_line)
+                                  : ""));
   }
   absl::StrAppend(&out, "SPMEM per tile (limit ", p.spmem_bytes_per_tile_limit, " bytes):\n");
   for (const TablePlan& t : p.tables) {
@@ -281,6 +307,11 @@ std::string FormatMemoryPlan(const MemoryPlan& p) {
       "Padding: %s of %s allocated for tables+slots (%.2f%%); SPMEM per tile %d of %d bytes\n",
       Bytes(p.padding_bytes), Bytes(alloc), alloc > 0 ? 100.0 * p.padding_bytes / alloc : 0.0,
       p.spmem_bytes_per_tile, p.spmem_bytes_per_tile_limit));
+  if (p.packing_saved_bytes > 0) {
+    absl::StrAppend(&out, absl::StrFormat(
+        "Narrow-table packing (pack_narrow_tables) saves %s of HBM per chip (tables+slots)\n",
+        Bytes(p.packing_saved_bytes)));
+  }
   return out;
 }
 

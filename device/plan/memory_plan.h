@@ -11,6 +11,13 @@
 //                     padded_vocab / N x S rows.
 //   table bytes     = rows per chip x padded_dim x 4; slots = the table
 //                     optimizer's slots_per_param x table bytes.
+//   packing         = sparse_core.pack_narrow_tables: a table of dim <= 4
+//                     stores rows at the next power-of-two width w (1, 2, 4
+//                     floats), rows_per_line = 8 / w rows per 32 B line, so
+//                     table bytes = ceil(rows per chip / rows_per_line) x 32
+//                     (slots alike); packing_saved_bytes = what that saves.
+//                     The stack and SPMEM terms keep feature_width =
+//                     padded_dim (a gathered row still occupies a line).
 //   feature_width   = padded_dim.
 //   max_unique_nz_per_row = the table's ids per sample (sum of its features'
 //                     max_sequence_length).
@@ -46,6 +53,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "host/limits.h"
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 
@@ -62,11 +70,15 @@ struct PlanPartitionLimits {
 // The limits of table `table`: without configured per-partition limits,
 // conservatively every id of a source SparseCore's samples (global_batch / N x
 // the table's ids per sample) may go to one destination, and unique ids are
-// further bounded by the rows one SparseCore owns; configured limits lower
-// them: max_ids_per_table / max_unique_ids_per_table (over all N partitions)
-// to ceil(limit / N), else sparse_core.max_ids_per_partition /
-// max_unique_ids_per_partition. The limits file is not read (TODO: wire
-// host::ResolveLimits here). The one place that reads limits for the plan.
+// further bounded by the rows one SparseCore owns; `configured` (the table's
+// entry of host::ResolveLimits: limits file > max_ids_per_table /
+// max_unique_ids_per_table over N partitions > max_ids_per_partition /
+// max_unique_ids_per_partition) lowers them. The one place that turns limits
+// into the plan's.
+PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& config, int table,
+                                           const host::TableLimit& configured);
+// As above with the config's limits resolved here. The config must not name
+// a limits_file (CHECK; use the overloads taking host::PartitionLimits).
 PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& config, int table);
 
 struct TablePlan {
@@ -77,7 +89,8 @@ struct TablePlan {
   int64_t padded_vocab = 0;           // rows, multiple of N
   int64_t rows_per_chip = 0;          // padded_vocab / N x S
   int slots_per_param = 0;
-  int64_t table_bytes = 0;            // per chip, padded
+  int rows_per_line = 1;              // > 1: packed narrow table
+  int64_t table_bytes = 0;            // per chip, padded (or packed)
   int64_t slot_bytes = 0;             // per chip, padded
   int64_t padding_bytes = 0;          // per chip: (padded - unpadded) table + slots
   int64_t ids_per_sample = 0;         // max_unique_nz_per_row
@@ -113,14 +126,20 @@ struct MemoryPlan {
   int64_t spmem_bytes_per_tile = 0;   // max over tables of fixed + gather
   int64_t padding_bytes = 0;          // per chip
   int64_t unpadded_bytes = 0;         // per chip, tables + slots as if unpadded
+  int64_t packing_saved_bytes = 0;    // per chip, tables + slots (pack_narrow_tables)
 };
 
 // Sizes every buffer. `dense_params` is the dense model's parameter count
-// (DlrmDense::num_params). The config must be validated.
+// (DlrmDense::num_params); `limits` the config's resolved partition limits
+// (host::ResolveLimits). The config must be validated.
+MemoryPlan BuildMemoryPlan(const config::RunConfig& config, int64_t dense_params,
+                           const host::PartitionLimits& limits);
+// As above, resolving limits here; the config must not name a limits_file.
 MemoryPlan BuildMemoryPlan(const config::RunConfig& config, int64_t dense_params);
 
-// As above, counting the dense parameters of the configured DLRM; errors are
-// the DLRM shape's (InvalidArgument).
+// As above, counting the dense parameters of the configured DLRM and reading
+// the limits file; errors are the DLRM shape's (InvalidArgument) and the
+// limits file's (host::ResolveLimits: NotFound, InvalidArgument).
 absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& config);
 
 // OK when the plan fits; otherwise ResourceExhausted with the first failure:

@@ -1,5 +1,6 @@
 #include "device/plan/memory_plan.h"
 
+#include <cstdio>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -170,6 +171,81 @@ TEST(MemoryPlanTest, ExampleConfigFits) {
     EXPECT_THAT(text, HasSubstr("user"));
     EXPECT_THAT(text, HasSubstr("SPMEM per tile"));
   }
+}
+
+// sparse_core.limits_file lowers the plan's partition limits (and so SPMEM)
+// like the other limit fields; an unreadable file is the limits loader's error.
+TEST(MemoryPlanTest, LimitsFileLowersThePlan) {
+  const std::string path = ::testing::TempDir() + "/plan_limits.pbtxt";
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("tables { table: \"t\" max_ids_per_partition: 12 max_unique_ids_per_partition: 7 }\n",
+               f);
+    std::fclose(f);
+  }
+  auto c = Load(R"pb(tables { name: "t" vocab_size: 100000 dim: 16 combiner: SUM }
+                     tables { name: "u" vocab_size: 100000 dim: 16 combiner: SUM }
+                     features { name: "f" table: "t" max_sequence_length: 5 }
+                     features { name: "g" table: "u" max_sequence_length: 5 })pb");
+  c.mutable_sparse_core()->set_max_ids_per_partition(50);  // the file's entry wins for t
+  auto without = BuildMemoryPlan(c);
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_EQ(without->tables[0].limits.max_ids, 50);
+  c.mutable_sparse_core()->set_limits_file(path);
+  auto p = BuildMemoryPlan(c);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->tables[0].limits.max_ids, 12);
+  EXPECT_EQ(p->tables[0].limits.max_unique_ids, 7);
+  EXPECT_EQ(p->tables[0].spmem_ids_bytes, (4 * 12 + 15) / 16 * 16);  // ceil(48 / 16) ids
+  EXPECT_EQ(p->tables[1].limits.max_ids, 50);  // not in the file
+  EXPECT_LT(p->tables[0].spmem_fixed_bytes, without->tables[0].spmem_fixed_bytes);
+  c.mutable_sparse_core()->set_limits_file(path + ".missing");
+  auto missing = BuildMemoryPlan(c);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr(".missing"));
+}
+
+// pack_narrow_tables: dim 2 -> 4 rows per 32-byte line, dim 3 -> 2 (width 4),
+// dim 1 -> 8; dim 5 and 8 are not packed. Slots are packed alike.
+TEST(MemoryPlanTest, NarrowTablesPackSeveralRowsPerLine) {
+  const char* tables = R"pb(
+    tables { name: "d1" vocab_size: 4096 dim: 1 combiner: SUM }
+    tables { name: "d2" vocab_size: 4096 dim: 2 combiner: SUM optimizer { adagrad {} } }
+    tables { name: "d3" vocab_size: 4100 dim: 3 combiner: SUM }
+    tables { name: "d5" vocab_size: 4096 dim: 5 combiner: SUM }
+    tables { name: "d8" vocab_size: 4096 dim: 8 combiner: SUM }
+    features { name: "a" table: "d1" } features { name: "b" table: "d2" }
+    features { name: "c" table: "d3" } features { name: "d" table: "d5" }
+    features { name: "e" table: "d8" })pb";
+  auto c = Load(tables);
+  const MemoryPlan plain = BuildMemoryPlan(c, 0);
+  c.mutable_sparse_core()->set_pack_narrow_tables(true);
+  const MemoryPlan packed = BuildMemoryPlan(c, 0);
+  const int expect_rows_per_line[] = {8, 4, 2, 1, 1};
+  int64_t saved = 0;
+  for (int t = 0; t < 5; ++t) {
+    const TablePlan& a = plain.tables[t];
+    const TablePlan& b = packed.tables[t];
+    EXPECT_EQ(a.rows_per_line, 1);
+    EXPECT_EQ(b.rows_per_line, expect_rows_per_line[t]) << b.name;
+    const int64_t lines = (b.rows_per_chip + b.rows_per_line - 1) / b.rows_per_line;
+    EXPECT_EQ(b.table_bytes, lines * 32) << b.name;
+    EXPECT_EQ(b.slot_bytes, b.slots_per_param * b.table_bytes);
+    saved += a.table_bytes + a.slot_bytes - b.table_bytes - b.slot_bytes;
+  }
+  EXPECT_EQ(packed.tables[1].table_bytes, 4096 / 4 * 32);
+  EXPECT_EQ(packed.tables[2].rows_per_chip, 4100);  // ceil(4100 / 4) x 4
+  EXPECT_EQ(packed.tables[2].table_bytes, 4100 / 2 * 32);
+  EXPECT_EQ(packed.packing_saved_bytes, saved);
+  EXPECT_EQ(plain.packing_saved_bytes, 0);
+  EXPECT_EQ(plain.tables_bytes - packed.tables_bytes, saved);
+  EXPECT_EQ(plain.hbm_bytes_per_chip - packed.hbm_bytes_per_chip, saved);
+  // The stack and SPMEM terms keep the padded feature width.
+  EXPECT_EQ(plain.stack_bytes, packed.stack_bytes);
+  EXPECT_EQ(plain.spmem_bytes_per_tile, packed.spmem_bytes_per_tile);
+  EXPECT_THAT(FormatMemoryPlan(packed), HasSubstr("(packed, 4 rows per line)"));
+  EXPECT_THAT(FormatMemoryPlan(packed), HasSubstr("Narrow-table packing"));
 }
 
 }  // namespace

@@ -36,11 +36,12 @@ int64_t PartialFloats(std::span<const host::CooEntry> segment, std::span<const i
 }
 
 SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
-                       std::span<const Optimizer* const> optimizers)
+                       std::span<const Optimizer* const> optimizers, bool initialize_tables)
     : global_sc_(global_sc),
       tiles_(std::max(1, config.topology().tiles_per_sparse_core())),
       simd_width_(std::max(1, config.topology().simd_width())),
-      checks_(DebugChecks::FromConfig(config.sparse_core())) {
+      checks_(DebugChecks::FromConfig(config.sparse_core())),
+      quantization_(TableQuantization::FromConfig(config)) {
   const int total_sc = static_cast<int>(config::TotalSparseCores(config));
   // Table stacking rotates each stack member's ids across the SparseCores
   // (host/stacking.h): this SparseCore holds the member's ids of one residue.
@@ -50,7 +51,8 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
     table_names_.push_back(config.tables(t).name());
     shards_.push_back(std::make_unique<TableShard>(config.tables(t), t,
                                                    stacking.ShardResidue(t, global_sc), total_sc,
-                                                   config.training().seed(), *optimizers[t]));
+                                                   config.training().seed(), *optimizers[t],
+                                                   initialize_tables));
   }
 }
 
@@ -120,6 +122,14 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
       u = run_end;
     }
   });
+
+  // Simulated quantization (section 13): pooling sees the quantized rows.
+  if (quantization_.any()) {
+    RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
+      quantization_.ApplyToGathered(state->unique_keys, state->unique_offsets, begin, end,
+                                    gathered);
+    });
+  }
 
   // Combine: one partial pooled vector per (feature, row) group; the tiles
   // split the segments.
@@ -218,8 +228,9 @@ absl::Status SparseCore::CheckFiniteGroups(
 }
 
 void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segments,
-                          std::span<const float* const> grads, SparseCoreStepState* state) {
-  const int64_t step = ++updates_;
+                          std::span<const float* const> grads, SparseCoreStepState* state,
+                          bool continue_step) {
+  const int64_t step = continue_step && updates_ > 0 ? updates_ : ++updates_;
   state->debug_status = absl::OkStatus();
   if (checks_.nan) {
     state->debug_status =

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/debug_checks.h"
+#include "device/sparsecore/quantization.h"
 #include "device/sparsecore/table_shard.h"
 #include "device/sparsecore/tile_pool.h"
 #include "host/coo.h"
@@ -62,8 +63,10 @@ inline int UniqueKeyTable(uint64_t key) { return static_cast<int>(key >> 48); }
 class SparseCore {
  public:
   // `optimizers[t]` is table t's optimizer; all must outlive the SparseCore.
+  // `initialize_tables` false leaves the shards zero for InitializeTables
+  // (table_init.h).
   SparseCore(const config::RunConfig& config, int global_sc,
-             std::span<const Optimizer* const> optimizers);
+             std::span<const Optimizer* const> optimizers, bool initialize_tables = true);
 
   // Lookup: `segments` are the partition's entries as received (any order of
   // segments, but the same order must be given to Backward). Writes segment
@@ -93,13 +96,17 @@ class SparseCore {
   // Update: grads[k] holds the loss gradients w.r.t. segment k's partials.
   // Sums each unique id's contributions in entry order (independent of
   // arrival timing) and applies its table's optimizer once per unique id.
-  // Each call is one optimizer update (Adam's t = number of Backward calls so
-  // far, counted per SparseCore; every SparseCore runs Backward every step).
+  // Each training step is one optimizer update (Adam's t = number of steps
+  // so far, counted per SparseCore; every SparseCore runs Backward every
+  // step). A step split into several Backward calls (vocabulary-dimension
+  // minibatches, serialized table groups; each row in one call only) passes
+  // `continue_step` true for every call but the first, so t advances once.
   void Backward(std::span<const std::span<const host::CooEntry>> segments,
-                std::span<const float* const> grads, SparseCoreStepState* state);
+                std::span<const float* const> grads, SparseCoreStepState* state,
+                bool continue_step = false);
 
   int global_sc() const { return global_sc_; }
-  // Optimizer updates applied so far (Backward calls), for checkpoints.
+  // Optimizer updates (training steps) applied so far, for checkpoints.
   int64_t updates() const { return updates_; }
   void set_updates(int64_t updates) { updates_ = updates; }
   int num_tables() const { return static_cast<int>(shards_.size()); }
@@ -117,6 +124,8 @@ class SparseCore {
   int simd_width_ = 1;
   TilePool* pool_ = nullptr;
   DebugChecks checks_;
+  // Simulated quantization of the gathered rows (quantization.h).
+  TableQuantization quantization_;
   std::vector<std::string> table_names_;
   // Debug checks; the step named in errors is updates_ (0-based).
   absl::Status CheckBounds(std::span<const std::span<const host::CooEntry>> segments) const;

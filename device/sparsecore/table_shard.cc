@@ -18,7 +18,8 @@ void InitialRow(const config::TableConfig& table, int table_index, int64_t row, 
 }
 
 TableShard::TableShard(const config::TableConfig& table, int table_index, int global_sc,
-                       int total_sc, uint64_t seed, const Optimizer& optimizer)
+                       int total_sc, uint64_t seed, const Optimizer& optimizer,
+                       bool initialize)
     : dim_(table.dim()),
       global_sc_(global_sc),
       total_sc_(total_sc),
@@ -29,6 +30,7 @@ TableShard::TableShard(const config::TableConfig& table, int table_index, int gl
       optimizer_(optimizer),
       weights_(local_rows_ * dim_),
       slots_(local_rows_ * slot_stride_) {
+  if (!initialize) return;
   for (int64_t r = 0; r < local_rows_; ++r) {
     InitialRow(table, table_index, GlobalRow(r), seed,
                std::span<float>(weights_.data() + r * dim_, dim_));

@@ -21,9 +21,10 @@ class TableShard {
  public:
   // Initialises every owned row from (seed, table_index, global row) so the
   // model's initial state is the same whatever the world size. `optimizer`
-  // must outlive the shard.
+  // must outlive the shard. With `initialize` false, rows and slots are left
+  // zero for the caller to fill (table_init.h: host or on-device start-up).
   TableShard(const config::TableConfig& table, int table_index, int global_sc, int total_sc,
-             uint64_t seed, const Optimizer& optimizer);
+             uint64_t seed, const Optimizer& optimizer, bool initialize = true);
   TableShard(const TableShard&) = delete;
   TableShard& operator=(const TableShard&) = delete;
 

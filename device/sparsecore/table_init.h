@@ -1,0 +1,46 @@
+// Start-up initialisation of one chip's table shards (reference section 4:
+// initialize_tables_on_host, enable_fast_table_initialization). Every mode
+// writes the same values, InitialRow(seed, table, global row) for the rows
+// and the optimizer's InitSlots for the slots, so the model is bit-identical
+// whichever mode and thread count is used; only the start-up time differs.
+//
+//   kHost           the host (calling thread) builds each table's rows for the
+//                   whole chip in one staging buffer, then copies them into the
+//                   SparseCores' shards ("initialise on the host, copy in").
+//   kDevice         each SparseCore initialises its own shard in place, one
+//                   SparseCore after another.
+//   kDeviceParallel every (SparseCore, tile) pair initialises its contiguous
+//                   share of the shard's rows in place, as tasks on the tile
+//                   pool, all SparseCores at once.
+// Thread-compatible.
+#ifndef LEMRT_DEVICE_SPARSECORE_TABLE_INIT_H_
+#define LEMRT_DEVICE_SPARSECORE_TABLE_INIT_H_
+
+#include <span>
+
+#include "device/optimizers/optimizer.h"
+#include "device/sparsecore/sparse_core.h"
+#include "device/sparsecore/tile_pool.h"
+#include "proto/config.pb.h"
+
+namespace lemrt::device {
+
+enum class TableInitMode { kHost, kDevice, kDeviceParallel };
+
+// enable_fast_table_initialization -> kDeviceParallel (it takes precedence);
+// else initialize_tables_on_host -> kHost (the default); else kDevice.
+TableInitMode TableInitModeOf(const config::SparseCoreConfig& sparse_core);
+
+// "host", "device" or "device_parallel".
+const char* TableInitModeName(TableInitMode mode);
+
+// Initialises every row and slot of every table shard of `scs` (one chip's
+// SparseCores, created with initialize_tables = false); `optimizers[t]` is
+// table t's. `pool` (may be null: inline) runs kDeviceParallel's tasks.
+void InitializeTables(const config::RunConfig& config, std::span<SparseCore* const> scs,
+                      std::span<const Optimizer* const> optimizers, TableInitMode mode,
+                      TilePool* pool);
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_SPARSECORE_TABLE_INIT_H_

@@ -1,0 +1,93 @@
+#include "device/sparsecore/table_init.h"
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "proto/config_loader.h"
+
+namespace lemrt::device {
+namespace {
+
+constexpr char kConfig[] = R"pb(
+topology { sparse_cores_per_chip: 4 tiles_per_sparse_core: 5 }
+tables { name: "a" vocab_size: 1003 dim: 6 combiner: SUM optimizer { adagrad { initial_accumulator: 0.25 } } }
+tables { name: "b" vocab_size: 7 dim: 16 combiner: SUM initializer { normal { stddev: 0.2 } } }
+tables { name: "c" vocab_size: 2 dim: 3 combiner: SUM optimizer { adam {} } }
+features { name: "a" table: "a" } features { name: "b" table: "b" } features { name: "c" table: "c" }
+model { num_dense_features: 1 bottom_mlp: 4 top_mlp: 1 }
+training { global_batch: 8 seed: 11 }
+)pb";
+
+// One chip's SparseCores (chip 1 of 2, so global rows are not local rows).
+struct Chip {
+  std::vector<std::unique_ptr<Optimizer>> optimizers;
+  std::vector<const Optimizer*> opts;
+  std::vector<std::unique_ptr<SparseCore>> scs;
+  std::vector<SparseCore*> ptrs;
+  Chip(const config::RunConfig& c, bool initialize) {
+    for (const auto& t : c.tables()) {
+      optimizers.push_back(CreateOptimizer(t.optimizer(), 0.1f));
+      opts.push_back(optimizers.back().get());
+    }
+    for (int l = 0; l < 4; ++l) {
+      scs.push_back(std::make_unique<SparseCore>(c, 4 + l, opts, initialize));
+      ptrs.push_back(scs.back().get());
+    }
+  }
+};
+
+// Bit-identical weights and slots.
+void ExpectSameTables(const Chip& a, const Chip& b, const char* what) {
+  for (size_t l = 0; l < a.scs.size(); ++l) {
+    for (int t = 0; t < a.scs[l]->num_tables(); ++t) {
+      const TableShard& x = a.scs[l]->shard(t);
+      const TableShard& y = b.scs[l]->shard(t);
+      ASSERT_EQ(x.local_rows(), y.local_rows());
+      ASSERT_EQ(std::memcmp(x.weights().data(), y.weights().data(),
+                            sizeof(float) * x.weights().size()),
+                0)
+          << what << ": weights of SparseCore " << l << " table " << t;
+      for (int64_t r = 0; r < x.local_rows(); ++r) {
+        const auto sx = x.row_slots(r), sy = y.row_slots(r);
+        ASSERT_EQ(std::memcmp(sx.data(), sy.data(), sizeof(float) * sx.size()), 0)
+            << what << ": slots of SparseCore " << l << " table " << t << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(TableInitTest, EveryModeGivesTheConstructorsValuesBitForBit) {
+  auto c = config::ParseConfig(kConfig, "t", "", 2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Chip reference(*c, /*initialize=*/true);
+  // The reference is not trivially zero.
+  ASSERT_NE(reference.scs[0]->shard(0).row(0)[0], 0.0f);
+  ASSERT_EQ(reference.scs[0]->shard(0).row_slots(0)[0], 0.25f);
+  TilePool pool(3);
+  for (TableInitMode mode :
+       {TableInitMode::kHost, TableInitMode::kDevice, TableInitMode::kDeviceParallel}) {
+    for (TilePool* p : {static_cast<TilePool*>(nullptr), &pool}) {
+      Chip chip(*c, /*initialize=*/false);
+      EXPECT_EQ(chip.scs[0]->shard(0).row(0)[0], 0.0f);
+      InitializeTables(*c, chip.ptrs, chip.opts, mode, p);
+      ExpectSameTables(reference, chip, TableInitModeName(mode));
+    }
+  }
+}
+
+TEST(TableInitTest, ModeFromConfig) {
+  config::SparseCoreConfig sc;
+  EXPECT_EQ(TableInitModeOf(sc), TableInitMode::kHost);  // defaults
+  sc.set_initialize_tables_on_host(false);
+  EXPECT_EQ(TableInitModeOf(sc), TableInitMode::kDevice);
+  sc.set_enable_fast_table_initialization(true);
+  EXPECT_EQ(TableInitModeOf(sc), TableInitMode::kDeviceParallel);
+  sc.set_initialize_tables_on_host(true);
+  EXPECT_EQ(TableInitModeOf(sc), TableInitMode::kDeviceParallel);
+  EXPECT_STREQ(TableInitModeName(TableInitMode::kDeviceParallel), "device_parallel");
+}
+
+}  // namespace
+}  // namespace lemrt::device

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The emulated chip's numerics and start-up knobs end to end on 2 ranks
+# (issue 4; README "The emulated chip"). Same model checksum as the default
+# run for: on-device table initialisation (sequential and parallel), two
+# serialized tables (whose plan stack is lower), narrow-table packing (whose
+# plan is smaller); simulated quantization trains to a different model;
+# --eval_quantized reports the int8 AUC change and bytes saved; Adam with
+# forced minibatching trains the same model as without (one Adam step per
+# training step). Needs LEMRT_BIN and LEMRT_SRC.
+set -uo pipefail
+: "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+small="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
+base="training { steps: 10 eval_samples: 384 }"
+narrow='tables { name: "n" vocab_size: 4000 dim: 2 combiner: SUM } features { name: "n1" table: "n" max_sequence_length: 2 }'
+# Variants of the small config: table a quantized; every table with Adam.
+sed 's/name: "a" vocab_size: 20000 dim: 16 combiner: SUM/& quantization { num_buckets: 16 low: -0.04 high: 0.04 }/' \
+  "$small" > "$work/quantized.pbtxt"
+sed -e 's/optimizer { adagrad {} }//' -e 's/combiner: \([A-Z]*\)/combiner: \1 optimizer { adam {} learning_rate: 0.01 }/' \
+  "$small" > "$work/adam.pbtxt"
+grep -q "quantization {" "$work/quantized.pbtxt" && [ "$(grep -c 'adam {}' "$work/adam.pbtxt")" -eq 3 ] \
+  || { echo "FAIL could not derive the test configs"; exit 1; }
+failed=0
+run() {  # run NAME CONFIG OVERRIDE [FLAGS...]: trains on 2 ranks
+  local name="$1" config="$2" override="$3"; shift 3
+  if ! timeout 200 mpirun --oversubscribe --bind-to none -np 2 "$LEMRT_BIN/lemrt_train" \
+       --config="$config" --override="$base $override" --summary_json="$work/$name.json" "$@" \
+       > "$work/$name.log" 2>&1; then
+    echo "FAIL run $name"; cat "$work/$name.log"; failed=$((failed + 1))
+  fi
+}
+run base "$small" "" --eval_quantized
+run device "$small" "sparse_core { initialize_tables_on_host: false }"
+run fast "$small" "sparse_core { enable_fast_table_initialization: true tile_threads: 2 }"
+run serialized "$small" "sparse_core { xla_sc_num_serialized_tables_to_optimize_hbm: 2 }"
+run narrow "$small" "$narrow"
+run packed "$small" "$narrow sparse_core { pack_narrow_tables: true }"
+run quantized "$work/quantized.pbtxt" ""
+run adam "$work/adam.pbtxt" "data { synthetic { zipf_fraction: 0.2 } }"
+run adam_split "$work/adam.pbtxt" "data { synthetic { zipf_fraction: 0.2 } } sparse_core { max_unique_ids_per_partition: 8 }"
+if timeout 100 mpirun --oversubscribe --bind-to none -np 1 "$LEMRT_BIN/lemrt_train" --config="$small" \
+     --override="$narrow sparse_core { pack_narrow_tables: true }" --dry_run > "$work/dry.log" 2>&1 \
+   && grep -q "Narrow-table packing (pack_narrow_tables) saves" "$work/dry.log" \
+   && grep -q "(packed, 4 rows per line)" "$work/dry.log"; then
+  echo "ok   --dry_run shows the packed table and $(grep -o 'saves [0-9]* B' "$work/dry.log")"
+else
+  echo "FAIL --dry_run with pack_narrow_tables"; cat "$work/dry.log"; failed=$((failed + 1))
+fi
+grep -q "int8 tables (int8 per row" "$work/base.log" \
+  || { echo "FAIL --eval_quantized logged no int8 line"; cat "$work/base.log"; failed=$((failed + 1)); }
+grep -q "tables initialised (host) in" "$work/base.log" \
+  || { echo "FAIL no start-up line"; failed=$((failed + 1)); }
+[ "$failed" -eq 0 ] || exit 1
+
+python3 - "$work" "$small" <<'PY'
+import json, math, re, sys
+w, small = sys.argv[1], sys.argv[2]
+s = {n: json.load(open(f"{w}/{n}.json")) for n in
+     ["base", "device", "fast", "serialized", "narrow", "packed", "quantized", "adam", "adam_split"]}
+fails = []
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok: fails.append(what)
+b = s["base"]["model_checksum"]
+for n, mode in [("base", "host"), ("device", "device"), ("fast", "device_parallel")]:
+    st = s[n].get("startup", {})
+    check(st.get("table_init_mode") == mode and st.get("table_init_ms", -1) >= 0,
+          f"{n}: startup {st}")
+    check(s[n]["model_checksum"] == b, f"{n}: checksum {s[n]['model_checksum']} == default {b}")
+check(s["serialized"]["model_checksum"] == b,
+      f"2 serialized tables: checksum {s['serialized']['model_checksum']} == {b}")
+m0, m1 = s["base"]["memory"], s["serialized"]["memory"]
+check(m1["hbm_stack_bytes"] < m0["hbm_stack_bytes"],
+      f"serialized plan stack {m1['hbm_stack_bytes']:.0f} B < {m0['hbm_stack_bytes']:.0f} B")
+check(s["packed"]["model_checksum"] == s["narrow"]["model_checksum"],
+      f"packing: checksum {s['packed']['model_checksum']} == unpacked {s['narrow']['model_checksum']}")
+saved = s["packed"]["memory"].get("packing_saved_bytes", 0)
+# Table n: vocab 4000 on 2 chips x 4 SparseCores = 2000 rows per chip, one
+# 32-byte line each unpacked, 4 per line packed; SGD has no slots.
+check(saved == 2000 * 32 - 500 * 32, f"packing saves {saved:.0f} B per chip (dim-2 table)")
+check(s["narrow"]["memory"]["hbm_bytes_per_chip"] - s["packed"]["memory"]["hbm_bytes_per_chip"] == saved,
+      "the plan's HBM per chip goes down by the saved bytes")
+q = s["quantized"]
+check(q["model_checksum"] != b and math.isfinite(q["train"]["loss_last"]) and q["eval"]["auc"] > 0.5,
+      f"simulated quantization trains (auc {q['eval']['auc']:.4f}, loss {q['train']['loss_last']:.4f}) "
+      f"to another model ({q['model_checksum']} != {b})")
+e = s["base"].get("quantized_eval", {})
+fp32 = sum(int(v) * int(d) * 4 for v, d in re.findall(r'vocab_size: (\d+)\s+dim: (\d+)', open(small).read()))
+int8 = sum(int(v) * (int(d) + 8) for v, d in re.findall(r'vocab_size: (\d+)\s+dim: (\d+)', open(small).read()))
+check(e.get("table_bytes_fp32") == fp32 and e.get("table_bytes_int8") == int8
+      and e.get("bytes_saved") == fp32 - int8, f"int8 bytes {e.get('table_bytes_fp32')} -> "
+      f"{e.get('table_bytes_int8')} (saved {e.get('bytes_saved')})")
+check("auc" in e and abs(e["auc"] - (s["base"]["eval"]["auc"] + e.get("auc_change", 0))) < 1e-9
+      and abs(e.get("auc_change", 1)) < 0.02 and 0 < e.get("max_abs_error", 0) < 0.01,
+      f"int8 eval auc {e.get('auc')} change {e.get('auc_change')} max error {e.get('max_abs_error')}")
+a, sp = s["adam"], s["adam_split"]
+mb = sp.get("preprocess", {}).get("max_minibatches", 1)
+check(mb > 1, f"forced limits split steps into up to {mb} minibatches")
+for key, get in [("params_l2", lambda j: j["params_l2"]), ("eval.logloss", lambda j: j["eval"]["logloss"])]:
+    x, y = get(a), get(sp)
+    rel = abs(x - y) / max(abs(x), abs(y), 1e-30)
+    check(rel < 1e-5, f"Adam, minibatched vs not: {key} {x!r} vs {y!r} (rel {rel:.1e})")
+sys.exit(1 if fails else 0)
+PY
