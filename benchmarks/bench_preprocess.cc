@@ -5,16 +5,27 @@
 // probability 0.4243 and uniform otherwise. Measures COO + per-sample dedup +
 // mod-shard partition (CooBuilder), per-partition stats (PlanLocal) and the
 // minibatch buffer fill (Split), single-threaded, in steady state (buffers
-// grown by a warm-up call); reports ids/s.
+// grown by a warm-up call); reports ids/s. BM_PreprocessWorkers runs the
+// trainer's own arrangement: HostStage's local half (batch copy as the data
+// read, COO, dedup, partition, stats) on a HostPrefetcher's worker threads and
+// the collective half (split agreement on a one-rank communicator, buffer
+// fill) on the consumer thread, over 8 steps per iteration; its ids/s are per
+// wall second, so on a loaded machine they measure the load too.
 //
-//   build-h3/bin/bench_preprocess [--benchmark_filter=...]
+//   build/bin/bench_preprocess [--benchmark_filter=...]
 #include <algorithm>
 #include <cmath>
+#include <ctime>
+#include <memory>
 
 #include "base/random.h"
 #include "benchmark/benchmark.h"
 #include "host/coo.h"
+#include "host/data_source.h"
 #include "host/minibatch.h"
+#include "runtime/comm/self_communicator.h"
+#include "runtime/host_prefetcher.h"
+#include "runtime/host_stage.h"
 
 namespace lemrt::host {
 namespace {
@@ -134,6 +145,7 @@ void BM_PartitionStats(benchmark::State& state) {
   PartitionedCoo coo;
   (void)builder.Build(batch, &coo);
   MinibatchSplitter splitter(SplitOptions(ObservedLimit(coo, 1.0)));
+  (void)splitter.PlanLocal(coo);  // warm-up: grows the buffers
   int64_t ids = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(splitter.PlanLocal(coo));
@@ -142,6 +154,128 @@ void BM_PartitionStats(benchmark::State& state) {
   state.counters["ids/s"] = benchmark::Counter(static_cast<double>(ids), benchmark::Counter::kIsRate);
 }
 
+// The buffer fill alone (Split of a step that fits: one minibatch).
+void BM_SplitFill(benchmark::State& state) {
+  const Batch& batch = Workload(state.range(0));
+  CooBuilder builder(Options());
+  PartitionedCoo coo;
+  (void)builder.Build(batch, &coo);
+  MinibatchSplitter splitter(SplitOptions(ObservedLimit(coo, 1.0)));
+  std::vector<PartitionedCoo> minibatches;
+  std::vector<int64_t> dropped;
+  const uint64_t boundaries = splitter.PlanLocal(coo);
+  (void)splitter.Split(coo, boundaries, &minibatches, &dropped);
+  int64_t ids = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(splitter.Split(coo, boundaries, &minibatches, &dropped));
+    ids += coo.ids_total;
+  }
+  state.counters["ids/s"] = benchmark::Counter(static_cast<double>(ids), benchmark::Counter::kIsRate);
+}
+
+double ProcessCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// The workload as a data source: every step is the same batch, copied (the
+// data read).
+class WorkloadSource : public DataSource {
+ public:
+  explicit WorkloadSource(const Batch& batch) : batch_(batch) {}
+  absl::Status TrainBatch(int64_t, Batch* batch) override {
+    *batch = batch_;
+    return absl::OkStatus();
+  }
+  absl::Status EvalBatch(int64_t, Batch* batch) override { return TrainBatch(0, batch); }
+  int64_t num_eval_chunks() const override { return 0; }
+  bool has_teacher() const override { return false; }
+
+ private:
+  const Batch& batch_;
+};
+
+// The workload's config as the host stage reads it (not validated: one rank
+// stands for chip 0 of 128).
+config::RunConfig WorkloadConfig(bool allow_id_dropping) {
+  config::RunConfig c;
+  c.mutable_topology()->set_num_chips(kTotalSc / kLocalSc);
+  c.mutable_topology()->set_sparse_cores_per_chip(kLocalSc);
+  c.mutable_sparse_core()->set_max_ids_per_chip_per_sample(1 << 30);
+  c.mutable_sparse_core()->set_allow_id_dropping(allow_id_dropping);
+  c.mutable_sparse_core()->set_disable_table_stacking(true);
+  for (int f = 0; f < kFeatures; ++f) {
+    auto* t = c.add_tables();
+    t->set_name("t" + std::to_string(f));
+    t->set_vocab_size(kVocab);
+    t->set_dim(8);
+    auto* feature = c.add_features();
+    feature->set_name("f" + std::to_string(f));
+    feature->set_table(t->name());
+  }
+  c.mutable_training()->set_steps(1 << 20);
+  return c;
+}
+
+// range(0): samples per SparseCore; range(1): worker threads; fraction as Run.
+void RunWorkers(benchmark::State& state, double fraction) {
+  const Batch& batch = Workload(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  constexpr int kDepth = 2;
+  constexpr int64_t kStepsPerIteration = 8;
+  CooBuilder builder(Options());
+  PartitionedCoo coo;
+  (void)builder.Build(batch, &coo);
+  PartitionLimits limits;
+  limits.tables.assign(kFeatures, ObservedLimit(coo, fraction));
+  for (int f = 0; f < kFeatures; ++f) limits.table_names.push_back("t" + std::to_string(f));
+  coo = PartitionedCoo();  // give its memory back
+  const config::RunConfig config = WorkloadConfig(/*allow_id_dropping=*/fraction < 1);
+  WorkloadSource source(batch);
+  runtime::SelfCommunicator comm;
+  runtime::HostStage host(config, comm, source, limits);
+  std::vector<PartitionedCoo> minibatches;
+  int64_t step = 0, ids = 0, mbs = 0;
+  auto run_steps = [&](runtime::HostPrefetcher& prefetcher, int64_t n) {
+    for (int64_t i = 0; i < n; ++i, ++step) {
+      runtime::HostWork& w = prefetcher.Take(step);
+      absl::Status st = host.Finish(w, nullptr, &minibatches);
+      if (!st.ok()) state.SkipWithError(std::string(st.message()).c_str());
+      ids += w.coo.ids_total;
+      mbs += static_cast<int64_t>(minibatches.size());
+      prefetcher.Release(w);
+    }
+  };
+  // One prefetcher for the warm-up (every item's buffers grow once) and the
+  // measured steps, with steps to prefetch after the measured ones: the
+  // workers are busy at both ends of the window (steady state), so the work
+  // they do inside it is kStepsPerIteration steps' worth.
+  constexpr int64_t kWarmUpSteps = kDepth + 1;
+  runtime::HostPrefetcher prefetcher(host, threads, kDepth, 0,
+                                     kWarmUpSteps + kStepsPerIteration + kDepth + threads);
+  run_steps(prefetcher, kWarmUpSteps);
+  ids = mbs = 0;
+  int64_t steps = 0;
+  double cpu0 = 0;
+  for (auto _ : state) {  // one iteration (Iterations(1))
+    cpu0 = ProcessCpuSeconds();
+    run_steps(prefetcher, kStepsPerIteration);
+    steps += kStepsPerIteration;
+  }
+  const double cpu = ProcessCpuSeconds() - cpu0;
+  state.counters["ids/s"] = benchmark::Counter(static_cast<double>(ids), benchmark::Counter::kIsRate);
+  // CPU seconds of every thread (workers and consumer): on a loaded machine
+  // ids/s measures the load; ids per CPU-second x workers is the rate the
+  // workers reach with a core each.
+  state.counters["ids/cpu_s"] = cpu > 0 ? ids / cpu : 0;
+  state.counters["ids/cpu_s_x_workers"] = cpu > 0 ? threads * ids / cpu : 0;
+  state.counters["minibatches"] = steps ? static_cast<double>(mbs) / steps : 0;
+}
+
+void BM_PreprocessWorkers(benchmark::State& state) { RunWorkers(state, 1.0); }
+void BM_PreprocessWorkersForcedMinibatching(benchmark::State& state) { RunWorkers(state, 0.25); }
+
 void BM_Preprocess(benchmark::State& state) { Run(state, 1.0); }
 void BM_PreprocessForcedMinibatching(benchmark::State& state) { Run(state, 0.25); }
 
@@ -149,6 +283,18 @@ BENCHMARK(BM_CooBuild)->Arg(2048)->Arg(16384)->Unit(benchmark::kMillisecond)->Us
 BENCHMARK(BM_PartitionStats)->Arg(2048)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Preprocess)->Arg(2048)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PreprocessForcedMinibatching)->Arg(2048)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SplitFill)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PreprocessWorkers)
+    ->Args({16384, 1})
+    ->Args({16384, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+BENCHMARK(BM_PreprocessWorkersForcedMinibatching)
+    ->Args({16384, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace lemrt::host

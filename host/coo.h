@@ -97,9 +97,10 @@ class CooBuilder {
  private:
   CooOptions options_;
   std::vector<int64_t> sorted_;  // one sample's ids
+  std::vector<uint64_t> sort_scratch_;  // RadixSortKeys scratch
   std::vector<CooEntry>
       staged_;  // entries in (src SC, feature, row, col) order
-  std::vector<int32_t> staged_dest_;  // destination SC of each staged entry
+  std::vector<int32_t> staged_dest_;  // segment (dest SC * S + src SC) of each staged entry
   std::vector<int32_t> sample_ids_;  // ids after dedup per sample (limit check)
   std::vector<int64_t> cursor_;
 };

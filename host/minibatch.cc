@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/random.h"
+#include "host/radix_sort.h"
 
 namespace lemrt::host {
 namespace {
@@ -48,8 +49,11 @@ void MinibatchSplitter::SortSegmentKeys(const PartitionedCoo& coo) {
   for (size_t i = 0; i < coo.entries.size(); ++i) {
     keys_[i] = StackedKey(coo.entries[i].table, coo.entries[i].col);
   }
+  if (key_scratch_.size() < keys_.size()) key_scratch_.resize(keys_.size());
   for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
-    std::sort(keys_.begin() + coo.segment_offsets[k], keys_.begin() + coo.segment_offsets[k + 1]);
+    const int64_t begin = coo.segment_offsets[k], n = coo.segment_offsets[k + 1] - begin;
+    RadixSortKeys(std::span<uint64_t>(keys_.data() + begin, n),
+                  std::span<uint64_t>(key_scratch_.data(), n));
   }
 }
 

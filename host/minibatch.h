@@ -100,6 +100,7 @@ class MinibatchSplitter {
   bool over_ = false;  // some partition of the last PlanLocal is over
   std::vector<PartitionCount> counts_;
   std::vector<uint64_t> keys_;              // per segment sorted keys
+  std::vector<uint64_t> key_scratch_;       // RadixSortKeys scratch
   std::vector<int64_t> over_partitions_;    // partition indices over their limits
   std::vector<int32_t> over_slot_;          // partition -> slot in bucket_counts_, or -1
   std::vector<PartitionCount> bucket_counts_;  // [slot][bucket]

@@ -115,6 +115,7 @@ class Validator {
     CheckQuantization();
     CheckPartitionLimits();
     CheckTableStacking();
+    CheckHostWorkers();
     CheckData();
     CheckObservability();
     CheckCheckpoint();
@@ -205,6 +206,20 @@ class Validator {
     if (s.tile_threads() < 1) {
       Fail({{"sparse_core"}, {"tile_threads"}},
            absl::StrCat("must be >= 1, got ", s.tile_threads()));
+    }
+  }
+
+  // Host worker threads and their prefetch queue (runtime/host_prefetcher.h).
+  void CheckHostWorkers() {
+    const SparseCoreConfig& s = c_.sparse_core();
+    if (s.maximum_parallel_iterations() < 0 || s.maximum_parallel_iterations() > 64) {
+      Fail({{"sparse_core"}, {"maximum_parallel_iterations"}},
+           absl::StrCat("must be in [0, 64] steps, got ", s.maximum_parallel_iterations()));
+    }
+    if (s.host_worker_threads() < 0 || s.host_worker_threads() > 256) {
+      Fail({{"sparse_core"}, {"host_worker_threads"}},
+           absl::StrCat("must be in [0, 256] (0 = cores per rank), got ",
+                        s.host_worker_threads()));
     }
   }
 

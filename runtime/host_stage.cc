@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "glog/logging.h"
 #include "host/stacking.h"
 #include "proto/config_loader.h"
@@ -36,22 +37,62 @@ HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::
       data_(data),
       limits_(limits),
       limited_(limits.any_limited()),
-      coo_builder_(host::MakeCooOptions(config)),
-      splitter_(MakeMinibatchOptions(config, comm.rank(), std::move(limits))),
+      coo_options_(host::MakeCooOptions(config)),
+      minibatch_options_(MakeMinibatchOptions(config, comm.rank(), std::move(limits))),
       dropped_per_table_(config.tables_size(), 0) {
+  inline_work_ = NewWork();
   // One entry per training step: reserved, so the step loop never allocates
   // (tests/steady_state_alloc_mpi_test.cc); capped at 16 MiB.
   minibatches_per_step_.reserve(
       static_cast<size_t>(std::clamp<int64_t>(config.training().steps(), 0, int64_t{1} << 22)));
+  boundary_flags_.resize(host::MinibatchSplitter::kBuckets);
+  dropped_scratch_.resize(dropped_per_table_.size());
+}
+
+std::unique_ptr<HostWork> HostStage::NewWork() const {
+  return std::make_unique<HostWork>(coo_options_, minibatch_options_);
+}
+
+void HostStage::ReadLocal(bool train, int64_t index, HostWork* work) {
+  work->begin = std::chrono::steady_clock::now();
+  work->train = train;
+  work->index = index;
+  work->boundaries = 0;
+  std::lock_guard<std::mutex> lock(data_mu_);
+  work->status = train ? data_.TrainBatch(index, &work->batch) : data_.EvalBatch(index, &work->batch);
+}
+
+void HostStage::BuildLocal(HostWork* work) const {
+  absl::Status& st = work->status;
+  if (st.ok()) st = work->builder.Build(work->batch, &work->coo);
+  if (st.ok() && limited_) work->boundaries = work->splitter.PlanLocal(work->coo);
+  if (!st.ok()) {
+    st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", work->train ? "step" : "eval chunk",
+                                                 work->index, st.message()));
+  }
+  work->end = std::chrono::steady_clock::now();
 }
 
 absl::Status HostStage::PrepareTrain(int64_t step, host::Batch* batch, host::PartitionedCoo* coo,
                                      std::vector<host::PartitionedCoo>* minibatches) {
-  absl::Status st = Prepare("step", step, /*train=*/true, batch, coo, minibatches);
-  if (!st.ok()) return st;
-  ids_total_ += coo->ids_total;
-  ids_after_dedup_ += coo->ids_after_dedup;
-  minibatches_per_step_.push_back(static_cast<int32_t>(minibatches->size()));
+  return Prepare(/*train=*/true, step, batch, coo, minibatches);
+}
+
+absl::Status HostStage::Prepare(bool train, int64_t index, host::Batch* batch,
+                                host::PartitionedCoo* coo,
+                                std::vector<host::PartitionedCoo>* minibatches) {
+  ReadLocal(train, index, inline_work_.get());
+  BuildLocal(inline_work_.get());
+  LEMRT_RETURN_IF_ERROR(Finish(*inline_work_, batch, minibatches));
+  *coo = inline_work_->coo;
+  return absl::OkStatus();
+}
+
+void HostStage::CountTrainStep(const HostWork& work,
+                               const std::vector<host::PartitionedCoo>& minibatches) {
+  ids_total_ += work.coo.ids_total;
+  ids_after_dedup_ += work.coo.ids_after_dedup;
+  minibatches_per_step_.push_back(static_cast<int32_t>(minibatches.size()));
   int64_t dropped = 0;
   for (size_t t = 0; t < dropped_scratch_.size(); ++t) {
     dropped_per_table_[t] += dropped_scratch_[t];
@@ -61,10 +102,9 @@ absl::Status HostStage::PrepareTrain(int64_t step, host::Batch* batch, host::Par
     LOG(WARNING) << absl::StrFormat(
         "step %d: rank %d dropped %d ids over the partition limits (allow_id_dropping; "
         "this warning is rate-limited)",
-        step, comm_.rank(), dropped);
+        work.index, comm_.rank(), dropped);
   }
   if (dropped > 0) ++drop_logs_;
-  return absl::OkStatus();
 }
 
 absl::Status HostStage::Summarise(summary::PreprocessStats* out) {
@@ -92,23 +132,17 @@ absl::Status HostStage::Summarise(summary::PreprocessStats* out) {
 
 absl::Status HostStage::PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
                                     std::vector<host::PartitionedCoo>* minibatches) {
-  return Prepare("eval chunk", chunk, /*train=*/false, batch, coo, minibatches);
+  return Prepare(/*train=*/false, chunk, batch, coo, minibatches);
 }
 
-absl::Status HostStage::Prepare(const char* what, int64_t index, bool train, host::Batch* batch,
-                                host::PartitionedCoo* coo,
-                                std::vector<host::PartitionedCoo>* minibatches) {
-  absl::Status st = train ? data_.TrainBatch(index, batch) : data_.EvalBatch(index, batch);
-  if (st.ok()) st = coo_builder_.Build(*batch, coo);
-  uint64_t boundaries = 0;
-  if (st.ok() && limited_) boundaries = splitter_.PlanLocal(*coo);
-  if (!st.ok()) st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", what, index, st.message()));
-  st = AgreeOnStatus(comm_, st);
+absl::Status HostStage::Finish(HostWork& work, host::Batch* batch,
+                               std::vector<host::PartitionedCoo>* minibatches) {
+  const char* what = work.train ? "step" : "eval chunk";
+  absl::Status st = AgreeOnStatus(comm_, work.status);
   if (!st.ok()) return st;
-
+  uint64_t boundaries = work.boundaries;
   if (limited_) {
     // OR of every chip's boundaries: a finer split still fits everywhere.
-    boundary_flags_.resize(host::MinibatchSplitter::kBuckets);
     for (int b = 0; b < host::MinibatchSplitter::kBuckets; ++b) {
       boundary_flags_[b] = (boundaries >> b) & 1;
     }
@@ -119,16 +153,22 @@ absl::Status HostStage::Prepare(const char* what, int64_t index, bool train, hos
       if (boundary_flags_[b] != 0) boundaries |= uint64_t{1} << b;
     }
   }
-  dropped_scratch_.assign(dropped_per_table_.size(), 0);
+  std::fill(dropped_scratch_.begin(), dropped_scratch_.end(), 0);
   if (!limited_) {
     // No limits: the whole step is one minibatch.
     minibatches->resize(1);
-    (*minibatches)[0] = *coo;
-    return absl::OkStatus();
+    (*minibatches)[0] = work.coo;
+  } else {
+    st = work.splitter.Split(work.coo, boundaries, minibatches, &dropped_scratch_);
+    if (!st.ok()) {
+      st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", what, work.index, st.message()));
+    }
+    st = AgreeOnStatus(comm_, st);
+    if (!st.ok()) return st;
   }
-  st = splitter_.Split(*coo, boundaries, minibatches, &dropped_scratch_);
-  if (!st.ok()) st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", what, index, st.message()));
-  return AgreeOnStatus(comm_, st);
+  if (batch != nullptr && batch != &work.batch) *batch = work.batch;
+  if (work.train) CountTrainStep(work, *minibatches);
+  return absl::OkStatus();
 }
 
 }  // namespace lemrt::runtime

@@ -1,8 +1,13 @@
 // The host stage of a step on one chip: read the local batch, build the
 // partitioned COO (host/coo.h), check it against the partition limits and
 // split it into vocabulary-dimension minibatches agreed by all chips
-// (host/minibatch.h), dropping ids when allowed. Thread-compatible; one per
-// rank, driven by the trainer's thread (its calls are collectives).
+// (host/minibatch.h), dropping ids when allowed. One per rank. A step's work
+// has two halves: the local half (ReadLocal + BuildLocal into a HostWork:
+// data read, COO, per-sample dedup, partition, partition stats) has no
+// collectives and may run on host worker threads (runtime/host_prefetcher.h);
+// the collective half (Finish: agreement and minibatch split) runs on one
+// thread in step order. ReadLocal and BuildLocal are thread-safe (ReadLocal
+// serialises the data source); everything else is thread-compatible.
 //
 // Collectives per call: AgreeOnStatus (one all-reduce, plus a broadcast on
 // error), and when any table has limits one all-reduce max of 64 int64
@@ -10,7 +15,10 @@
 #ifndef LEMRT_RUNTIME_HOST_STAGE_H_
 #define LEMRT_RUNTIME_HOST_STAGE_H_
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -25,6 +33,28 @@
 #include "runtime/comm/communicator.h"
 
 namespace lemrt::runtime {
+
+// One step's (or eval chunk's) local preprocessing: its batch, whole COO
+// (before the split and any dropping) and this chip's minibatch boundary
+// bits, with the builder and splitter scratch it was made with (the splitter
+// keeps the step's partition counts for the split). Reused step after step,
+// so the steady state does not allocate. Thread-compatible: one thread fills
+// it, then one thread finishes it.
+struct HostWork {
+  HostWork(host::CooOptions coo_options, host::MinibatchOptions minibatch_options)
+      : builder(std::move(coo_options)), splitter(std::move(minibatch_options)) {}
+
+  bool train = true;
+  int64_t index = -1;  // training step or eval chunk
+  host::Batch batch;
+  host::PartitionedCoo coo;
+  host::CooBuilder builder;
+  host::MinibatchSplitter splitter;
+  uint64_t boundaries = 0;  // this chip's boundary bits (BuildLocal)
+  absl::Status status;      // of the local half, prefixed "step N: "
+  // Wall time of the local half (ReadLocal begin .. BuildLocal end).
+  std::chrono::steady_clock::time_point begin, end;
+};
 
 class HostStage {
  public:
@@ -45,7 +75,28 @@ class HostStage {
   absl::Status PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
                            std::vector<host::PartitionedCoo>* minibatches);
 
+  // A work item sized for this stage's options (allocates; make them at
+  // start-up).
+  std::unique_ptr<HostWork> NewWork() const;
+
+  // Local half, part 1 (thread-safe; calls on the data source are
+  // serialised): reads training step / eval chunk `index` into `work` and
+  // starts its clock. Training steps must be read in increasing order.
+  void ReadLocal(bool train, int64_t index, HostWork* work);
+  // Local half, part 2 (thread-safe for distinct `work`s; no collectives):
+  // when the read succeeded, builds the COO and plans this chip's split.
+  // Errors land in work->status, prefixed with "step N: " / "eval chunk N: ".
+  void BuildLocal(HostWork* work) const;
+  // Collective half, on the collective thread in step order: agrees on
+  // work.status over all ranks, agrees on the split, fills `minibatches`
+  // (buffers reused) and, when `batch` is not null, copies work.batch into
+  // it; counts training statistics. Errors as PrepareTrain.
+  absl::Status Finish(HostWork& work, host::Batch* batch,
+                      std::vector<host::PartitionedCoo>* minibatches);
+
   const host::PartitionLimits& limits() const { return limits_; }
+  // The splitter's options: per-stack limits and the stacking of each table.
+  const host::MinibatchOptions& minibatch_options() const { return minibatch_options_; }
 
   // Collective (one all-reduce of the dropped counts): the summary's
   // minibatch and dropping statistics over the training steps so far.
@@ -59,15 +110,19 @@ class HostStage {
   const std::vector<int64_t>& dropped_per_table() const { return dropped_per_table_; }
 
  private:
-  absl::Status Prepare(const char* what, int64_t index, bool train, host::Batch* batch,
-                       host::PartitionedCoo* coo, std::vector<host::PartitionedCoo>* minibatches);
+  absl::Status Prepare(bool train, int64_t index, host::Batch* batch, host::PartitionedCoo* coo,
+                       std::vector<host::PartitionedCoo>* minibatches);
+  // Adds a finished training step to the statistics (and logs its drops).
+  void CountTrainStep(const HostWork& work, const std::vector<host::PartitionedCoo>& minibatches);
 
   Communicator& comm_;
   host::DataSource& data_;
+  std::mutex data_mu_;  // serialises data_ (ReadLocal from several threads)
   host::PartitionLimits limits_;
   bool limited_;
-  host::CooBuilder coo_builder_;
-  host::MinibatchSplitter splitter_;
+  host::CooOptions coo_options_;
+  host::MinibatchOptions minibatch_options_;
+  std::unique_ptr<HostWork> inline_work_;  // PrepareTrain / PrepareEval
   std::vector<int64_t> boundary_flags_;
   std::vector<int64_t> dropped_scratch_;
   std::vector<int64_t> dropped_per_table_;

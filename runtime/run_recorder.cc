@@ -185,6 +185,18 @@ void RunRecorder::DenseDone(int64_t step, Clock::time_point begin, Clock::time_p
   }
 }
 
+void RunRecorder::HostQueueWait(int64_t step, double wait_ms) {
+  TimedLock lock(*this);
+  if (step < 0 || step >= static_cast<int64_t>(steps_.size())) return;
+  steps_[step].host_wait_ms += wait_ms;
+}
+
+void RunRecorder::OnHostQueueDepth(int64_t step, Clock::time_point t, int64_t ready) {
+  if (!Traced(step)) return;
+  TimedLock lock(*this);
+  trace_->AddCounter("host queue", "steps", t, ready);
+}
+
 void RunRecorder::OnExchange(Clock::time_point begin, Clock::time_point end, int64_t bytes_sent,
                              int64_t bytes_received) {
   TimedLock lock(*this);
@@ -304,7 +316,7 @@ void RunRecorder::AddQueueCounters() {
 absl::Status RunRecorder::FinishStages(Communicator& comm, summary::RunSummary* s) {
   // Steps this run completed (a resumed run starts later; every rank runs the
   // same steps).
-  constexpr int kSeries = kNumStages + 2;  // + exchange, step
+  constexpr int kSeries = kNumStages + 3;  // + exchange, host_wait, step
   std::array<std::vector<float>, kSeries> mine;
   double overlap[2] = {0, 0};  // stage sum, busy
   for (const StepTimes& t : steps_) {
@@ -314,7 +326,8 @@ absl::Status RunRecorder::FinishStages(Communicator& comm, summary::RunSummary* 
       overlap[0] += t.dur_ms[k];
     }
     mine[kNumStages].push_back(static_cast<float>(t.exchange_ms));
-    mine[kNumStages + 1].push_back(static_cast<float>(t.step_ms));
+    mine[kNumStages + 1].push_back(static_cast<float>(t.host_wait_ms));
+    mine[kNumStages + 2].push_back(static_cast<float>(t.step_ms));
   }
   overlap[1] = BusyTime(intervals_);
   LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<double>(overlap, 2)));
@@ -325,7 +338,8 @@ absl::Status RunRecorder::FinishStages(Communicator& comm, summary::RunSummary* 
     dist[k] = Distribute(std::vector<double>(all.begin(), all.end()));
   }
   const double step_mean = dist[kSeries - 1].mean;
-  const char* names[kSeries] = {"host", "sc_forward", "tc", "sc_backward", "exchange", "step"};
+  const char* names[kSeries] = {"host",     "sc_forward", "tc",  "sc_backward",
+                                "exchange", "host_wait",  "step"};
   for (int k = 0; k < kSeries; ++k) {
     auto* st = s->add_stages();
     st->set_name(names[k]);

@@ -33,6 +33,7 @@
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/host_prefetcher.h"
 #include "runtime/metrics_csv.h"
 #include "runtime/sparsecore_stage.h"
 #include "runtime/timed_communicator.h"
@@ -40,7 +41,7 @@
 
 namespace lemrt::runtime {
 
-class RunRecorder : public ExchangeObserver {
+class RunRecorder : public ExchangeObserver, public HostQueueObserver {
  public:
   using Clock = std::chrono::steady_clock;
   enum Stage { kHost = 0, kScForward, kTc, kScBackward, kNumStages };
@@ -65,6 +66,9 @@ class RunRecorder : public ExchangeObserver {
   // As ForwardDone, for the SparseCore backward.
   void BackwardDone(int64_t step, Clock::time_point begin, Clock::time_point end,
                     std::span<const SparseStepBuffers> minibatches);
+  // The SparseCore executor waited `wait_ms` for the host queue to hand it
+  // `step` (the "host-bound" diagnosis; the summary's host_wait stage).
+  void HostQueueWait(int64_t step, double wait_ms);
   // The trainer's loop finished `step` ([begin, end) of its wall time, eval
   // excluded) with global mean loss `loss`: progress line and CSV row on
   // logged steps.
@@ -83,6 +87,10 @@ class RunRecorder : public ExchangeObserver {
   // not tracing). `queue` must be a string literal.
   void ReportQueueDepth(const char* queue, Clock::time_point t, int64_t depth);
 
+  // HostQueueObserver: the host queue's depth, a trace counter ("host
+  // queue") on traced steps.
+  void OnHostQueueDepth(int64_t step, Clock::time_point t, int64_t ready) override;
+
   // ExchangeObserver: an all-to-all of the SparseCore stage.
   void OnExchange(Clock::time_point begin, Clock::time_point end, int64_t bytes_sent,
                   int64_t bytes_received) override;
@@ -99,6 +107,7 @@ class RunRecorder : public ExchangeObserver {
   struct StepTimes {
     std::array<double, kNumStages> begin_ms{}, end_ms{}, dur_ms{};
     double exchange_ms = 0;
+    double host_wait_ms = 0;
     double step_ms = 0;
     int stages_mask = 0;  // bit k: stage k recorded
   };

@@ -8,39 +8,12 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "runtime/comm/self_communicator.h"
 
 namespace lemrt::runtime {
 namespace {
 
 using Clock = RunRecorder::Clock;
-
-// One rank: every collective is the identity.
-class SelfCommunicator : public Communicator {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  absl::Status AllToAll(std::span<const int64_t> send, std::span<int64_t> recv) override {
-    std::copy(send.begin(), send.end(), recv.begin());
-    return absl::OkStatus();
-  }
-  absl::Status AllToAllv(const void* send, std::span<const int64_t> send_bytes,
-                         std::span<const int64_t> send_offsets, void* recv,
-                         std::span<const int64_t>, std::span<const int64_t> recv_offsets) override {
-    std::memcpy(static_cast<char*>(recv) + recv_offsets[0],
-                static_cast<const char*>(send) + send_offsets[0], send_bytes[0]);
-    return absl::OkStatus();
-  }
-  absl::Status AllReduceSum(std::span<float>) override { return absl::OkStatus(); }
-  absl::Status AllReduceSum(std::span<double>) override { return absl::OkStatus(); }
-  absl::Status AllReduceSum(std::span<int64_t>) override { return absl::OkStatus(); }
-  absl::Status AllReduceSum(std::span<uint64_t>) override { return absl::OkStatus(); }
-  absl::Status AllReduceMax(std::span<int64_t>) override { return absl::OkStatus(); }
-  absl::Status AllGather(std::span<const float> send, std::vector<float>* recv) override {
-    recv->assign(send.begin(), send.end());
-    return absl::OkStatus();
-  }
-  absl::Status Broadcast(std::string*, int) override { return absl::OkStatus(); }
-};
 
 config::RunConfig SmallConfig(const std::string& trace, int64_t steps) {
   config::RunConfig c;
@@ -120,6 +93,7 @@ TEST(RunRecorderTest, StageStatsTablesAndTraceAgainstPlainCounts) {
     StepInput in(step);
     const double t = 10.0 * step;  // host 1 ms, forward 2, tc 3, backward 1: sequential
     r.HostDone(step, At(base, t), At(base, t + 1), in.batch, in.coo);
+    r.HostQueueWait(step, 0.25 * step);  // 0, 0.25, 0.5 ms
     for (int x = 0; x < 3; ++x) r.OnExchange(At(base, t + 1 + 0.5 * x), At(base, t + 1.25 + 0.5 * x), 24, 48);
     for (int l = 0; l < 2; ++l) {
       in.buffers[0].sc_spans.push_back({l, false, At(base, t + 2.5), At(base, t + 2.75), 5, 2});
@@ -155,7 +129,9 @@ TEST(RunRecorderTest, StageStatsTablesAndTraceAgainstPlainCounts) {
 
   std::map<std::string, summary::StageStats> stages;
   for (const auto& st : s.stages()) stages[st.name()] = st;
-  ASSERT_EQ(stages.size(), 6u);
+  ASSERT_EQ(stages.size(), 7u);
+  EXPECT_NEAR(stages["host_wait"].mean_ms(), 0.25, 1e-6);
+  EXPECT_NEAR(stages["host_wait"].p99_ms(), 0.5, 1e-6);
   EXPECT_NEAR(stages["host"].mean_ms(), 1, 1e-3);
   EXPECT_NEAR(stages["sc_forward"].mean_ms(), 2, 1e-3);
   EXPECT_NEAR(stages["tc"].mean_ms(), 3, 1e-3);

@@ -54,7 +54,20 @@ double BusyTime(std::vector<std::pair<double, double>> intervals) {
 std::vector<std::string> Diagnose(const summary::RunSummary& s) {
   std::vector<std::string> out;
   const summary::StageStats* host = FindStage(s, "host");
-  if (host != nullptr && host->share() >= kHostBoundShare) {
+  const summary::StageStats* host_wait = FindStage(s, "host_wait");
+  if (host_wait != nullptr) {
+    // The device stages' view: the SparseCore executor waiting for the host
+    // queue to hand it its next step.
+    if (host_wait->share() >= kHostWaitShare) {
+      out.push_back(absl::StrFormat(
+          "host-bound: the SparseCores waited for the host queue %.0f%% of the step (%.2f ms "
+          "of %.2f ms; host preprocessing %.2f ms per step on the workers); raise "
+          "sparse_core.host_worker_threads or maximum_parallel_iterations, or speed up the "
+          "input",
+          100 * host_wait->share(), host_wait->mean_ms(),
+          host_wait->mean_ms() / host_wait->share(), host != nullptr ? host->mean_ms() : 0.0));
+    }
+  } else if (host != nullptr && host->share() >= kHostBoundShare) {
     out.push_back(absl::StrFormat(
         "host-bound: host preprocessing takes %.0f%% of the step (%.2f ms of %.2f ms); the "
         "SparseCores wait for the host queue every step",

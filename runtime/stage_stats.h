@@ -26,14 +26,16 @@ Distribution Distribute(std::span<const double> values);
 double BusyTime(std::vector<std::pair<double, double>> intervals);
 
 // Thresholds of Diagnose, documented in README.md.
-inline constexpr double kHostBoundShare = 0.30;    // host share of the step
+inline constexpr double kHostBoundShare = 0.30;    // host share (no host_wait stage)
+inline constexpr double kHostWaitShare = 0.10;     // host-queue wait share of the step
 inline constexpr double kNoOverlapFraction = 0.05;  // overlap below this
 inline constexpr double kManyMinibatches = 1.5;     // mean minibatches per step
 inline constexpr double kSkewRatio = 1.5;           // busiest partition vs mean
 inline constexpr double kPaddingRatio = 1.25;       // padded ids vs ids sent
 
 // One sentence per bottleneck detected in `s` (stages, overlap, tables must be
-// filled): host-bound, no overlap, many minibatches, dropped ids, partition
+// filled): host-bound (the host_wait stage's share of the step, or without
+// one the host stage's share), no overlap, many minibatches, dropped ids, partition
 // skew, padding overhead. Fields still null (not reported by this build) are
 // not diagnosed.
 std::vector<std::string> Diagnose(const summary::RunSummary& s);

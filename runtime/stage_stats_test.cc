@@ -100,5 +100,21 @@ TEST(DiagnoseTest, DetectsEachBottleneck) {
   EXPECT_TRUE(Mentions(d, "padding overhead: table 'user' sends 2.00x"));
 }
 
+// With a host_wait stage (host workers), host-bound means the SparseCores
+// waited for the host queue, whatever the host stage's own share.
+TEST(DiagnoseTest, HostBoundFollowsTheHostQueueWait) {
+  summary::RunSummary s = Healthy();
+  s.mutable_stages(0)->set_share(0.9);  // busy workers alone are not host-bound
+  auto* wait = s.add_stages();
+  wait->set_name("host_wait");
+  wait->set_mean_ms(0.5);
+  wait->set_share(0.05);
+  EXPECT_FALSE(Mentions(Diagnose(s), "host-bound"));
+  wait->set_mean_ms(2);
+  wait->set_share(0.2);
+  EXPECT_TRUE(Mentions(Diagnose(s), "host-bound: the SparseCores waited for the host queue 20% "
+                                    "of the step (2.00 ms of 10.00 ms"));
+}
+
 }  // namespace
 }  // namespace lemrt::runtime

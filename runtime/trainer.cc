@@ -41,6 +41,36 @@ void LogStackingPlan(const config::RunConfig& config) {
   if (const std::string warning = plan.SizeWarning(); !warning.empty()) LOG(WARNING) << warning;
 }
 
+// The partition evidence of one finished step for the summary's tables: the
+// most unique ids in one partition of the table's stack (the splitter's
+// counts exist only when limits are set) and, for a table alone in its stack,
+// the ids sent once every partition is padded to its max_ids_per_partition
+// (per minibatch; a stack's padding is not split over its members).
+void ReportPartitionEvidence(const host::MinibatchOptions& o, const HostWork& work,
+                             int64_t minibatches, RunRecorder& recorder) {
+  if (!o.limits.any_limited()) return;
+  const std::vector<host::PartitionCount>& counts = work.splitter.counts();
+  const int64_t per_stack = int64_t{o.local_sparse_cores} * o.total_sparse_cores;
+  const int num_tables =
+      o.stacking.empty() ? static_cast<int>(o.limits.tables.size()) : static_cast<int>(o.stacking.size());
+  auto stack_of = [&](int t) { return o.stacking.empty() ? t : o.stacking[t].stack; };
+  for (int t = 0; t < num_tables; ++t) {
+    const int k = stack_of(t);
+    const host::TableLimit& limit = o.limits.tables[k];
+    if (!limit.limited() || static_cast<int64_t>(counts.size()) < (k + 1) * per_stack) continue;
+    int64_t max_unique = 0;
+    for (int64_t p = k * per_stack; p < (k + 1) * per_stack; ++p) {
+      max_unique = std::max<int64_t>(max_unique, counts[p].unique_ids);
+    }
+    recorder.ReportMaxUniqueIdsPerPartition(t, max_unique);
+    int members = 0;
+    for (int u = 0; u < num_tables; ++u) members += stack_of(u) == k ? 1 : 0;
+    if (members == 1 && limit.max_ids != host::TableLimit::kUnlimited) {
+      recorder.ReportPaddedIds(t, minibatches * per_stack * limit.max_ids);
+    }
+  }
+}
+
 }  // namespace
 
 Trainer::Trainer(const config::RunConfig& config, Communicator& sparse_comm,
@@ -70,6 +100,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   st = AgreeOnStatus(comm, limits.status());
   if (!st.ok()) return st;
   t->host_ = std::make_unique<HostStage>(config, sparse_comm, *t->data_, std::move(*limits));
+  t->host_worker_threads_ =
+      HostWorkerThreads(config, LocalRanksFromEnvironment(comm.size()));
   std::vector<const device::Optimizer*> optimizers;
   for (const auto& table : config.tables()) {
     t->table_optimizers_.push_back(
@@ -80,6 +112,16 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   st = AgreeOnStatus(comm, recorder.status());
   if (!st.ok()) return st;
   t->recorder_ = std::move(*recorder);
+  const host::PartitionLimits& limits_applied = t->host_->limits();
+  for (size_t tb = 0; tb < limits_applied.tables.size(); ++tb) {
+    const host::TableLimit& l = limits_applied.tables[tb];
+    if (!l.limited()) continue;  // null in the summary: no limit
+    auto or_null = [](int32_t v) -> int64_t {
+      return v == host::TableLimit::kUnlimited ? -1 : v;
+    };
+    t->recorder_->ReportPartitionLimits(static_cast<int>(tb), or_null(l.max_ids),
+                                        or_null(l.max_unique_ids));
+  }
   t->timed_sparse_comm_ = std::make_unique<TimedCommunicator>(sparse_comm, *t->recorder_);
   t->sparse_ = std::make_unique<SparseCoreStage>(config, *t->timed_sparse_comm_, optimizers,
                                                  /*initialize_tables=*/false);
@@ -120,13 +162,30 @@ absl::Status Trainer::InitializeTables(std::span<const device::Optimizer* const>
 
 absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   slot.step = step;
+  // The step's local host half ran on a worker (or runs inline in Take when
+  // maximum_parallel_iterations is 0); its collective half runs here, in
+  // step order. With workers the host stage is the worker's time and the
+  // collective half counts in sc_forward.
+  double wait_ms = 0;
   Clock::time_point t0 = Clock::now();
-  absl::Status st = host_->PrepareTrain(step, &slot.batch, &slot.coo, &slot.minibatches);
+  HostWork& work = prefetcher_->Take(step, &wait_ms);
+  const bool inline_host = prefetcher_->depth() == 0;
+  if (!inline_host) t0 = Clock::now();
+  absl::Status st = host_->Finish(work, &slot.batch, &slot.minibatches);
+  if (st.ok()) {
+    const Clock::time_point host_end = inline_host ? Clock::now() : work.end;
+    stage_ms_total_[0] +=
+        std::chrono::duration<double, std::milli>(host_end - work.begin).count();
+    recorder_->HostDone(step, work.begin, host_end, slot.batch, work.coo);
+    recorder_->HostQueueWait(step, wait_ms);
+    ReportPartitionEvidence(host_->minibatch_options(), work,
+                            static_cast<int64_t>(slot.minibatches.size()), *recorder_);
+    slot.coo.ids_total = work.coo.ids_total;
+    slot.coo.ids_after_dedup = work.coo.ids_after_dedup;
+  }
+  prefetcher_->Release(work);
   if (!st.ok()) return st;
-  stage_ms_total_[0] += MsSince(t0);
-  recorder_->HostDone(step, t0, Clock::now(), slot.batch, slot.coo);
-
-  t0 = Clock::now();
+  if (inline_host) t0 = Clock::now();
   table_serializer_->Expand(&slot.minibatches);  // serialized tables (issue 4)
   st = sparse_->Forward(slot.minibatches, &slot.minibatch_sparse, slot.activations);
   if (!st.ok()) return st;
@@ -218,6 +277,9 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   // A step's time runs from the end of the previous step (or of the eval and
   // checkpoint after it) to the end of its own update, so it includes the
   // host work and lookup whether they ran overlapped or inline.
+  prefetcher_ = std::make_unique<HostPrefetcher>(
+      *host_, host_worker_threads_, config_.sparse_core().maximum_parallel_iterations(),
+      first_step, tc.steps(), recorder_.get());
   Clock::time_point step_start = Clock::now();
   if (first_step < tc.steps()) {
     forward[first_step % 2] = sparse_executor.Submit(
@@ -273,6 +335,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
           [this, step] { return HostAndForward(step + 1, slots_[(step + 1) % 2]); });
     }
   }
+  prefetcher_.reset();  // every training step was taken
   LEMRT_ASSIGN_OR_RETURN(EvalResult eval, Evaluate());
   recorder_->EvalDone(tc.steps() - 1, eval.auc, eval.logloss);
   if (leader) {
@@ -325,9 +388,9 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   s.set_params_l2(stats.params_l2);
   s.set_model_checksum(stats.checksum);
   device::FillMemoryStats(memory_plan_, s.mutable_memory());
+  host::FillStackingStats(host::StackingPlan::FromConfig(config_), config_, s.mutable_stacking());
   s.mutable_startup()->set_table_init_mode(table_init_mode_);
   s.mutable_startup()->set_table_init_ms(table_init_ms_);
-  host::FillStackingStats(host::StackingPlan::FromConfig(config_), config_, s.mutable_stacking());
   s.set_pipelining(pipelining_);
   s.set_wall_time_sec(slowest);
   auto* b = s.mutable_breakdown_ms();

@@ -33,6 +33,7 @@
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/host_prefetcher.h"
 #include "runtime/host_stage.h"
 #include "runtime/run_recorder.h"
 #include "runtime/sparsecore_stage.h"
@@ -127,6 +128,10 @@ class Trainer {
   // Start-up: table initialisation mode and the slowest chip's time (issue 4).
   std::string table_init_mode_;
   double table_init_ms_ = 0;
+  // Host worker threads running host_'s local half ahead (made by Run once
+  // the first step is known; after host_, so it stops first).
+  std::unique_ptr<HostPrefetcher> prefetcher_;
+  int host_worker_threads_ = 1;
   // Two slots: step i+1's lookup fills one while the TensorCore reads the other.
   std::array<StepSlot, 2> slots_;
   // Milliseconds per stage over the run: host, sc_forward, tc, sc_backward.

@@ -9,6 +9,13 @@
 #    evaluated step, eval columns exactly on evaluated steps, and its last
 #    loss / AUC equal the summary's;
 #  - the summary's per-table counters add up to its global id counters;
+#  - the host queue (host worker threads) shows as a "host queue" counter on
+#    every chip, the summary has a host_wait stage, and the host-bound
+#    diagnosis appears exactly when the SparseCores waited for the host queue
+#    at least 10% of the step (also with maximum_parallel_iterations: 0,
+#    where every step's host work runs inline);
+#  - with partition limits configured, every table's limit fields in the
+#    summary equal them, and its max unique ids / padded ids are filled;
 #  - scripts/plot_run.py writes its PNGs from these files;
 #  - a malformed --trace_steps fails with a sentence naming the flag.
 # Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
@@ -61,6 +68,10 @@ for e in ev:
     if e["ph"] == "X" and e["tid"] == tid["Exchange"] and e["args"]["bytes_sent"] <= 0:
         fails.append(f"exchange without bytes {e}")
 if not any(e["ph"] == "C" for e in ev): fails.append("no counter events")
+for r in range(W):
+    hq = [e for e in ev if e["ph"] == "C" and e["name"] == "host queue" and e["pid"] == r]
+    if not hq: fails.append(f"chip {r}: no host queue counter")
+    if any(not 0 <= e["args"]["steps"] <= 2 for e in hq): fails.append(f"host queue depth {hq}")
 
 rows = list(csv.DictReader(open(f"{w}/metrics.csv")))
 header = open(f"{w}/metrics.csv").readline().strip().split(",")
@@ -88,11 +99,50 @@ for t in s["tables"]:
         fails.append(f"partition_ids of {t['name']}")
     if not t["max_ids_per_partition"] > 0: fails.append(f"max_ids_per_partition of {t['name']}")
 stages = {st["name"]: st for st in s["stages"]}
-if sorted(stages) != sorted(["host", "sc_forward", "tc", "sc_backward", "exchange", "step"]):
+if sorted(stages) != sorted(["host", "sc_forward", "tc", "sc_backward", "exchange", "host_wait", "step"]):
     fails.append(f"stages {sorted(stages)}")
 if abs(stages["step"]["share"] - 1) > 1e-9 or not stages["tc"]["mean_ms"] > 0: fails.append("stage stats")
 if not 0 <= s["overlap"]["fraction"] < 1: fails.append(f"overlap {s['overlap']}")
 print(f"trace: {len(ev)} events; csv: {len(rows)} rows; tables {names}; overlap {s['overlap']['fraction']:.3f}")
+if fails:
+    print("FAILED:", "; ".join(fails)); sys.exit(1)
+PY
+
+# Host-bound diagnosis against the summary's host_wait stage, with workers
+# (the run above) and inline (maximum_parallel_iterations: 0); partition
+# limits reported in the summary.
+timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$LEMRT_BIN/lemrt_train" \
+  --config="$config" --override='sparse_core { maximum_parallel_iterations: 0
+    max_ids_per_partition: 12 max_unique_ids_per_partition: 10 allow_id_dropping: true }' \
+  --summary_json="$work/inline.json" > "$work/inline.log" 2>&1 \
+  || { cat "$work/inline.log"; echo "FAILED: lemrt_train inline with limits"; exit 1; }
+python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+fails = []
+for name in ["summary", "inline"]:
+    s = json.load(open(f"{w}/{name}.json"))
+    stages = {st["name"]: st for st in s["stages"]}
+    wait = stages["host_wait"]
+    said = any(d.startswith("host-bound") for d in s.get("diagnosis", []))
+    if said != (wait["share"] >= 0.10):
+        fails.append(f"{name}: host_wait share {wait['share']:.3f} but host-bound said: {said}")
+    print(f"{name}: host_wait {wait['mean_ms']:.3f} ms/step ({100 * wait['share']:.1f}%), "
+          f"host {stages['host']['mean_ms']:.3f} ms; host-bound: {said}")
+s = json.load(open(f"{w}/inline.json"))
+for t in s["tables"]:
+    if t.get("max_ids_per_partition_limit") != 12 or t.get("max_unique_ids_per_partition_limit") != 10:
+        fails.append(f"table {t['name']}: limits {t.get('max_ids_per_partition_limit')} / "
+                     f"{t.get('max_unique_ids_per_partition_limit')}, configured 12 / 10")
+    mu = t.get("max_unique_ids_per_partition")
+    if not isinstance(mu, (int, float)) or not 0 < mu <= t["max_ids_per_partition"]:
+        fails.append(f"table {t['name']}: max_unique_ids_per_partition {mu}")
+    dropped = s["preprocess"].get("ids_dropped_per_table", {}).get(t["name"], 0)
+    if not isinstance(t.get("padded_ids"), (int, float)) or t["padded_ids"] < t["ids_after_dedup"] - dropped:
+        fails.append(f"table {t['name']}: padded_ids {t.get('padded_ids')}")
+s = json.load(open(f"{w}/summary.json"))
+if any(t.get("max_ids_per_partition_limit") is not None for t in s["tables"]):
+    fails.append("limits reported for a run without limits")
 if fails:
     print("FAILED:", "; ".join(fails)); sys.exit(1)
 PY

@@ -28,6 +28,7 @@
 #include "host/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/host_prefetcher.h"
 #include "runtime/host_stage.h"
 #include "runtime/sparsecore_stage.h"
 #include "runtime/tensorcore_stage.h"
@@ -96,19 +97,37 @@ model { num_dense_features: 13 bottom_mlp: [ 32, 16 ] top_mlp: [ 32, 1 ] }
 training { global_batch: 192 seed: 7 }
 )pb";
 
-TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
+// The host stage of kConfig on this rank, with what it needs.
+struct HostRig {
+  HostRig() {
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    auto parsed = config::ParseConfig(kConfig, "alloc_test", "", world);
+    CHECK(parsed.ok()) << parsed.status();
+    config = std::move(*parsed);
+    auto c = MpiCommunicator::Create(MPI_COMM_WORLD);
+    CHECK(c.ok()) << c.status();
+    comm = std::move(*c);
+    auto d = host::CreateDataSource(config, rank, world);
+    CHECK(d.ok()) << d.status();
+    data = std::move(*d);
+    auto limits = host::ResolveLimits(config);
+    CHECK(limits.ok()) << limits.status();
+    host = std::make_unique<HostStage>(config, *comm, *data, std::move(*limits));
+  }
   int world = 1, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  auto config = config::ParseConfig(kConfig, "alloc_test", "", world);
-  CHECK(config.ok()) << config.status();
-  auto comm = MpiCommunicator::Create(MPI_COMM_WORLD);
-  CHECK(comm.ok()) << comm.status();
-  auto data = host::CreateDataSource(*config, rank, world);
-  CHECK(data.ok()) << data.status();
-  auto limits = host::ResolveLimits(*config);
-  CHECK(limits.ok()) << limits.status();
-  HostStage host(*config, **comm, **data, std::move(*limits));
+  config::RunConfig config;
+  std::unique_ptr<MpiCommunicator> comm;
+  std::unique_ptr<host::DataSource> data;
+  std::unique_ptr<HostStage> host;
+};
+
+TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
+  HostRig rig;
+  const int world = rig.world, rank = rig.rank;
+  const config::RunConfig* config = &rig.config;
+  Communicator& comm = *rig.comm;
+  HostStage& host = *rig.host;
   std::vector<std::unique_ptr<device::Optimizer>> owned;
   std::vector<const device::Optimizer*> optimizers;
   for (const auto& t : config->tables()) {
@@ -116,8 +135,8 @@ TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
         device::CreateOptimizer(t.optimizer(), config->training().embedding_learning_rate()));
     optimizers.push_back(owned.back().get());
   }
-  SparseCoreStage sparse(*config, **comm, optimizers);
-  auto dense = TensorCoreStage::Create(*config, **comm);
+  SparseCoreStage sparse(*config, comm, optimizers);
+  auto dense = TensorCoreStage::Create(*config, comm);
   CHECK(dense.ok()) << dense.status();
 
   const int64_t local_batch = config->training().global_batch() / world;
@@ -158,6 +177,38 @@ TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
     EXPECT_EQ(news_per_step[s], 0) << "rank " << rank << " replayed step " << s
                                    << " called operator new " << news_per_step[s] << " times";
   }
+}
+
+// The host worker threads (runtime/host_prefetcher.h): with two workers and a
+// queue of two steps, the workers' local half (data read, COO, dedup,
+// partition, stats) and the consumer's collective half (agreement, split)
+// allocate nothing once every queue item has seen the steps. Counting covers
+// the whole replayed pass, so the workers' allocations are seen too.
+TEST(SteadyStateAllocTest, PrefetchedHostStepsAllocateNothing) {
+  HostRig rig;
+  const int rank = rig.rank;
+  HostStage& host = *rig.host;
+  constexpr int kSteps = 8;
+  HostPrefetcher prefetcher(host, /*threads=*/2, /*depth=*/2, 0, kSteps);
+  host::Batch batch;
+  std::vector<host::PartitionedCoo> minibatches;
+  auto pass = [&] {
+    for (int s = 0; s < kSteps; ++s) {
+      HostWork& w = prefetcher.Take(s);
+      const absl::Status st = host.Finish(w, &batch, &minibatches);
+      prefetcher.Release(w);
+      CHECK(st.ok()) << st;
+    }
+  };
+  pass();  // warm-up: step s fills item s % 2, as in the replay
+  const int64_t before = g_news.load();
+  g_counting.store(true);
+  prefetcher.Restart(0, kSteps);
+  pass();
+  g_counting.store(false);
+  const int64_t news = g_news.load() - before;
+  EXPECT_EQ(news, 0) << "rank " << rank << ": the prefetched replay called operator new " << news
+                     << " times";
 }
 
 }  // namespace
