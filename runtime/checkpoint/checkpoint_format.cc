@@ -216,8 +216,8 @@ absl::StatusOr<Manifest> ReadManifest(const std::string& dir) {
     return bad("total_sparse_cores, dense or step is missing");
   }
   for (const TableEntry& t : m.tables()) {
-    // Bounded first, so the sizes below cannot overflow (found by
-    // tests/fuzz/checkpoint_fuzzer).
+    // Bounded first, so the sizes below cannot overflow (a signed overflow
+    // in (1 + slots_per_param) and records x record bytes before).
     if (t.vocab_size() < 0 || t.dim() <= 0 || t.dim() > kMaxDim || t.slots_per_param() < 0 ||
         t.slots_per_param() > kMaxSlotsPerParam) {
       return bad(absl::StrFormat("table '%s' has vocab_size %d, dim %d, slots_per_param %d "

@@ -224,8 +224,8 @@ void WriteManifest(const std::string& dir, const Manifest& m) {
   ASSERT_TRUE(WriteFileAtomically(dir + "/" + kManifestName, text).ok());
 }
 
-// Sizes that overflowed int32 / int64 arithmetic (regressions of
-// tests/fuzz/checkpoint_fuzzer: undefined behaviour before the bounds).
+// Sizes that overflowed int32 / int64 arithmetic (undefined behaviour before
+// ReadManifest bounded them).
 TEST(CheckpointFormatTest, ManifestWithOverflowingSizesIsCorrupted) {
   const std::string dir = TempDir();
   const Manifest good = WriteFakeCheckpoint(dir, 11, 2);
