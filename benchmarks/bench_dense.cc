@@ -16,19 +16,15 @@
 
 #include "Eigen/Core"
 #include "benchmark/benchmark.h"
+#include "benchmarks/thread_cpu_timer.h"
 #include "device/tensorcore/dlrm_dense.h"
 
 namespace lemrt::device {
 namespace {
 
 using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-// CPU time of this thread: the kernels and references are single-threaded,
-// and on a loaded machine wall time mostly measures the scheduler.
-double ThreadCpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+using bench::SecondsPerCall;
+using bench::ThreadCpuSeconds;
 
 DlrmShape CriteoShape() {
   DlrmShape s;
@@ -50,16 +46,6 @@ std::vector<std::pair<int, int>> Layers(const DlrmShape& s) {
   return layers;
 }
 
-template <typename Fn>
-double SecondsPerCall(int reps, Fn&& fn) {
-  double best = 1e30;
-  for (int r = 0; r < 5; ++r) {
-    const double t0 = ThreadCpuSeconds();
-    for (int i = 0; i < reps; ++i) fn();
-    best = std::min(best, (ThreadCpuSeconds() - t0) / reps);
-  }
-  return best;
-}
 
 void BM_DlrmDense(benchmark::State& state) {
   const int64_t batch = state.range(0);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "benchmarks/thread_cpu_timer.h"
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/sparse_core.h"
 #include "host/coo.h"
@@ -76,13 +77,8 @@ struct Fixture {
   SparseCoreStepState st;
 };
 
-// CPU time of this thread: the kernels and references are single-threaded,
-// and on a loaded machine wall time mostly measures the scheduler.
-double ThreadCpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+using bench::SecondsPerCall;
+using bench::ThreadCpuSeconds;
 
 void EvictCaches(const std::vector<int64_t>& flush) {
   int64_t sum = 0;
@@ -104,17 +100,6 @@ double ColdSecondsPerCall(const std::vector<int64_t>& flush, Fn&& fn) {
   return best;
 }
 
-// CPU seconds per call of fn, best of 5 runs of `reps` calls (warm caches).
-template <typename Fn>
-double SecondsPerCall(int reps, Fn&& fn) {
-  double best = 1e30;
-  for (int r = 0; r < 5; ++r) {
-    const double t0 = ThreadCpuSeconds();
-    for (int i = 0; i < reps; ++i) fn();
-    best = std::min(best, (ThreadCpuSeconds() - t0) / reps);
-  }
-  return best;
-}
 
 void Report(benchmark::State& state, double kernel_s, double memcpy_s, double rows_s,
             double bytes) {

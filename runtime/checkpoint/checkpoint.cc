@@ -29,10 +29,6 @@ namespace {
 using runtime::AgreeOnStatus;
 using runtime::Communicator;
 
-std::string Join(const std::string& dir, const std::string& name) {
-  return absl::StrCat(dir, "/", name);
-}
-
 std::string DataSourceName(const config::RunConfig& config) {
   if (config.data().has_criteo()) return "criteo";
   if (config.data().has_binary()) return "binary";
@@ -202,15 +198,7 @@ absl::Status RestoreTable(const std::string& dir, const Manifest& m, int t,
 
 absl::Status RestoreDense(const std::string& dir, const Manifest& m,
                           runtime::TensorCoreStage& dense) {
-  const FileEntry& f = m.dense().file();
-  const std::string path = Join(dir, f.name());
-  LEMRT_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Open(path, f.bytes()));
-  const uint64_t sum = RecordHash(mapped.bytes());
-  if (sum != f.checksum()) {
-    return absl::DataLossError(absl::StrFormat(
-        "checkpoint file '%s' is corrupted: its checksum is %016x, the manifest says %016x.", path,
-        sum, f.checksum()));
-  }
+  LEMRT_ASSIGN_OR_RETURN(MappedFile mapped, OpenVerified(dir, m.dense().file()));
   auto params = dense.mutable_params();
   auto slots = dense.mutable_optimizer_slots();
   std::memcpy(params.data(), mapped.bytes().data(), 4 * params.size());
@@ -358,12 +346,9 @@ absl::StatusOr<RestoreResult> RestoreCheckpoint(const std::string& dir,
   for (int t = 0; t < m.tables_size(); ++t) {
     for (int g = 0; g < m.total_sparse_cores(); ++g) {
       const FileEntry& f = m.tables(t).files(g);
-      const uint64_t sum = sums[int64_t{t} * m.total_sparse_cores() + g];
-      if (sum != f.checksum()) {
-        return absl::DataLossError(absl::StrFormat(
-            "checkpoint file '%s' is corrupted: its checksum is %016x, the manifest says %016x.",
-            Join(result.dir, f.name()), sum, f.checksum()));
-      }
+      LEMRT_RETURN_IF_ERROR(CheckChecksum(Join(result.dir, f.name()),
+                                          sums[int64_t{t} * m.total_sparse_cores() + g],
+                                          f.checksum()));
     }
   }
   for (const auto& sc : sparse.sparse_cores()) sc->set_updates(m.sparse_updates());

@@ -26,10 +26,6 @@ absl::Status Errno(const std::string& what, const std::string& path) {
   return absl::ErrnoToStatus(errno, absl::StrCat("checkpoint: cannot ", what, " '", path, "'"));
 }
 
-std::string Join(const std::string& dir, const std::string& name) {
-  return absl::StrCat(dir, "/", name);
-}
-
 bool IsFile(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -80,15 +76,28 @@ absl::Status CheckTableFile(const std::string& path, std::span<const char> bytes
       std::memcpy(slots + row * slot_floats, p + 8 + 4 * int64_t{dim}, 4 * int64_t{slot_floats});
     }
   }
-  if (sum != file.checksum()) {
-    return absl::DataLossError(absl::StrFormat(
-        "checkpoint file '%s' is corrupted: its checksum is %016x, the manifest says %016x.", path,
-        sum, file.checksum()));
-  }
-  return absl::OkStatus();
+  return CheckChecksum(path, sum, file.checksum());
 }
 
 }  // namespace
+
+std::string Join(const std::string& dir, const std::string& name) {
+  return absl::StrCat(dir, "/", name);
+}
+
+absl::Status CheckChecksum(const std::string& path, uint64_t sum, uint64_t expected) {
+  if (sum == expected) return absl::OkStatus();
+  return absl::DataLossError(absl::StrFormat(
+      "checkpoint file '%s' is corrupted: its checksum is %016x, the manifest says %016x.", path,
+      sum, expected));
+}
+
+absl::StatusOr<MappedFile> OpenVerified(const std::string& dir, const FileEntry& f) {
+  const std::string path = Join(dir, f.name());
+  LEMRT_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Open(path, f.bytes()));
+  LEMRT_RETURN_IF_ERROR(CheckChecksum(path, RecordHash(mapped.bytes()), f.checksum()));
+  return mapped;
+}
 
 std::string StepDirName(int64_t step) { return absl::StrFormat("step-%08d", step); }
 
@@ -351,16 +360,7 @@ absl::Status VerifyCheckpoint(const std::string& dir, const Manifest& manifest) 
   for (const TableEntry& t : manifest.tables()) {
     LEMRT_RETURN_IF_ERROR(ReadWholeTable(dir, manifest, t.name(), &weights, &slots));
   }
-  const FileEntry& f = manifest.dense().file();
-  const std::string path = Join(dir, f.name());
-  LEMRT_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::Open(path, f.bytes()));
-  const uint64_t sum = RecordHash(mapped.bytes());
-  if (sum != f.checksum()) {
-    return absl::DataLossError(absl::StrFormat(
-        "checkpoint file '%s' is corrupted: its checksum is %016x, the manifest says %016x.", path,
-        sum, f.checksum()));
-  }
-  return absl::OkStatus();
+  return OpenVerified(dir, manifest.dense().file()).status();
 }
 
 }  // namespace lemrt::checkpoint

@@ -100,6 +100,16 @@ class MappedFile {
   int64_t size_ = 0;
 };
 
+// `dir`/`name`.
+std::string Join(const std::string& dir, const std::string& name);
+
+// DataLoss naming `path` when `sum` (the RecordHash of its bytes or records)
+// is not the manifest's `expected`.
+absl::Status CheckChecksum(const std::string& path, uint64_t sum, uint64_t expected);
+
+// Maps file `f` of checkpoint `dir` and verifies its size and checksum.
+absl::StatusOr<MappedFile> OpenVerified(const std::string& dir, const FileEntry& f);
+
 // Reads every record of every file of table `table_name` from checkpoint
 // `dir` with `manifest` (single process), verifying the checksums and row
 // ids, into `weights` [vocab_size x dim] and, when not null, `slots`
