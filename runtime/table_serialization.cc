@@ -1,7 +1,5 @@
 #include "runtime/table_serialization.h"
 
-#include <utility>
-
 namespace lemrt::runtime {
 
 void SelectTables(const host::PartitionedCoo& in, std::span<const char> keep,
@@ -24,30 +22,32 @@ TableSerializer::TableSerializer(const device::MemoryPlan& plan) {
   const size_t tables = plan.tables.size();
   std::vector<char> together(tables, 0);
   bool any_together = false;
-  for (size_t t = 0; t < tables; ++t) {
-    if (!plan.tables[t].serialized) together[t] = any_together = true;
+  for (const device::StackPlan& s : plan.stacks) {
+    if (s.serialized) continue;
+    for (int t : s.tables) together[t] = 1;
+    any_together = true;
   }
   if (any_together) keep_.push_back(std::move(together));
-  for (size_t t = 0; t < tables; ++t) {
-    if (!plan.tables[t].serialized) continue;
+  for (const device::StackPlan& s : plan.stacks) {
+    if (!s.serialized) continue;
     keep_.emplace_back(tables, 0);
-    keep_.back()[t] = 1;
+    for (int t : s.tables) keep_.back()[t] = 1;
   }
 }
 
-void TableSerializer::Expand(std::vector<host::PartitionedCoo>* minibatches) {
-  if (!active()) return;
-  const size_t groups = keep_.size();
-  const size_t n = minibatches->size();
-  if (scratch_.size() < n * groups) scratch_.resize(n * groups);
-  for (size_t m = 0; m < n; ++m) {
-    for (size_t g = 0; g < groups; ++g) {
-      SelectTables((*minibatches)[m], keep_[g], &scratch_[m * groups + g]);
+std::span<const host::PartitionedCoo> TableSerializer::Expand(
+    std::span<const host::PartitionedCoo> minibatches,
+    std::vector<host::PartitionedCoo>* groups) const {
+  if (!active()) return minibatches;
+  const size_t g_count = keep_.size();
+  const size_t n = minibatches.size() * g_count;
+  if (groups->size() < n) groups->resize(n);
+  for (size_t m = 0; m < minibatches.size(); ++m) {
+    for (size_t g = 0; g < g_count; ++g) {
+      SelectTables(minibatches[m], keep_[g], &(*groups)[m * g_count + g]);
     }
   }
-  if (minibatches->size() < n * groups) minibatches->resize(n * groups);
-  // Swap so both vectors keep their capacity for the next step.
-  for (size_t i = 0; i < n * groups; ++i) std::swap((*minibatches)[i], scratch_[i]);
+  return std::span<const host::PartitionedCoo>(groups->data(), n);
 }
 
 }  // namespace lemrt::runtime

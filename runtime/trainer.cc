@@ -186,16 +186,16 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   prefetcher_->Release(work);
   if (!st.ok()) return st;
   if (inline_host) t0 = Clock::now();
-  table_serializer_->Expand(&slot.minibatches);  // serialized tables (issue 4)
-  st = sparse_->Forward(slot.minibatches, &slot.minibatch_sparse, slot.activations);
+  slot.sc_coos = table_serializer_->Expand(slot.minibatches, &slot.table_groups);  // issue 4
+  st = sparse_->Forward(slot.sc_coos, &slot.minibatch_sparse, slot.activations);
   if (!st.ok()) return st;
   stage_ms_total_[1] += MsSince(t0);
   const std::span<const SparseStepBuffers> mb_buffers(slot.minibatch_sparse.data(),
-                                                      slot.minibatches.size());
+                                                      slot.sc_coos.size());
   recorder_->ForwardDone(step, t0, Clock::now(), mb_buffers);
   ids_total_ += slot.coo.ids_total;
   ids_after_dedup_ += slot.coo.ids_after_dedup;
-  unique_ids_ += sparse_->last_unique_ids(mb_buffers, slot.minibatches.size());
+  unique_ids_ += sparse_->last_unique_ids(mb_buffers, slot.sc_coos.size());
   return absl::OkStatus();
 }
 
@@ -212,11 +212,11 @@ absl::Status Trainer::Dense(StepSlot& slot) {
 absl::Status Trainer::Backward(StepSlot& slot) {
   const Clock::time_point t0 = Clock::now();
   absl::Status st =
-      sparse_->Backward(slot.minibatches, slot.d_activations, &slot.minibatch_sparse);
+      sparse_->Backward(slot.sc_coos, slot.d_activations, &slot.minibatch_sparse);
   stage_ms_total_[3] += MsSince(t0);
   recorder_->BackwardDone(slot.step, t0, Clock::now(),
                           std::span<const SparseStepBuffers>(slot.minibatch_sparse.data(),
-                                                             slot.minibatches.size()));
+                                                             slot.sc_coos.size()));
   return st;
 }
 
@@ -233,8 +233,8 @@ absl::StatusOr<EvalResult> Trainer::Evaluate() {
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
     absl::Status st = host_->PrepareEval(c, &slot.batch, &slot.coo, &slot.minibatches);
     if (!st.ok()) return st;
-    table_serializer_->Expand(&slot.minibatches);
-    st = sparse_->Forward(slot.minibatches, &slot.minibatch_sparse, slot.activations);
+    slot.sc_coos = table_serializer_->Expand(slot.minibatches, &slot.table_groups);
+    st = sparse_->Forward(slot.sc_coos, &slot.minibatch_sparse, slot.activations);
     if (!st.ok()) return st;
     chunk_probs.resize(slot.batch.num_samples);
     dense_->Predict(slot.batch, slot.activations, chunk_probs);

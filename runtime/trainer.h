@@ -23,6 +23,7 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,6 +60,11 @@ struct StepSlot {
   // The step's vocabulary-dimension minibatches and their SparseCore buffers
   // (runtime/host_stage.h); one minibatch when the step fits its limits.
   std::vector<host::PartitionedCoo> minibatches;
+  // What the SparseCore stage runs: `minibatches`, or their serialized
+  // table groups in `table_groups` (runtime/table_serialization.h; grows,
+  // never shrinks, so a serialized step allocates nothing).
+  std::vector<host::PartitionedCoo> table_groups;
+  std::span<const host::PartitionedCoo> sc_coos;
   std::vector<SparseStepBuffers> minibatch_sparse;
   std::vector<float> activations;
   std::vector<float> d_activations;

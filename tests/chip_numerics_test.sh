@@ -3,7 +3,10 @@
 # (issue 4; README "The emulated chip"). Same model checksum as the default
 # run for: on-device table initialisation (sequential and parallel), two
 # serialized tables (whose plan stack is lower), narrow-table packing (whose
-# plan is smaller); simulated quantization trains to a different model;
+# plan is smaller); with stacked tables (tests/testdata/stacked_dlrm.pbtxt:
+# stacks a+b+c and d+e) serializing 1 or 2 stacks gives the unserialized
+# checksum on 1 and 2 ranks, the summary's memory.stacks names each stack's
+# tables and its peak stack follows the serialized stacks; simulated quantization trains to a different model;
 # --eval_quantized reports the int8 AUC change and bytes saved; Adam with
 # forced minibatching trains the same model as without (one Adam step per
 # training step). Needs LEMRT_BIN and LEMRT_SRC.
@@ -22,9 +25,9 @@ sed -e 's/optimizer { adagrad {} }//' -e 's/combiner: \([A-Z]*\)/combiner: \1 op
 grep -q "quantization {" "$work/quantized.pbtxt" && [ "$(grep -c 'adam {}' "$work/adam.pbtxt")" -eq 3 ] \
   || { echo "FAIL could not derive the test configs"; exit 1; }
 failed=0
-run() {  # run NAME CONFIG OVERRIDE [FLAGS...]: trains on 2 ranks
+run() {  # run NAME CONFIG OVERRIDE [FLAGS...]: trains on $NP (default 2) ranks
   local name="$1" config="$2" override="$3"; shift 3
-  if ! timeout 200 mpirun --oversubscribe --bind-to none -np 2 "$LEMRT_BIN/lemrt_train" \
+  if ! timeout 200 mpirun --oversubscribe --bind-to none -np "${NP:-2}" "$LEMRT_BIN/lemrt_train" \
        --config="$config" --override="$base $override" --summary_json="$work/$name.json" "$@" \
        > "$work/$name.log" 2>&1; then
     echo "FAIL run $name"; cat "$work/$name.log"; failed=$((failed + 1))
@@ -39,6 +42,12 @@ run packed "$small" "$narrow sparse_core { pack_narrow_tables: true }"
 run quantized "$work/quantized.pbtxt" ""
 run adam "$work/adam.pbtxt" "data { synthetic { zipf_fraction: 0.2 } }"
 run adam_split "$work/adam.pbtxt" "data { synthetic { zipf_fraction: 0.2 } } sparse_core { max_unique_ids_per_partition: 8 }"
+stacked="$LEMRT_SRC/tests/testdata/stacked_dlrm.pbtxt"
+for np in 1 2; do
+  NP=$np run "stacked_np$np" "$stacked" ""
+  NP=$np run "stacked_ser1_np$np" "$stacked" "sparse_core { xla_sc_num_serialized_tables_to_optimize_hbm: 1 }"
+done
+NP=2 run stacked_ser2_np2 "$stacked" "sparse_core { xla_sc_num_serialized_tables_to_optimize_hbm: 2 }"
 if timeout 100 mpirun --oversubscribe --bind-to none -np 1 "$LEMRT_BIN/lemrt_train" --config="$small" \
      --override="$narrow sparse_core { pack_narrow_tables: true }" --dry_run > "$work/dry.log" 2>&1 \
    && grep -q "Narrow-table packing (pack_narrow_tables) saves" "$work/dry.log" \
@@ -57,7 +66,8 @@ python3 - "$work" "$small" <<'PY'
 import json, math, re, sys
 w, small = sys.argv[1], sys.argv[2]
 s = {n: json.load(open(f"{w}/{n}.json")) for n in
-     ["base", "device", "fast", "serialized", "narrow", "packed", "quantized", "adam", "adam_split"]}
+     ["base", "device", "fast", "serialized", "narrow", "packed", "quantized", "adam", "adam_split",
+      "stacked_np1", "stacked_ser1_np1", "stacked_np2", "stacked_ser1_np2", "stacked_ser2_np2"]}
 fails = []
 def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what)
@@ -101,5 +111,36 @@ for key, get in [("params_l2", lambda j: j["params_l2"]), ("eval.logloss", lambd
     x, y = get(a), get(sp)
     rel = abs(x - y) / max(abs(x), abs(y), 1e-30)
     check(rel < 1e-5, f"Adam, minibatched vs not: {key} {x!r} vs {y!r} (rel {rel:.1e})")
+# Serialization runs whole stacks: same model as the stacks together, on 1
+# and 2 ranks; the plan's peak stack follows the same grouping.
+def peak(stacks):
+    out = 0
+    for key in ("stack_forward_bytes", "stack_backward_bytes"):
+        together = sum(x[key] for x in stacks if not x.get("serialized", False))
+        alone = max([x[key] for x in stacks if x.get("serialized", False)] or [0])
+        out = max(out, together, alone)
+    return out
+for np, runs in [(1, ["stacked_ser1_np1"]), (2, ["stacked_ser1_np2", "stacked_ser2_np2"])]:
+    ref = s[f"stacked_np{np}"]
+    for n in runs:
+        check(s[n]["model_checksum"] == ref["model_checksum"],
+              f"{n}: checksum {s[n]['model_checksum']} == unserialized stacked {ref['model_checksum']}")
+for n in ["stacked_np2", "stacked_ser1_np2", "stacked_ser2_np2"]:
+    m = s[n]["memory"]
+    st = m.get("stacks", [])
+    names = [(x["name"], x["tables"], x.get("serialized", False)) for x in st]
+    check([x["tables"] for x in st] == [["a", "b", "c"], ["d", "e"]] and
+          m["hbm_stack_bytes"] == peak(st),
+          f"{n}: memory.stacks {names}, peak stack {m['hbm_stack_bytes']:.0f} B")
+ser = [x.get("serialized", False) for x in s["stacked_ser1_np2"]["memory"]["stacks"]]
+check(ser == [True, False], f"1 serialized stack is a+b+c (largest stack term): {ser}")
+check(s["stacked_ser1_np2"]["memory"]["hbm_stack_bytes"] < s["stacked_np2"]["memory"]["hbm_stack_bytes"],
+      "serializing a stack lowers the plan's peak stack")
+a3 = s["stacked_np2"]["memory"]["stacks"][0]
+# a+b+c on 2 chips x 4 SCs: features a1, a2, b1, c1 (1 + 4 + 2 + 1 ids), batch 192.
+check(a3["features"] == 4 and a3["ids_per_sample"] == 8 and a3["padded_dim"] == 16
+      and a3["gather_operand_bytes"] == 192 * 4 * 16 * 4 / 16,
+      f"stack a+b+c: {a3['features']} features, {a3['ids_per_sample']} ids per sample, "
+      f"gather operand {a3['gather_operand_bytes']:.0f} B per tile")
 sys.exit(1 if fails else 0)
 PY

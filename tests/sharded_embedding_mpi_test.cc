@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "base/random.h"
@@ -82,12 +83,14 @@ double Gain(const config::TableConfig& t, size_t n) {
 // Runs 3 steps against the dense reference. max_unique_ids > 0: every
 // step's ids are split into vocabulary-dimension minibatches at that
 // per-partition limit (boundaries agreed over ranks, as HostStage does).
-// serialized_tables > 0: that many tables run one after another
-// (xla_sc_num_serialized_tables_to_optimize_hbm, as the trainer does). In
-// kConfig table t2 uses Adam, whose step count must advance once per step
-// however the step is split.
+// serialized_tables > 0: that many stacks (tables when none stack) run one
+// after another (xla_sc_num_serialized_tables_to_optimize_hbm, as the
+// trainer does). `explicit_stack` (table names) is added as one
+// sparse_core.table_stacks entry. In kConfig table t2 uses Adam, whose step
+// count must advance once per step however the step is split.
 void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = kConfig,
-                              int serialized_tables = 0) {
+                              int serialized_tables = 0,
+                              const std::vector<std::string>& explicit_stack = {}) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -95,11 +98,22 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
   ASSERT_TRUE(config.ok()) << config.status();  // same on every rank
   config->mutable_sparse_core()->set_xla_sc_num_serialized_tables_to_optimize_hbm(
       serialized_tables);
+  if (!explicit_stack.empty()) {
+    auto* stack = config->mutable_sparse_core()->add_table_stacks();
+    for (const std::string& t : explicit_stack) stack->add_tables(t);
+  }
   const config::RunConfig& c = *config;
   auto plan = device::BuildMemoryPlan(c);
   ASSERT_TRUE(plan.ok()) << plan.status();  // same on every rank
   TableSerializer serializer(*plan);
   EXPECT_EQ(serializer.active(), serialized_tables > 0);
+  // Every group runs whole stacks.
+  const host::StackingPlan stacks = host::StackingPlan::FromConfig(c);
+  for (const std::vector<char>& keep : serializer.groups()) {
+    for (const host::TableStack& s : stacks.stacks()) {
+      for (int t : s.tables) EXPECT_EQ(keep[t], keep[s.tables[0]]) << "stack " << s.name;
+    }
+  }
   auto comm = MpiCommunicator::Create(MPI_COMM_WORLD);
   ASSERT_TRUE(comm.ok());
 
@@ -142,7 +156,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
     for (auto& l : mo.limits.tables) l.max_unique_ids = max_unique_ids;
   }
   host::MinibatchSplitter splitter(mo);
-  std::vector<host::PartitionedCoo> minibatches;
+  std::vector<host::PartitionedCoo> minibatches, groups;
   std::vector<SparseStepBuffers> bufs;
   size_t max_minibatches = 0;
   for (int step = 0; step < 3; ++step) {
@@ -169,9 +183,10 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
     std::vector<int64_t> dropped;
     ASSERT_TRUE(splitter.Split(coo, boundaries, &minibatches, &dropped).ok());
     max_minibatches = std::max(max_minibatches, minibatches.size());
-    serializer.Expand(&minibatches);
+    const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
+    EXPECT_EQ(runs.size(), minibatches.size() * serializer.num_groups());
     std::vector<float> act(LB * width, -1.0f);
-    ASSERT_TRUE(stage.Forward(minibatches, &bufs, act).ok());
+    ASSERT_TRUE(stage.Forward(runs, &bufs, act).ok());
 
     // Reference pooling for this rank's samples, and the dense gradient of
     // the whole global batch.
@@ -210,7 +225,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
         }
       }
     }
-    ASSERT_TRUE(stage.Backward(minibatches, dact, &bufs).ok());
+    ASSERT_TRUE(stage.Backward(runs, dact, &bufs).ok());
 
     // Reference update: touched rows only, as the SparseCores do.
     for (int t = 0; t < c.tables_size(); ++t) {
@@ -276,6 +291,17 @@ TEST(ShardedEmbeddingTest, StackedLookupAndUpdateMatchDenseReference) {
 }
 TEST(ShardedEmbeddingTest, StackedMinibatchedLookupAndUpdateMatchDenseReference) {
   RunAgainstDenseReference(4, kStackedConfig);
+}
+
+// Serialization runs whole stacks (all members of the serialized stack in one
+// group). kStackedConfig's tables in two explicit stacks, t0 + t2 (four
+// features) and t1 alone: one serialized stack (the larger, t0 + t2, after
+// t1), both, with and without minibatching.
+TEST(ShardedEmbeddingTest, SerializedStacksMatchDenseReference) {
+  const std::vector<std::string> t0_t2 = {"t0", "t2"};
+  RunAgainstDenseReference(0, kStackedConfig, /*serialized_tables=*/1, t0_t2);
+  RunAgainstDenseReference(4, kStackedConfig, /*serialized_tables=*/1, t0_t2);
+  RunAgainstDenseReference(0, kStackedConfig, /*serialized_tables=*/2, t0_t2);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 // lookup, the TensorCore step (dense forward/backward, all-reduce, optimizer)
 // and the SparseCore backward (gradient exchange and update) run the same
 // sequence as the trainer's step without one call to the C++ allocator
-// (operator new / new[], any alignment), on 1 and 2 ranks. Buffers may grow
-// while warming up; the measured steps replay the warm-up steps' data.
+// (operator new / new[], any alignment), on 1 and 2 ranks, also with
+// serialized stacks (runtime/table_serialization.h: each step split into
+// table groups with their own exchanges). Buffers may grow while warming up;
+// the measured steps replay the warm-up steps' data.
 //
 // The counting operator new of this binary is process-wide (it must replace
 // the global one); it counts only while `g_counting` is set. C allocations
@@ -27,10 +29,12 @@
 #include "host/data_source.h"
 #include "host/limits.h"
 #include "proto/config_loader.h"
+#include "device/plan/memory_plan.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/host_prefetcher.h"
 #include "runtime/host_stage.h"
 #include "runtime/sparsecore_stage.h"
+#include "runtime/table_serialization.h"
 #include "runtime/tensorcore_stage.h"
 
 namespace {
@@ -97,12 +101,29 @@ model { num_dense_features: 13 bottom_mlp: [ 32, 16 ] top_mlp: [ 32, 1 ] }
 training { global_batch: 192 seed: 7 }
 )pb";
 
-// The host stage of kConfig on this rank, with what it needs.
+// kConfig plus table d, which stacks with a (padded dim 16, SUM, Adagrad):
+// stacks a+d, b and c, the two with the largest stack term serialized.
+constexpr char kSerializedConfig[] = R"pb(
+tables { name: "a" vocab_size: 20000 dim: 16 combiner: SUM optimizer { adagrad {} } }
+tables { name: "b" vocab_size: 5000  dim: 8  combiner: MEAN }
+tables { name: "c" vocab_size: 3000  dim: 32 combiner: SQRTN }
+tables { name: "d" vocab_size: 7000  dim: 12 combiner: SUM optimizer { adagrad {} } }
+features { name: "a1" table: "a" }
+features { name: "a2" table: "a" max_sequence_length: 4 }
+features { name: "b1" table: "b" max_sequence_length: 3 }
+features { name: "c1" table: "c" max_sequence_length: 2 }
+features { name: "d1" table: "d" max_sequence_length: 2 }
+sparse_core { xla_sc_num_serialized_tables_to_optimize_hbm: 2 }
+model { num_dense_features: 13 bottom_mlp: [ 32, 16 ] top_mlp: [ 32, 1 ] }
+training { global_batch: 192 seed: 7 }
+)pb";
+
+// The host stage of a config on this rank, with what it needs.
 struct HostRig {
-  HostRig() {
+  explicit HostRig(const char* config_text = kConfig) {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    auto parsed = config::ParseConfig(kConfig, "alloc_test", "", world);
+    auto parsed = config::ParseConfig(config_text, "alloc_test", "", world);
     CHECK(parsed.ok()) << parsed.status();
     config = std::move(*parsed);
     auto c = MpiCommunicator::Create(MPI_COMM_WORLD);
@@ -122,8 +143,10 @@ struct HostRig {
   std::unique_ptr<HostStage> host;
 };
 
-TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
-  HostRig rig;
+// Runs the trainer's step (runtime/trainer.cc, without the recorder's hooks)
+// over 8 steps, then replays them counting operator new.
+void ExpectReplayedStepsAllocateNothing(const char* config_text, bool serialized) {
+  HostRig rig(config_text);
   const int world = rig.world, rank = rig.rank;
   const config::RunConfig* config = &rig.config;
   Communicator& comm = *rig.comm;
@@ -138,6 +161,11 @@ TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
   SparseCoreStage sparse(*config, comm, optimizers);
   auto dense = TensorCoreStage::Create(*config, comm);
   CHECK(dense.ok()) << dense.status();
+  auto plan = device::BuildMemoryPlan(*config);
+  CHECK(plan.ok()) << plan.status();
+  const TableSerializer serializer(*plan);
+  CHECK_EQ(serializer.active(), serialized);
+  std::vector<host::PartitionedCoo> groups;  // the trainer's StepSlot::table_groups
 
   const int64_t local_batch = config->training().global_batch() / world;
   host::Batch batch;
@@ -149,9 +177,11 @@ TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
   // The trainer's step (runtime/trainer.cc), without the recorder's hooks.
   auto step = [&](int64_t s) {
     absl::Status st = host.PrepareTrain(s, &batch, &coo, &minibatches);
-    if (st.ok()) st = sparse.Forward(minibatches, &bufs, act);
+    if (!st.ok()) return st;
+    const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
+    st = sparse.Forward(runs, &bufs, act);
     if (st.ok()) st = (*dense)->Step(batch, act, d_act).status();
-    if (st.ok()) st = sparse.Backward(minibatches, d_act, &bufs);
+    if (st.ok()) st = sparse.Backward(runs, d_act, &bufs);
     return st;
   };
 
@@ -175,8 +205,19 @@ TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
   }
   for (int s = 0; s < kMeasured; ++s) {
     EXPECT_EQ(news_per_step[s], 0) << "rank " << rank << " replayed step " << s
-                                   << " called operator new " << news_per_step[s] << " times";
+                                   << " called operator new " << news_per_step[s] << " times"
+                                   << (serialized ? " (serialized stacks)" : "");
   }
+}
+
+TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
+  ExpectReplayedStepsAllocateNothing(kConfig, /*serialized=*/false);
+}
+
+// Serialized stacks: each step runs three table groups (b, then a+d, then c:
+// its own exchange, lookup and update each).
+TEST(SteadyStateAllocTest, SerializedStepAllocatesNothing) {
+  ExpectReplayedStepsAllocateNothing(kSerializedConfig, /*serialized=*/true);
 }
 
 // The host worker threads (runtime/host_prefetcher.h): with two workers and a

@@ -7,8 +7,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "device/optimizers/optimizer.h"
-#include "glog/logging.h"
 #include "device/tensorcore/dlrm_dense.h"
+#include "glog/logging.h"
+#include "host/stacking.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::device {
@@ -43,25 +44,25 @@ std::pair<int64_t, int> TableLoad(const config::RunConfig& c, int t) {
   return {ids, features};
 }
 
-void PlanSpmem(const config::RunConfig& c, TablePlan* tp) {
+void PlanSpmem(const config::RunConfig& c, StackPlan* sp) {
   const auto& topo = c.topology();
   const int64_t n = config::TotalSparseCores(c);
   const int64_t tiles = topo.tiles_per_sparse_core();
-  tp->spmem_ids_bytes = CeilDiv(n * tp->limits.max_ids, tiles) * kSpmemBytesPerId;
-  tp->spmem_unique_bytes = CeilDiv(n * tp->limits.max_unique_ids, tiles) * kF32;
-  tp->spmem_rows_bytes = 2 * int64_t{topo.simd_width()} * tp->padded_dim * kF32;
-  tp->spmem_fixed_bytes = tp->spmem_ids_bytes + tp->spmem_unique_bytes + tp->spmem_rows_bytes;
-  tp->gather_sample_count = c.training().global_batch() * tp->num_features;
-  tp->gather_operand_bytes = CeilDiv(tp->gather_sample_count * tp->padded_dim * kF32, tiles);
+  sp->spmem_ids_bytes = CeilDiv(n * sp->limits.max_ids, tiles) * kSpmemBytesPerId;
+  sp->spmem_unique_bytes = CeilDiv(n * sp->limits.max_unique_ids, tiles) * kF32;
+  sp->spmem_rows_bytes = 2 * int64_t{topo.simd_width()} * sp->padded_dim * kF32;
+  sp->spmem_fixed_bytes = sp->spmem_ids_bytes + sp->spmem_unique_bytes + sp->spmem_rows_bytes;
+  sp->gather_sample_count = c.training().global_batch() * sp->num_features;
+  sp->gather_operand_bytes = CeilDiv(sp->gather_sample_count * sp->padded_dim * kF32, tiles);
 }
 
-// Peak of one phase: the serialized tables run one at a time after the others
+// Peak of one phase: the serialized stacks run one at a time after the others
 // ran together.
-int64_t PeakStack(const std::vector<TablePlan>& tables, bool forward) {
+int64_t PeakStack(const std::vector<StackPlan>& stacks, bool forward) {
   int64_t concurrent = 0, serialized = 0;
-  for (const TablePlan& t : tables) {
-    const int64_t b = forward ? t.stack_forward_bytes : t.stack_backward_bytes;
-    if (t.serialized) {
+  for (const StackPlan& s : stacks) {
+    const int64_t b = forward ? s.stack_forward_bytes : s.stack_backward_bytes;
+    if (s.serialized) {
       serialized = std::max(serialized, b);
     } else {
       concurrent += b;
@@ -70,16 +71,23 @@ int64_t PeakStack(const std::vector<TablePlan>& tables, bool forward) {
   return std::max(concurrent, serialized);
 }
 
+// "table 'a'" for a stack of one, else "stack 'a+b' (tables 'a', 'b')".
+std::string StackLabel(const StackPlan& s) {
+  if (s.tables.size() == 1) return absl::StrFormat("table '%s'", s.table_names[0]);
+  return absl::StrFormat("stack '%s' (tables '%s')", s.name,
+                         absl::StrJoin(s.table_names, "', '"));
+}
+
 }  // namespace
 
-PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int table,
+PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int64_t ids_per_sample,
+                                           int64_t rows_per_sparse_core,
                                            const host::TableLimit& configured) {
   const int64_t n = config::TotalSparseCores(c);
-  const auto& tc = c.tables(table);
   const int64_t samples_per_sc = c.training().global_batch() / n;
   PlanPartitionLimits l;
-  l.max_ids = samples_per_sc * TableLoad(c, table).first;
-  l.max_unique_ids = std::min(l.max_ids, CeilDiv(tc.vocab_size(), n));
+  l.max_ids = samples_per_sc * ids_per_sample;
+  l.max_unique_ids = std::min(l.max_ids, rows_per_sparse_core);
   // kUnlimited (INT32_MAX) never lowers them.
   l.max_ids = std::min<int64_t>(l.max_ids, configured.max_ids);
   l.max_unique_ids = std::min<int64_t>(l.max_unique_ids, configured.max_unique_ids);
@@ -100,7 +108,9 @@ host::PartitionLimits LimitsWithoutFile(const config::RunConfig& c) {
 }  // namespace
 
 PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int table) {
-  return PartitionLimitsForPlan(c, table, LimitsWithoutFile(c).tables[table]);
+  return PartitionLimitsForPlan(c, TableLoad(c, table).first,
+                                CeilDiv(c.tables(table).vocab_size(), config::TotalSparseCores(c)),
+                                LimitsWithoutFile(c).tables[table]);
 }
 
 MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params) {
@@ -118,6 +128,14 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   p.spmem_bytes_per_tile_limit = topo.spmem_bytes_per_tile();
   const int64_t n = config::TotalSparseCores(c);
   const int64_t replicas = c.training().global_batch() / p.num_chips;
+  auto stack_forward = [&](int64_t padded_dim, int64_t nz) {
+    return (2 * padded_dim + 1) * nz * replicas * kF32;
+  };
+  auto stack_backward = [&](int64_t padded_dim, int64_t nz) {
+    return 3 * padded_dim * nz * replicas * kF32;
+  };
+  const host::StackingPlan stacking = host::StackingPlan::FromConfig(c);
+  // HBM per original table.
   for (int t = 0; t < c.tables_size(); ++t) {
     const auto& tc = c.tables(t);
     TablePlan tp;
@@ -143,28 +161,47 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     tp.padding_bytes = tp.table_bytes + tp.slot_bytes - unpadded;
     p.unpadded_bytes += unpadded;
     std::tie(tp.ids_per_sample, tp.num_features) = TableLoad(c, t);
-    tp.limits = PartitionLimitsForPlan(c, t, limits.tables[t]);
-    tp.stack_forward_bytes = (2 * int64_t{tp.padded_dim} + 1) * tp.ids_per_sample * replicas * kF32;
-    tp.stack_backward_bytes = 3 * int64_t{tp.padded_dim} * tp.ids_per_sample * replicas * kF32;
-    PlanSpmem(c, &tp);
+    tp.stack = stacking.table(t).stack;
+    tp.stack_forward_bytes = stack_forward(tp.padded_dim, tp.ids_per_sample);
+    tp.stack_backward_bytes = stack_backward(tp.padded_dim, tp.ids_per_sample);
     p.tables_bytes += tp.table_bytes + tp.slot_bytes;
     p.padding_bytes += tp.padding_bytes;
-    p.spmem_bytes_per_tile =
-        std::max(p.spmem_bytes_per_tile, tp.spmem_fixed_bytes + tp.gather_operand_bytes);
     p.tables.push_back(std::move(tp));
   }
-  p.stack_bytes_unserialized = std::max(PeakStack(p.tables, true), PeakStack(p.tables, false));
-  // The serialized tables are the ones with the largest stack.
-  std::vector<int> order(p.tables.size());
+  // Stack, SPMEM and gather operand per stack, with the stack's limits.
+  const host::PartitionLimits stack_limits = host::StackLimits(limits, stacking);
+  for (int s = 0; s < stacking.num_stacks(); ++s) {
+    const host::TableStack& stack = stacking.stacks()[s];
+    StackPlan sp;
+    sp.name = stack.name;
+    sp.tables = stack.tables;
+    sp.padded_dim = stack.padded_dim;
+    sp.rows_per_sparse_core = stack.rows / n;
+    for (int t : stack.tables) {
+      sp.table_names.push_back(p.tables[t].name);
+      sp.ids_per_sample += p.tables[t].ids_per_sample;
+      sp.num_features += p.tables[t].num_features;
+    }
+    sp.limits = PartitionLimitsForPlan(c, sp.ids_per_sample, sp.rows_per_sparse_core,
+                                       stack_limits.tables[s]);
+    sp.stack_forward_bytes = stack_forward(sp.padded_dim, sp.ids_per_sample);
+    sp.stack_backward_bytes = stack_backward(sp.padded_dim, sp.ids_per_sample);
+    PlanSpmem(c, &sp);
+    p.spmem_bytes_per_tile = std::max(p.spmem_bytes_per_tile, sp.spmem_bytes());
+    p.stacks.push_back(std::move(sp));
+  }
+  p.stack_bytes_unserialized = std::max(PeakStack(p.stacks, true), PeakStack(p.stacks, false));
+  // The serialized stacks are the ones with the largest stack.
+  std::vector<int> order(p.stacks.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return p.tables[a].stack_backward_bytes + p.tables[a].stack_forward_bytes >
-           p.tables[b].stack_backward_bytes + p.tables[b].stack_forward_bytes;
+    return p.stacks[a].stack_backward_bytes + p.stacks[a].stack_forward_bytes >
+           p.stacks[b].stack_backward_bytes + p.stacks[b].stack_forward_bytes;
   });
   const int serialized = std::min<int>(
       c.sparse_core().xla_sc_num_serialized_tables_to_optimize_hbm(), order.size());
-  for (int i = 0; i < serialized; ++i) p.tables[order[i]].serialized = true;
-  p.stack_bytes = std::max(PeakStack(p.tables, true), PeakStack(p.tables, false));
+  for (int i = 0; i < serialized; ++i) p.stacks[order[i]].serialized = true;
+  p.stack_bytes = std::max(PeakStack(p.stacks, true), PeakStack(p.stacks, false));
 
   const int dense_slots =
       CreateOptimizer(c.training().dense_optimizer(), 1.0f)->slots_per_param();
@@ -174,10 +211,14 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     ids_per_sample += f.max_sequence_length();
     activation_width += c.tables(config::FindTable(c, f.table())).dim();
   }
-  const int64_t per_sample = (c.model().num_dense_features() + 1) * kF32 +
-                             ids_per_sample * kCooEntryBytes + activation_width * kF32 * 2;
-  p.prefetch_depth = c.sparse_core().disable_full_embedding_pipelining() ? 1 : 2;
-  p.heap_inputs_bytes = replicas * per_sample * p.prefetch_depth;
+  p.host_inputs_per_step =
+      replicas * ((c.model().num_dense_features() + 1) * kF32 + ids_per_sample * kCooEntryBytes);
+  p.activations_per_step = replicas * activation_width * kF32 * 2;
+  p.host_queue_items = std::max(1, c.sparse_core().maximum_parallel_iterations());
+  p.in_flight_steps = c.sparse_core().disable_full_embedding_pipelining() ? 1 : 2;
+  p.prefetch_depth = p.host_queue_items + p.in_flight_steps;
+  p.heap_inputs_bytes =
+      p.host_inputs_per_step * p.prefetch_depth + p.activations_per_step * p.in_flight_steps;
   p.heap_bytes = p.heap_dense_bytes + p.heap_inputs_bytes;
   p.hbm_bytes_per_chip = p.tables_bytes + p.stack_bytes + p.heap_bytes;
   return p;
@@ -200,26 +241,34 @@ absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& c) {
 
 absl::Status CheckMemoryPlan(const MemoryPlan& p) {
   const int64_t spmem = p.spmem_bytes_per_tile_limit;
-  for (const TablePlan& t : p.tables) {
-    if (t.spmem_fixed_bytes > spmem) {
+  for (const StackPlan& s : p.stacks) {
+    const bool alone = s.tables.size() == 1;
+    if (s.spmem_fixed_bytes > spmem) {
       return absl::ResourceExhaustedError(absl::StrFormat(
-          "Fixed size allocations (%d bytes) do not fit in TileSpmem (%d bytes) for table '%s': "
+          "Fixed size allocations (%d bytes) do not fit in TileSpmem (%d bytes) for %s: "
           "ids %d B (max_ids_per_partition %d x %d partitions / %d tiles x %d B) + unique ids "
           "%d B (max_unique_ids_per_partition %d) + gathered-row buffers %d B; lower the "
-          "table's max_ids_per_partition / max_unique_ids_per_partition (sparse_core "
-          "max_ids_per_table / max_unique_ids_per_table) or training.global_batch",
-          t.spmem_fixed_bytes, spmem, t.name, t.spmem_ids_bytes, t.limits.max_ids,
+          "%s max_ids_per_partition / max_unique_ids_per_partition (sparse_core "
+          "max_ids_per_table / max_unique_ids_per_table) or training.global_batch%s",
+          s.spmem_fixed_bytes, spmem, StackLabel(s), s.spmem_ids_bytes, s.limits.max_ids,
           p.num_chips * p.sparse_cores_per_chip, p.tiles_per_sparse_core, kSpmemBytesPerId,
-          t.spmem_unique_bytes, t.limits.max_unique_ids, t.spmem_rows_bytes));
+          s.spmem_unique_bytes, s.limits.max_unique_ids, s.spmem_rows_bytes,
+          alone ? "table's" : "members'",
+          alone ? "" : " (a stack's limit is its largest member's), or split the stack "
+                       "(sparse_core.table_stacks / disable_table_stacking)"));
     }
-    if (t.spmem_fixed_bytes + t.gather_operand_bytes > spmem) {
+    if (s.spmem_bytes() > spmem) {
       return absl::ResourceExhaustedError(absl::StrFormat(
-          "Gather operand too large for table '%s': sample_count %d x feature_width %d floats "
+          "Gather operand too large for %s: sample_count %d x feature_width %d floats "
           "x 4 B / %d tiles = %d bytes per tile, but TileSpmem (%d bytes) has %d bytes left "
           "after the fixed allocations (%d bytes); lower training.global_batch or use more "
-          "chips",
-          t.name, t.gather_sample_count, t.padded_dim, p.tiles_per_sparse_core, t.gather_operand_bytes, spmem,
-          spmem - t.spmem_fixed_bytes, t.spmem_fixed_bytes));
+          "chips%s",
+          StackLabel(s), s.gather_sample_count, s.padded_dim, p.tiles_per_sparse_core,
+          s.gather_operand_bytes, spmem, spmem - s.spmem_fixed_bytes, s.spmem_fixed_bytes,
+          alone ? "" : absl::StrFormat(", or split the stack (its %d features are looked up "
+                                       "as one batch: sparse_core.table_stacks / "
+                                       "disable_table_stacking)",
+                                       s.num_features)));
     }
   }
   if (p.hbm_bytes_per_chip > p.hbm_bytes) {
@@ -240,15 +289,18 @@ absl::Status CheckMemoryPlan(const MemoryPlan& p) {
               "slots, or use more chips"
         : p.stack_bytes >= p.heap_bytes
             ? "the stack dominates: raise sparse_core.xla_sc_num_serialized_tables_to_optimize_hbm "
-              "or lower training.global_batch"
-            : "the heap dominates: lower training.global_batch or disable pipelining (prefetch "
-              "depth)";
+              "(stacks run one after another) or lower training.global_batch"
+            : "the heap dominates: lower training.global_batch, "
+              "sparse_core.maximum_parallel_iterations (host queue) or disable pipelining "
+              "(in-flight steps)";
     return absl::ResourceExhaustedError(absl::StrFormat(
         "HBM out of memory on each chip: needs %s but hbm_bytes is %s; tables+slots %s, stack "
-        "%s (peak), heap %s (dense %s, prefetched inputs %s); largest items: %s; %s",
+        "%s (peak), heap %s (dense %s, prefetched inputs %s: prefetch depth %d); largest items: "
+        "%s; %s",
         Bytes(p.hbm_bytes_per_chip), Bytes(p.hbm_bytes), Bytes(p.tables_bytes),
         Bytes(p.stack_bytes), Bytes(p.heap_bytes), Bytes(p.heap_dense_bytes),
-        Bytes(p.heap_inputs_bytes), absl::StrJoin(largest, ", "), biggest_part));
+        Bytes(p.heap_inputs_bytes), p.prefetch_depth, absl::StrJoin(largest, ", "),
+        biggest_part));
   }
   return absl::OkStatus();
 }
@@ -262,6 +314,25 @@ void FillMemoryStats(const MemoryPlan& p, summary::MemoryStats* out) {
   out->set_hbm_table_bytes(static_cast<double>(p.tables_bytes));
   out->set_hbm_capacity_bytes(static_cast<double>(p.hbm_bytes));
   out->set_packing_saved_bytes(static_cast<double>(p.packing_saved_bytes));
+  out->set_prefetch_depth(p.prefetch_depth);
+  out->set_in_flight_steps(p.in_flight_steps);
+  out->clear_stacks();
+  for (const StackPlan& s : p.stacks) {
+    summary::StackMemoryStats* o = out->add_stacks();
+    o->set_name(s.name);
+    for (const std::string& t : s.table_names) o->add_tables(t);
+    o->set_padded_dim(s.padded_dim);
+    o->set_features(s.num_features);
+    o->set_ids_per_sample(static_cast<double>(s.ids_per_sample));
+    o->set_max_ids_per_partition(static_cast<double>(s.limits.max_ids));
+    o->set_max_unique_ids_per_partition(static_cast<double>(s.limits.max_unique_ids));
+    o->set_spmem_fixed_bytes(static_cast<double>(s.spmem_fixed_bytes));
+    o->set_gather_operand_bytes(static_cast<double>(s.gather_operand_bytes));
+    o->set_spmem_bytes_per_tile(static_cast<double>(s.spmem_bytes()));
+    o->set_stack_forward_bytes(static_cast<double>(s.stack_forward_bytes));
+    o->set_stack_backward_bytes(static_cast<double>(s.stack_backward_bytes));
+    o->set_serialized(s.serialized);
+  }
 }
 
 std::string FormatMemoryPlan(const MemoryPlan& p) {
@@ -275,33 +346,38 @@ std::string FormatMemoryPlan(const MemoryPlan& p) {
   for (const TablePlan& t : p.tables) {
     const int64_t alloc = t.table_bytes + t.slot_bytes;
     absl::StrAppend(
-        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5d %16d %16d %8d %4.1f%% %12d %12d%s%s\n",
+        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5d %16d %16d %8d %4.1f%% %12d %12d%s\n",
                               t.name, t.dim, t.padded_dim, t.vocab_size, t.padded_vocab,
                               t.slots_per_param, t.table_bytes, t.slot_bytes, t.padding_bytes,
                               alloc > 0 ? 100.0 * t.padding_bytes / alloc : 0.0,
                               t.stack_forward_bytes, t.stack_backward_bytes,
-                              t.serialized ? "  (serialized)" : "",
                               t.rows_per_line > 1
                                   ? absl::StrFormat("  (packed, %d rows per line)", t.rows_per_line)
                                   : ""));
   }
-  absl::StrAppend(&out, "SPMEM per tile (limit ", p.spmem_bytes_per_tile_limit, " bytes):\n");
-  for (const TablePlan& t : p.tables) {
+  absl::StrAppend(&out, absl::StrFormat(
+      "Stacks (the SparseCore's unit: a stack's features are looked up as one batch; SPMEM per "
+      "tile, limit %d bytes):\n", p.spmem_bytes_per_tile_limit));
+  for (const StackPlan& s : p.stacks) {
     absl::StrAppend(&out, absl::StrFormat(
-        "  %-12s ids %d + unique %d + rows %d = fixed %d; gather operand %d; total %d "
-        "(limits: %d ids, %d unique per partition)\n",
-        t.name, t.spmem_ids_bytes, t.spmem_unique_bytes, t.spmem_rows_bytes,
-        t.spmem_fixed_bytes, t.gather_operand_bytes, t.spmem_fixed_bytes + t.gather_operand_bytes,
-        t.limits.max_ids, t.limits.max_unique_ids));
+        "  stack '%s' [%s]: dim %d, %d feature(s), %d id(s) per sample; stack fwd %d bwd %d%s\n"
+        "    SPMEM ids %d + unique %d + rows %d = fixed %d; gather operand %d (sample_count %d);"
+        " total %d (limits: %d ids, %d unique per partition)\n",
+        s.name, absl::StrJoin(s.table_names, " "), s.padded_dim, s.num_features,
+        s.ids_per_sample, s.stack_forward_bytes, s.stack_backward_bytes,
+        s.serialized ? "  (serialized)" : "", s.spmem_ids_bytes, s.spmem_unique_bytes,
+        s.spmem_rows_bytes, s.spmem_fixed_bytes, s.gather_operand_bytes, s.gather_sample_count,
+        s.spmem_bytes(), s.limits.max_ids, s.limits.max_unique_ids));
   }
   const int64_t alloc = p.tables_bytes;
   absl::StrAppend(&out, absl::StrFormat(
       "HBM per chip: tables+slots %s, stack %s (peak; %s unserialized), heap %s (dense %s, "
-      "inputs %s x prefetch depth %d), total %s of %s (%.1f%%)\n",
+      "host inputs %s per step x prefetch depth %d (%d host queue items + %d in-flight steps) + "
+      "activations %s per step x %d in-flight steps), total %s of %s (%.1f%%)\n",
       Bytes(p.tables_bytes), Bytes(p.stack_bytes), Bytes(p.stack_bytes_unserialized),
-      Bytes(p.heap_bytes), Bytes(p.heap_dense_bytes),
-      Bytes(p.prefetch_depth > 0 ? p.heap_inputs_bytes / p.prefetch_depth : 0), p.prefetch_depth,
-      Bytes(p.hbm_bytes_per_chip), Bytes(p.hbm_bytes),
+      Bytes(p.heap_bytes), Bytes(p.heap_dense_bytes), Bytes(p.host_inputs_per_step),
+      p.prefetch_depth, p.host_queue_items, p.in_flight_steps, Bytes(p.activations_per_step),
+      p.in_flight_steps, Bytes(p.hbm_bytes_per_chip), Bytes(p.hbm_bytes),
       p.hbm_bytes > 0 ? 100.0 * p.hbm_bytes_per_chip / p.hbm_bytes : 0.0));
   absl::StrAppend(&out, absl::StrFormat(
       "Padding: %s of %s allocated for tables+slots (%.2f%%); SPMEM per tile %d of %d bytes\n",

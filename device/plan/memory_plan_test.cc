@@ -1,8 +1,12 @@
 #include "device/plan/memory_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
@@ -92,7 +96,8 @@ TEST(MemoryPlanTest, SpmemAndLimits) {
                      features { name: "f" table: "t" max_sequence_length: 4 }
                      features { name: "g" table: "t" })pb");
   MemoryPlan p = BuildMemoryPlan(c, 0);
-  const TablePlan& t = p.tables[0];
+  ASSERT_EQ(p.stacks.size(), 1u);
+  const StackPlan& t = p.stacks[0];
   // 64 samples / 4 SparseCores x 5 ids per sample may all go to one SC.
   EXPECT_EQ(t.limits.max_ids, 16 * 5);
   EXPECT_EQ(t.limits.max_unique_ids, 80);
@@ -101,13 +106,14 @@ TEST(MemoryPlanTest, SpmemAndLimits) {
   EXPECT_EQ(t.spmem_rows_bytes, 2 * 8 * 16 * 4);
   EXPECT_EQ(t.gather_operand_bytes, 64 * 2 * 16 * 4 / 16);
   EXPECT_EQ(p.spmem_bytes_per_tile, t.spmem_fixed_bytes + t.gather_operand_bytes);
+  EXPECT_EQ(t.spmem_bytes(), t.spmem_fixed_bytes + t.gather_operand_bytes);
   EXPECT_TRUE(CheckMemoryPlan(p).ok());
   // A table-wide limit over the 4 partitions lowers the per-partition one.
   c.mutable_sparse_core()->set_max_ids_per_partition(50);
   c.mutable_sparse_core()->set_max_unique_ids_per_partition(30);
   EXPECT_EQ(PartitionLimitsForPlan(c, 0).max_ids, 50);
   EXPECT_EQ(PartitionLimitsForPlan(c, 0).max_unique_ids, 30);
-  EXPECT_EQ(BuildMemoryPlan(c, 0).tables[0].spmem_ids_bytes, (4 * 50 + 15) / 16 * 16);  // ceil
+  EXPECT_EQ(BuildMemoryPlan(c, 0).stacks[0].spmem_ids_bytes, (4 * 50 + 15) / 16 * 16);  // ceil
   // The per-table map takes precedence over the per-partition field.
   (*c.mutable_sparse_core()->mutable_max_ids_per_table())["t"] = 100;
   EXPECT_EQ(PartitionLimitsForPlan(c, 0).max_ids, 25);
@@ -188,18 +194,26 @@ TEST(MemoryPlanTest, LimitsFileLowersThePlan) {
                      tables { name: "u" vocab_size: 100000 dim: 16 combiner: SUM }
                      features { name: "f" table: "t" max_sequence_length: 5 }
                      features { name: "g" table: "u" max_sequence_length: 5 })pb");
+  // t and u would stack (the stack's limit is the larger member's: below).
+  c.mutable_sparse_core()->set_disable_table_stacking(true);
   c.mutable_sparse_core()->set_max_ids_per_partition(50);  // the file's entry wins for t
   auto without = BuildMemoryPlan(c);
   ASSERT_TRUE(without.ok()) << without.status();
-  EXPECT_EQ(without->tables[0].limits.max_ids, 50);
+  EXPECT_EQ(without->stacks[0].limits.max_ids, 50);
   c.mutable_sparse_core()->set_limits_file(path);
   auto p = BuildMemoryPlan(c);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(p->tables[0].limits.max_ids, 12);
-  EXPECT_EQ(p->tables[0].limits.max_unique_ids, 7);
-  EXPECT_EQ(p->tables[0].spmem_ids_bytes, (4 * 12 + 15) / 16 * 16);  // ceil(48 / 16) ids
-  EXPECT_EQ(p->tables[1].limits.max_ids, 50);  // not in the file
-  EXPECT_LT(p->tables[0].spmem_fixed_bytes, without->tables[0].spmem_fixed_bytes);
+  EXPECT_EQ(p->stacks[0].limits.max_ids, 12);
+  EXPECT_EQ(p->stacks[0].limits.max_unique_ids, 7);
+  EXPECT_EQ(p->stacks[0].spmem_ids_bytes, (4 * 12 + 15) / 16 * 16);  // ceil(48 / 16) ids
+  EXPECT_EQ(p->stacks[1].limits.max_ids, 50);  // not in the file
+  EXPECT_LT(p->stacks[0].spmem_fixed_bytes, without->stacks[0].spmem_fixed_bytes);
+  // Stacked, t + u take the larger member's limit (u's 50 from the field).
+  c.mutable_sparse_core()->set_disable_table_stacking(false);
+  auto stacked = BuildMemoryPlan(c);
+  ASSERT_TRUE(stacked.ok()) << stacked.status();
+  ASSERT_EQ(stacked->stacks.size(), 1u);
+  EXPECT_EQ(stacked->stacks[0].limits.max_ids, 50);
   c.mutable_sparse_core()->set_limits_file(path + ".missing");
   auto missing = BuildMemoryPlan(c);
   ASSERT_FALSE(missing.ok());
@@ -246,6 +260,226 @@ TEST(MemoryPlanTest, NarrowTablesPackSeveralRowsPerLine) {
   EXPECT_EQ(plain.spmem_bytes_per_tile, packed.spmem_bytes_per_tile);
   EXPECT_THAT(FormatMemoryPlan(packed), HasSubstr("(packed, 4 rows per line)"));
   EXPECT_THAT(FormatMemoryPlan(packed), HasSubstr("Narrow-table packing"));
+}
+
+// Two tables that stack (same padded dim 16, combiner, optimizer): a (vocab
+// 1000, features of 3 + 2 ids) and b (vocab 999, dim 12, one id). 1 chip x
+// 4 SparseCores x 16 tiles, SIMD width 8, global batch 64.
+constexpr char kStackable[] = R"pb(
+  tables { name: "a" vocab_size: 1000 dim: 16 combiner: SUM }
+  tables { name: "b" vocab_size: 999 dim: 12 combiner: SUM }
+  features { name: "fa" table: "a" max_sequence_length: 3 }
+  features { name: "fa2" table: "a" max_sequence_length: 2 }
+  features { name: "fb" table: "b" })pb";
+
+// Without stacking every table is its own stack with the per-table numbers
+// (the formulas of SpmemAndLimits): a 5 ids and 2 features per sample, b 1
+// and 1.
+TEST(MemoryPlanTest, UnstackedPlanIsPerTable) {
+  auto c = Load(std::string(kStackable) + " sparse_core { disable_table_stacking: true }");
+  const MemoryPlan p = BuildMemoryPlan(c, 0);
+  ASSERT_EQ(p.stacks.size(), 2u);
+  const StackPlan& a = p.stacks[0];
+  const StackPlan& b = p.stacks[1];
+  EXPECT_EQ(a.table_names, std::vector<std::string>{"a"});
+  EXPECT_EQ(b.table_names, std::vector<std::string>{"b"});
+  // a: 16 samples per SC x 5 ids = 80 ids to one partition; 250 rows per SC.
+  EXPECT_EQ(a.limits.max_ids, 80);
+  EXPECT_EQ(a.limits.max_unique_ids, 80);
+  EXPECT_EQ(a.spmem_ids_bytes, 4 * 80 / 16 * 16);
+  EXPECT_EQ(a.spmem_unique_bytes, 4 * 80 / 16 * 4);
+  EXPECT_EQ(a.spmem_rows_bytes, 2 * 8 * 16 * 4);
+  EXPECT_EQ(a.gather_sample_count, 64 * 2);
+  EXPECT_EQ(a.gather_operand_bytes, 64 * 2 * 16 * 4 / 16);
+  EXPECT_EQ(b.limits.max_ids, 16);
+  EXPECT_EQ(b.spmem_ids_bytes, 4 * 16 / 16 * 16);
+  EXPECT_EQ(b.gather_operand_bytes, 64 * 1 * 16 * 4 / 16);
+  EXPECT_EQ(b.rows_per_sparse_core, 250);  // ceil(999 / 4)
+  EXPECT_EQ(p.spmem_bytes_per_tile, std::max(a.spmem_bytes(), b.spmem_bytes()));
+  EXPECT_EQ(a.stack_forward_bytes, (2 * 16 + 1) * 5 * 64 * 4);
+  EXPECT_EQ(b.stack_backward_bytes, 3 * 16 * 1 * 64 * 4);
+  EXPECT_EQ(p.stack_bytes, std::max(a.stack_forward_bytes + b.stack_forward_bytes,
+                                    a.stack_backward_bytes + b.stack_backward_bytes));
+}
+
+// Stacked, the SparseCore looks a and b up as one batch: SPMEM and the gather
+// operand are sized for the stack's 3 features and 6 ids per sample; HBM for
+// tables and slots stays per table, and the stack term is the members' sum.
+TEST(MemoryPlanTest, StackedPlanIsPerStack) {
+  auto c = Load(kStackable);
+  const MemoryPlan p = BuildMemoryPlan(c, 0);
+  c.mutable_sparse_core()->set_disable_table_stacking(true);
+  const MemoryPlan u = BuildMemoryPlan(c, 0);
+  ASSERT_EQ(p.stacks.size(), 1u);
+  const StackPlan& s = p.stacks[0];
+  EXPECT_EQ(s.name, "a+b");
+  EXPECT_EQ(s.tables, (std::vector<int>{0, 1}));
+  EXPECT_EQ(s.table_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(p.tables[0].stack, 0);
+  EXPECT_EQ(p.tables[1].stack, 0);
+  EXPECT_EQ(s.padded_dim, 16);
+  EXPECT_EQ(s.ids_per_sample, 6);
+  EXPECT_EQ(s.num_features, 3);
+  EXPECT_EQ(s.rows_per_sparse_core, (1000 + 1000) / 4);
+  EXPECT_EQ(s.limits.max_ids, 16 * 6);
+  EXPECT_EQ(s.limits.max_unique_ids, 16 * 6);
+  EXPECT_EQ(s.spmem_ids_bytes, 4 * 96 / 16 * 16);
+  EXPECT_EQ(s.spmem_unique_bytes, 4 * 96 / 16 * 4);
+  EXPECT_EQ(s.spmem_rows_bytes, 2 * 8 * 16 * 4);
+  EXPECT_EQ(s.gather_sample_count, 64 * 3);
+  EXPECT_EQ(s.gather_operand_bytes, 64 * 3 * 16 * 4 / 16);
+  EXPECT_EQ(p.spmem_bytes_per_tile, s.spmem_bytes());
+  EXPECT_GT(p.spmem_bytes_per_tile, u.spmem_bytes_per_tile);
+  EXPECT_EQ(s.stack_forward_bytes, (2 * 16 + 1) * 6 * 64 * 4);
+  EXPECT_EQ(s.stack_forward_bytes,
+            p.tables[0].stack_forward_bytes + p.tables[1].stack_forward_bytes);
+  EXPECT_EQ(s.stack_backward_bytes,
+            p.tables[0].stack_backward_bytes + p.tables[1].stack_backward_bytes);
+  EXPECT_EQ(p.stack_bytes, u.stack_bytes);
+  EXPECT_EQ(p.tables_bytes, u.tables_bytes);
+  EXPECT_EQ(p.padding_bytes, u.padding_bytes);
+  EXPECT_EQ(p.heap_bytes, u.heap_bytes);
+  // The stack's limits are its largest member's: a member without one leaves
+  // the stack at the conservative bound.
+  (*c.mutable_sparse_core()->mutable_max_ids_per_table())["a"] = 40;  // 10 per partition
+  c.mutable_sparse_core()->set_disable_table_stacking(false);
+  EXPECT_EQ(BuildMemoryPlan(c, 0).stacks[0].limits.max_ids, 96);
+  (*c.mutable_sparse_core()->mutable_max_ids_per_table())["b"] = 20;  // 5 per partition
+  EXPECT_EQ(BuildMemoryPlan(c, 0).stacks[0].limits.max_ids, 10);
+  EXPECT_EQ(BuildMemoryPlan(c, 0).stacks[0].spmem_ids_bytes, (4 * 10 + 15) / 16 * 16);  // ceil
+  // Dry-run text and summary name the stack and its members.
+  EXPECT_THAT(FormatMemoryPlan(p),
+              HasSubstr("stack 'a+b' [a b]: dim 16, 3 feature(s), 6 id(s) per sample"));
+  summary::MemoryStats m;
+  FillMemoryStats(p, &m);
+  ASSERT_EQ(m.stacks_size(), 1);
+  EXPECT_EQ(m.stacks(0).name(), "a+b");
+  ASSERT_EQ(m.stacks(0).tables_size(), 2);
+  EXPECT_EQ(m.stacks(0).tables(1), "b");
+  EXPECT_EQ(m.stacks(0).features(), 3);
+  EXPECT_EQ(m.stacks(0).spmem_bytes_per_tile(), static_cast<double>(s.spmem_bytes()));
+  EXPECT_EQ(m.spmem_bytes_per_tile(), static_cast<double>(s.spmem_bytes()));
+}
+
+// SPMEM limits that the tables fit one by one but their stack does not.
+TEST(MemoryPlanTest, StackFailsWhereItsTablesFit) {
+  auto c = Load(kStackable);
+  const MemoryPlan stacked = BuildMemoryPlan(c, 0);
+  c.mutable_sparse_core()->set_disable_table_stacking(true);
+  const MemoryPlan alone = BuildMemoryPlan(c, 0);
+  const StackPlan& s = stacked.stacks[0];
+  // Gather: room for the largest table's, not for the stack's 3 features.
+  const int64_t limit = alone.spmem_bytes_per_tile;
+  ASSERT_LT(limit, s.spmem_bytes());
+  ASSERT_GT(limit, s.spmem_fixed_bytes);
+  c.mutable_topology()->set_spmem_bytes_per_tile(limit);
+  EXPECT_TRUE(CheckMemoryPlan(BuildMemoryPlan(c, 0)).ok());
+  c.mutable_sparse_core()->set_disable_table_stacking(false);
+  absl::Status st = CheckMemoryPlan(BuildMemoryPlan(c, 0));
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(st.message(),
+              HasSubstr("Gather operand too large for stack 'a+b' (tables 'a', 'b'): "
+                        "sample_count 192 x feature_width 16"));
+  EXPECT_THAT(st.message(), HasSubstr("or split the stack"));
+  // Fixed: room for the largest table's fixed allocations only.
+  const int64_t fixed =
+      std::max(alone.stacks[0].spmem_fixed_bytes, alone.stacks[1].spmem_fixed_bytes);
+  ASSERT_LT(fixed, s.spmem_fixed_bytes);
+  c.mutable_topology()->set_spmem_bytes_per_tile(fixed);
+  st = CheckMemoryPlan(BuildMemoryPlan(c, 0));
+  EXPECT_THAT(st.message(), HasSubstr("Fixed size allocations ("));
+  EXPECT_THAT(st.message(), HasSubstr("for stack 'a+b' (tables 'a', 'b')"));
+  EXPECT_THAT(st.message(), HasSubstr("lower the members' max_ids_per_partition"));
+}
+
+// xla_sc_num_serialized_tables_to_optimize_hbm counts stacks: with a + b
+// stacked and c alone, 1 serializes the stack with the larger stack term
+// (a + b: 6 ids x dim 16 vs c: 4 ids x dim 16), whole.
+TEST(MemoryPlanTest, SerializationIsPerStack) {
+  auto c = Load(std::string(kStackable) + R"pb(
+      tables { name: "c" vocab_size: 500 dim: 16 combiner: MEAN }
+      features { name: "fc" table: "c" max_sequence_length: 4 })pb");
+  const MemoryPlan all = BuildMemoryPlan(c, 0);
+  ASSERT_EQ(all.stacks.size(), 2u);
+  EXPECT_EQ(all.stacks[1].table_names, std::vector<std::string>{"c"});
+  const int64_t fwd_ab = all.stacks[0].stack_forward_bytes;
+  const int64_t bwd_ab = all.stacks[0].stack_backward_bytes;
+  const int64_t fwd_c = all.stacks[1].stack_forward_bytes;
+  const int64_t bwd_c = all.stacks[1].stack_backward_bytes;
+  EXPECT_EQ(fwd_c, (2 * 16 + 1) * 4 * 64 * 4);
+  EXPECT_EQ(all.stack_bytes, std::max(fwd_ab + fwd_c, bwd_ab + bwd_c));
+  c.mutable_sparse_core()->set_xla_sc_num_serialized_tables_to_optimize_hbm(1);
+  const MemoryPlan one = BuildMemoryPlan(c, 0);
+  EXPECT_TRUE(one.stacks[0].serialized);
+  EXPECT_FALSE(one.stacks[1].serialized);
+  EXPECT_EQ(one.stack_bytes, std::max({fwd_ab, bwd_ab, fwd_c, bwd_c}));
+  EXPECT_EQ(one.stack_bytes, std::max(fwd_ab, bwd_ab));
+  EXPECT_EQ(one.stack_bytes_unserialized, all.stack_bytes);
+  EXPECT_THAT(FormatMemoryPlan(one), HasSubstr("(serialized)"));
+  // More than there are stacks serializes every stack.
+  c.mutable_sparse_core()->set_xla_sc_num_serialized_tables_to_optimize_hbm(3);
+  const MemoryPlan every = BuildMemoryPlan(c, 0);
+  EXPECT_TRUE(every.stacks[0].serialized && every.stacks[1].serialized);
+  EXPECT_EQ(every.stack_bytes, one.stack_bytes);
+  // Unstacked, 1 serializes table a only (5 ids): peak = b + c concurrently.
+  c.mutable_sparse_core()->set_xla_sc_num_serialized_tables_to_optimize_hbm(1);
+  c.mutable_sparse_core()->set_disable_table_stacking(true);
+  const MemoryPlan u = BuildMemoryPlan(c, 0);
+  ASSERT_EQ(u.stacks.size(), 3u);
+  EXPECT_TRUE(u.stacks[0].serialized);
+  EXPECT_FALSE(u.stacks[1].serialized || u.stacks[2].serialized);
+  EXPECT_EQ(u.stack_bytes,
+            std::max({u.stacks[0].stack_forward_bytes, u.stacks[0].stack_backward_bytes,
+                      u.stacks[1].stack_forward_bytes + u.stacks[2].stack_forward_bytes,
+                      u.stacks[1].stack_backward_bytes + u.stacks[2].stack_backward_bytes}));
+}
+
+// The heap holds the dense parameters, the host inputs of every step in the
+// host queue or in flight, and the activations of the steps in flight:
+//   dense params x (2 + slots) x 4
+//   + local batch x ((dense + 1) x 4 + ids x 24) x (max(1, q) + in_flight)
+//   + local batch x activation width x 4 x 2 x in_flight,
+// q = maximum_parallel_iterations, in_flight = 2 with pipelining, else 1.
+TEST(MemoryPlanTest, HeapCountsHostQueueAndInFlightSteps) {
+  // 2 chips: 32 samples per chip; 2 dense features; 3 + 1 ids and
+  // activation width 16 + 8 per sample.
+  auto c = Load(R"pb(tables { name: "a" vocab_size: 1000 dim: 16 combiner: SUM }
+                     tables { name: "b" vocab_size: 1000 dim: 8 combiner: MEAN }
+                     features { name: "fa" table: "a" max_sequence_length: 3 }
+                     features { name: "fb" table: "b" })pb",
+                /*world_size=*/2);
+  const int64_t host = 32 * ((2 + 1) * 4 + 4 * 24);
+  const int64_t act = 32 * (16 + 8) * 4 * 2;
+  const int64_t dense = 1000 * 2 * 4;  // SGD: params + gradients
+  struct Case {
+    int queue;
+    bool pipelining;
+    int depth, in_flight;
+  };
+  for (const Case& k : {Case{2, true, 4, 2}, Case{0, true, 3, 2}, Case{1, false, 2, 1},
+                        Case{5, false, 6, 1}, Case{8, true, 10, 2}}) {
+    c.mutable_sparse_core()->set_maximum_parallel_iterations(k.queue);
+    c.mutable_sparse_core()->set_disable_full_embedding_pipelining(!k.pipelining);
+    const MemoryPlan p = BuildMemoryPlan(c, 1000);
+    SCOPED_TRACE(absl::StrCat("queue ", k.queue, " pipelining ", k.pipelining));
+    EXPECT_EQ(p.host_inputs_per_step, host);
+    EXPECT_EQ(p.activations_per_step, act);
+    EXPECT_EQ(p.host_queue_items, std::max(1, k.queue));
+    EXPECT_EQ(p.in_flight_steps, k.in_flight);
+    EXPECT_EQ(p.prefetch_depth, k.depth);
+    EXPECT_EQ(p.heap_dense_bytes, dense);
+    EXPECT_EQ(p.heap_inputs_bytes, host * k.depth + act * k.in_flight);
+    EXPECT_EQ(p.heap_bytes, dense + host * k.depth + act * k.in_flight);
+    EXPECT_EQ(p.hbm_bytes_per_chip, p.tables_bytes + p.stack_bytes + p.heap_bytes);
+    EXPECT_THAT(FormatMemoryPlan(p),
+                HasSubstr(absl::StrFormat("x prefetch depth %d (%d host queue items + %d "
+                                          "in-flight steps)",
+                                          k.depth, std::max(1, k.queue), k.in_flight)));
+    summary::MemoryStats m;
+    FillMemoryStats(p, &m);
+    EXPECT_EQ(m.prefetch_depth(), k.depth);
+    EXPECT_EQ(m.in_flight_steps(), k.in_flight);
+  }
 }
 
 }  // namespace
