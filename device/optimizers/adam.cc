@@ -3,9 +3,26 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device/optimizers/elementwise.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
+namespace {
+
+// The element loop, with restrict parameters so that it vectorises
+// (elementwise.h).
+__attribute__((noinline)) void AdamLoop(float* __restrict w, float* __restrict m,
+                                         float* __restrict v, const float* __restrict g, size_t n,
+                                         float lr, float beta1, float beta2, float c1, float c2,
+                                         float epsilon) {
+  ForEachElement(n, [=](size_t i) {
+    m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
+    v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+    w[i] -= lr * (m[i] * c1) / (std::sqrt(v[i] * c2) + epsilon);
+  });
+}
+
+}  // namespace
 
 void AdamOptimizer::InitSlots(std::span<float> slots) const {
   std::fill(slots.begin(), slots.end(), 0.0f);
@@ -22,15 +39,8 @@ void AdamOptimizer::Apply(std::span<float> params, std::span<float> slots,
   const double t = static_cast<double>(step);
   const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(double{beta1_}, t)));
   const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(double{beta2_}, t)));
-  float* w = params.data();
-  float* m = slots.data();
-  float* v = slots.data() + n;
-  const float* g = grad.data();
-  for (size_t i = 0; i < n; ++i) {
-    m[i] = beta1_ * m[i] + (1.0f - beta1_) * g[i];
-    v[i] = beta2_ * v[i] + (1.0f - beta2_) * g[i] * g[i];
-    w[i] -= lr_ * (m[i] * c1) / (std::sqrt(v[i] * c2) + epsilon_);
-  }
+  AdamLoop(params.data(), slots.data(), slots.data() + n, grad.data(), n, lr_, beta1_, beta2_, c1,
+           c2, epsilon_);
 }
 
 }  // namespace lemrt::device

@@ -4,18 +4,35 @@
 #include <cmath>
 
 #include "device/optimizers/adam.h"
+#include "device/optimizers/elementwise.h"
 #include "device/optimizers/ftrl.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
+namespace {
+
+// The element loops, with restrict parameters so that they vectorise
+// (elementwise.h).
+__attribute__((noinline)) void SgdLoop(float* __restrict w, const float* __restrict g,
+                                        size_t n, float lr) {
+  ForEachElement(n, [=](size_t i) { w[i] -= lr * g[i]; });
+}
+
+__attribute__((noinline)) void AdagradLoop(float* __restrict w, float* __restrict a,
+                                            const float* __restrict g, size_t n, float lr,
+                                            float epsilon) {
+  ForEachElement(n, [=](size_t i) {
+    a[i] += g[i] * g[i];
+    w[i] -= lr * g[i] / (std::sqrt(a[i]) + epsilon);
+  });
+}
+
+}  // namespace
 
 void SgdOptimizer::Apply(std::span<float> params, std::span<float>,
                          std::span<const float> grad, int64_t) const {
   DCHECK_EQ(params.size(), grad.size());
-  const float lr = lr_;
-  float* w = params.data();
-  const float* g = grad.data();
-  for (size_t i = 0; i < params.size(); ++i) w[i] -= lr * g[i];
+  SgdLoop(params.data(), grad.data(), params.size(), lr_);
 }
 
 void AdagradOptimizer::InitSlots(std::span<float> slots) const {
@@ -26,13 +43,7 @@ void AdagradOptimizer::Apply(std::span<float> params, std::span<float> slots,
                              std::span<const float> grad, int64_t) const {
   DCHECK_EQ(params.size(), grad.size());
   DCHECK_EQ(slots.size(), params.size());
-  float* w = params.data();
-  float* a = slots.data();
-  const float* g = grad.data();
-  for (size_t i = 0; i < params.size(); ++i) {
-    a[i] += g[i] * g[i];
-    w[i] -= lr_ * g[i] / (std::sqrt(a[i]) + epsilon_);
-  }
+  AdagradLoop(params.data(), slots.data(), grad.data(), params.size(), lr_, epsilon_);
 }
 
 std::unique_ptr<Optimizer> CreateOptimizer(const config::OptimizerConfig& config,

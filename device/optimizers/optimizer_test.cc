@@ -4,6 +4,8 @@
 #include "device/optimizers/ftrl.h"
 
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -154,6 +156,108 @@ TEST(OptimizerTest, FactoryBuildsAdamAndFtrl) {
   auto ftrl = CreateOptimizer(c, 0.3f);
   EXPECT_EQ(ftrl->name(), "ftrl");
   EXPECT_EQ(ftrl->slots_per_param(), 2);
+}
+
+// The plain element loops the vectorised Apply must match bit for bit (the
+// formulas of the optimizers' headers, one element at a time).
+void PlainSgd(float lr, std::vector<float>& w, const std::vector<float>& g) {
+  for (size_t i = 0; i < w.size(); ++i) w[i] -= lr * g[i];
+}
+void PlainAdagrad(float lr, float eps, std::vector<float>& w, std::vector<float>& a,
+                  const std::vector<float>& g) {
+  for (size_t i = 0; i < w.size(); ++i) {
+    a[i] += g[i] * g[i];
+    w[i] -= lr * g[i] / (std::sqrt(a[i]) + eps);
+  }
+}
+void PlainAdam(float lr, float b1, float b2, float eps, int64_t t, std::vector<float>& w,
+               std::vector<float>& s, const std::vector<float>& g) {
+  const size_t n = w.size();
+  const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(double{b1}, double(t))));
+  const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(double{b2}, double(t))));
+  for (size_t i = 0; i < n; ++i) {
+    float& m = s[i];
+    float& v = s[n + i];
+    m = b1 * m + (1.0f - b1) * g[i];
+    v = b2 * v + (1.0f - b2) * g[i] * g[i];
+    w[i] -= lr * (m * c1) / (std::sqrt(v * c2) + eps);
+  }
+}
+void PlainFtrl(float lr, float p, float l1, float l2, float beta, std::vector<float>& w,
+               std::vector<float>& s, const std::vector<float>& g) {
+  const size_t n = w.size();
+  auto pw = [&](float x) { return p == -0.5f ? std::sqrt(x) : std::pow(x, -p); };
+  for (size_t i = 0; i < n; ++i) {
+    float& acc = s[i];
+    float& z = s[n + i];
+    const float n_new = acc + g[i] * g[i];
+    const float p_new = pw(n_new);
+    z += g[i] - (p_new - pw(acc)) / lr * w[i];
+    acc = n_new;
+    if (std::abs(z) <= l1) {
+      w[i] = 0.0f;
+    } else {
+      w[i] = ((z > 0 ? l1 : -l1) - z) / ((p_new + beta) / lr + 2.0f * l2);
+    }
+  }
+}
+
+// Row lengths around the vector blocks (16 floats) and the embedding dims.
+TEST(OptimizerTest, VectorisedApplyMatchesThePlainLoopBitForBit) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (size_t n : {1, 3, 15, 16, 17, 33, 64, 100, 128}) {
+    std::vector<float> w0(n), g(n), pos(n);
+    for (size_t i = 0; i < n; ++i) {
+      w0[i] = u(rng);
+      g[i] = u(rng) * 0.1f;
+      pos[i] = 0.05f + std::abs(u(rng));
+    }
+    auto expect_same = [&](const char* what, const std::vector<float>& got,
+                           const std::vector<float>& want) {
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * n))
+          << what << ", n = " << n;
+    };
+    {
+      SgdOptimizer sgd(0.3f);
+      std::vector<float> w = w0, rw = w0;
+      sgd.Apply(w, {}, g, 1);
+      PlainSgd(0.3f, rw, g);
+      expect_same("sgd", w, rw);
+    }
+    {
+      AdagradOptimizer ada(0.2f, 0.1f, 1e-7f);
+      std::vector<float> w = w0, rw = w0, a = pos, ra = pos;
+      for (int step = 0; step < 3; ++step) {
+        ada.Apply(w, a, g, 1);
+        PlainAdagrad(0.2f, 1e-7f, rw, ra, g);
+      }
+      expect_same("adagrad weights", w, rw);
+      expect_same("adagrad slots", a, ra);
+    }
+    {
+      AdamOptimizer adam(0.01f, 0.9f, 0.999f, 1e-8f);
+      std::vector<float> w = w0, rw = w0, s(2 * n, 0.0f), rs(2 * n, 0.0f);
+      for (int64_t t = 1; t <= 3; ++t) {
+        adam.Apply(w, s, g, t);
+        PlainAdam(0.01f, 0.9f, 0.999f, 1e-8f, t, rw, rs, g);
+      }
+      expect_same("adam weights", w, rw);
+      expect_same("adam slots", s, rs);
+    }
+    for (float power : {-0.5f, -0.3f}) {
+      FtrlOptimizer ftrl(0.5f, power, 0.1f, 0.02f, 0.2f, 0.3f);
+      std::vector<float> w = w0, rw = w0, s(2 * n), rs;
+      ftrl.InitSlots(s);
+      rs = s;
+      for (int step = 0; step < 3; ++step) {
+        ftrl.Apply(w, s, g, 1);
+        PlainFtrl(0.5f, power, 0.02f, 0.2f, 0.3f, rw, rs, g);
+      }
+      expect_same("ftrl weights", w, rw);
+      expect_same("ftrl slots", s, rs);
+    }
+  }
 }
 
 }  // namespace

@@ -41,6 +41,12 @@ inline void PrefetchRow(const float* row, int dim, bool for_write = false) {
   }
 }
 
+// An entry's part in its id's gradient accumulator (ScatterGroup): it adds
+// to the accumulator, starts it (the id's first entry in entry order), or
+// is the id's only entry (the accumulator is then not used at all: the id's
+// gradient is ScaleRow of the entry's group gradient).
+enum EntryRole : uint8_t { kAddEntry = 0, kFirstEntry = 1, kOnlyEntry = 2 };
+
 namespace row_kernels_internal {
 
 // acc + gain * x, fused (one rounding) where the target has FMA: what the
@@ -76,15 +82,26 @@ void PoolGroupFixed(const host::CooEntry* entries, const int32_t* entry_unique, 
 }
 
 template <int kDim>
-void ScatterGroupFixed(const host::CooEntry* entries, const int32_t* entry_unique, int64_t n,
-                       const int64_t* unique_offsets, const float* grad, float* acc) {
+void ScatterGroupFixed(const host::CooEntry* entries, const int32_t* entry_unique,
+                       const uint8_t* role, int64_t n, const int64_t* unique_offsets,
+                       const float* grad, float* acc) {
   float g[kDim];
   std::memcpy(g, grad, sizeof(g));
   for (int64_t j = 0; j < n; ++j) {
+    if (role[j] == kOnlyEntry) continue;
     float* a = acc + unique_offsets[entry_unique[j]];
     const float gain = entries[j].gain;
-    for (int d = 0; d < kDim; ++d) a[d] = MulAdd(gain, g[d], a[d]);
+    if (role[j] == kFirstEntry) {
+      for (int d = 0; d < kDim; ++d) a[d] = MulAdd(gain, g[d], 0.0f);
+    } else {
+      for (int d = 0; d < kDim; ++d) a[d] = MulAdd(gain, g[d], a[d]);
+    }
   }
+}
+
+template <int kDim>
+void ScaleRowFixed(float gain, const float* src, float* out) {
+  for (int d = 0; d < kDim; ++d) out[d] = MulAdd(gain, src[d], 0.0f);
 }
 
 }  // namespace row_kernels_internal
@@ -136,24 +153,46 @@ __attribute__((always_inline)) inline void PoolGroup(int dim, const host::CooEnt
 }
 
 // The transpose of PoolGroup: for j in [0, n) in order,
-// acc[unique_offsets[entry_unique[j]] + d] += entries[j].gain * grad[d].
+// acc[unique_offsets[entry_unique[j]] + d] += entries[j].gain * grad[d],
+// by role[j] (EntryRole): a kFirstEntry starts its accumulator (adds to 0
+// instead of the old value, which need not be initialised: the result is
+// that of clearing it first, bit for bit), a kOnlyEntry is skipped.
 inline void ScatterGroup(int dim, const host::CooEntry* entries, const int32_t* entry_unique,
-                         int64_t n, const int64_t* unique_offsets, const float* grad,
-                         float* acc) {
+                         const uint8_t* role, int64_t n, const int64_t* unique_offsets,
+                         const float* grad, float* acc) {
   using namespace row_kernels_internal;
+  const auto* e = entries;
+  const auto* u = entry_unique;
   switch (dim) {
-    case 8: return ScatterGroupFixed<8>(entries, entry_unique, n, unique_offsets, grad, acc);
-    case 16: return ScatterGroupFixed<16>(entries, entry_unique, n, unique_offsets, grad, acc);
-    case 32: return ScatterGroupFixed<32>(entries, entry_unique, n, unique_offsets, grad, acc);
-    case 64: return ScatterGroupFixed<64>(entries, entry_unique, n, unique_offsets, grad, acc);
-    case 128: return ScatterGroupFixed<128>(entries, entry_unique, n, unique_offsets, grad, acc);
+    case 8: return ScatterGroupFixed<8>(e, u, role, n, unique_offsets, grad, acc);
+    case 16: return ScatterGroupFixed<16>(e, u, role, n, unique_offsets, grad, acc);
+    case 32: return ScatterGroupFixed<32>(e, u, role, n, unique_offsets, grad, acc);
+    case 64: return ScatterGroupFixed<64>(e, u, role, n, unique_offsets, grad, acc);
+    case 128: return ScatterGroupFixed<128>(e, u, role, n, unique_offsets, grad, acc);
     default: break;
   }
   for (int64_t j = 0; j < n; ++j) {
+    if (role[j] == kOnlyEntry) continue;
     float* a = acc + unique_offsets[entry_unique[j]];
     const float gain = entries[j].gain;
-    for (int d = 0; d < dim; ++d) a[d] = MulAdd(gain, grad[d], a[d]);
+    const bool start = role[j] == kFirstEntry;
+    for (int d = 0; d < dim; ++d) a[d] = MulAdd(gain, grad[d], start ? 0.0f : a[d]);
   }
+}
+
+// out[0..dim) = gain * src[d] added to 0: the accumulator ScatterGroup would
+// build for an id whose only entry has this gain and group gradient `src`.
+inline void ScaleRow(int dim, float gain, const float* src, float* out) {
+  using namespace row_kernels_internal;
+  switch (dim) {
+    case 8: return ScaleRowFixed<8>(gain, src, out);
+    case 16: return ScaleRowFixed<16>(gain, src, out);
+    case 32: return ScaleRowFixed<32>(gain, src, out);
+    case 64: return ScaleRowFixed<64>(gain, src, out);
+    case 128: return ScaleRowFixed<128>(gain, src, out);
+    default: break;
+  }
+  for (int d = 0; d < dim; ++d) out[d] = MulAdd(gain, src[d], 0.0f);
 }
 
 }  // namespace lemrt::device

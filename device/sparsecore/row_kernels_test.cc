@@ -1,5 +1,7 @@
 #include "device/sparsecore/row_kernels.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -77,12 +79,42 @@ TEST_P(RowKernelsTest, PoolAndScatterMatchThePlainLoopsBitForBit) {
     std::vector<float> grad(dim);
     for (float& v : grad) v = u(rng);
     std::vector<float> acc_got(uniques * dim, 0.25f), acc_want(uniques * dim, 0.25f);
-    ScatterGroup(dim, entries.data(), uniq.data(), n, offsets.data(), grad.data(),
+    const std::vector<uint8_t> none(n, kAddEntry);
+    ScatterGroup(dim, entries.data(), uniq.data(), none.data(), n, offsets.data(), grad.data(),
                  acc_got.data());
     PlainScatter(dim, entries.data(), uniq.data(), n, offsets.data(), grad.data(),
                  acc_want.data());
     EXPECT_EQ(0, std::memcmp(acc_got.data(), acc_want.data(), sizeof(float) * acc_got.size()))
         << "n " << n;
+
+    // First entries start their accumulators: the same as clearing them
+    // first, whatever they held (NaN here); untouched ones stay as they were.
+    // Only entries are skipped, and ScaleRow gives what their accumulator
+    // would hold.
+    std::vector<uint8_t> role(n, kAddEntry);
+    std::vector<int> count(uniques, 0);
+    for (int64_t j = 0; j < n; ++j) ++count[uniq[j]];
+    std::vector<float> start_got(uniques * dim, std::nanf("")), start_want = start_got;
+    for (int64_t j = 0; j < n; ++j) {
+      if (count[uniq[j]] == 1) {
+        role[j] = kOnlyEntry;
+      } else if (std::find(uniq.begin(), uniq.begin() + j, uniq[j]) == uniq.begin() + j) {
+        role[j] = kFirstEntry;
+      }
+      if (role[j] != kAddEntry) std::fill_n(start_want.begin() + offsets[uniq[j]], dim, 0.0f);
+    }
+    ScatterGroup(dim, entries.data(), uniq.data(), role.data(), n, offsets.data(), grad.data(),
+                 start_got.data());
+    PlainScatter(dim, entries.data(), uniq.data(), n, offsets.data(), grad.data(),
+                 start_want.data());
+    for (int64_t j = 0; j < n; ++j) {
+      if (role[j] == kOnlyEntry) {
+        ScaleRow(dim, entries[j].gain, grad.data(), start_got.data() + offsets[uniq[j]]);
+      }
+    }
+    EXPECT_EQ(0, std::memcmp(start_got.data(), start_want.data(),
+                             sizeof(float) * start_got.size()))
+        << "entry roles, n " << n;
   }
 }
 

@@ -14,6 +14,10 @@ namespace lemrt::device {
 namespace {
 
 constexpr int kColBits = 48;
+// Narrowest rows the combine pools straight from the tables (Forward).
+constexpr int kDirectPoolMinDim = 32;
+// Widest row whose single-entry gradient Backward forms on the stack.
+constexpr int kSingleRowFloats = 256;
 
 uint64_t Key(const host::CooEntry& e) {
   return (static_cast<uint64_t>(e.table) << kColBits) | static_cast<uint64_t>(e.col);
@@ -88,24 +92,45 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   state->unique_keys.clear();
   state->unique_offsets.clear();
   state->entry_unique.resize(pairs.size());
+  state->entry_role.resize(pairs.size());
+  state->unique_single.clear();
   int64_t offset = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    if (i == 0 || pairs[i].first != pairs[i - 1].first) {
+    const bool first = i == 0 || pairs[i].first != pairs[i - 1].first;
+    const bool last = i + 1 == pairs.size() || pairs[i + 1].first != pairs[i].first;
+    if (first) {
       state->unique_keys.push_back(pairs[i].first);
       state->unique_offsets.push_back(offset);
+      state->unique_single.push_back(last);
       offset += dims_[KeyTable(pairs[i].first)];
     }
     state->entry_unique[pairs[i].second] = static_cast<int32_t>(state->unique_keys.size() - 1);
+    // Equal keys keep ascending entry indices: the first is the earliest.
+    state->entry_role[pairs[i].second] = first && last ? kOnlyEntry
+                                         : first       ? kFirstEntry
+                                                       : kAddEntry;
   }
   state->unique_offsets.push_back(offset);
 
-  // Gather: each tile resolves its share of the unique ids to local rows and
-  // copies those rows into the staging buffer (tile SPMEM), one run of
-  // same-table rows at a time (keys sort by table), with the fixed-dim
-  // kernels and prefetching of row_kernels.h. (Pooling straight from the
-  // tables instead, skipping the copy, measured slower: bench_sparsecore.)
-  PlaceGuards(offset, &state->gathered);
-  float* const gathered = state->gathered.data() + kGuardFloats;
+  // Gather: each tile resolves its share of the unique ids to local rows
+  // and, when rows are staged, copies those rows into the staging buffer
+  // (tile SPMEM), one run of same-table rows at a time (keys sort by table),
+  // with the fixed-dim kernels and prefetching of row_kernels.h. Rows of
+  // kDirectPoolMinDim floats or more are not staged unless something must
+  // see the staged copy (simulated quantization, the guard-word check of the
+  // staging buffer): the combine pools them straight from the tables, which
+  // skips writing and re-reading every row (2 of the 4 bytes moved per
+  // payload byte) and gives the same partials bit for bit. Narrower rows are
+  // staged: per row, the direct path's indirections cost more than the copy
+  // saves (bench_sparsecore, BM_Lookup staged vs direct).
+  const bool stage_all = quantization_.any() || checks_.guard_words;
+  auto staged = [&](int table) { return stage_all || dims_[table] < kDirectPoolMinDim; };
+  float* gathered = nullptr;
+  if (stage_all ||
+      std::any_of(dims_.begin(), dims_.end(), [](int d) { return d < kDirectPoolMinDim; })) {
+    PlaceGuards(offset, &state->gathered);
+    gathered = state->gathered.data() + kGuardFloats;
+  }
   state->unique_rows.resize(state->unique_keys.size());
   RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
     const uint64_t* keys = state->unique_keys.data();
@@ -117,8 +142,10 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
       for (; run_end < end && KeyTable(keys[run_end]) == table; ++run_end) {
         rows[run_end] = shard.LocalRow(KeyCol(keys[run_end]));
       }
-      GatherRows(shard.dim(), shard.row(0), rows + u, run_end - u,
-                 gathered + state->unique_offsets[u]);
+      if (staged(table)) {
+        GatherRows(shard.dim(), shard.row(0), rows + u, run_end - u,
+                   gathered + state->unique_offsets[u]);
+      }
       u = run_end;
     }
   });
@@ -139,18 +166,31 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
     state->segment_begin[k + 1] = state->segment_begin[k] + static_cast<int64_t>(segments[k].size());
   }
   RunTiles(static_cast<int64_t>(segments.size()), [&](int64_t begin, int64_t end) {
+    const int32_t* entry_unique = state->entry_unique.data();
+    const int64_t* rows = state->unique_rows.data();
     for (int64_t k = begin; k < end; ++k) {
       std::span<const host::CooEntry> seg = segments[k];
+      const int32_t* seg_unique = entry_unique + state->segment_begin[k];
       float* out = partials[k];
-      int64_t entry = state->segment_begin[k];
+      size_t prefetched = 0;  // entries of seg whose table rows were prefetched
       for (size_t i = 0; i < seg.size();) {
         const int dim = dims_[seg[i].table];
         size_t j = i + 1;
         while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
         const int64_t n = static_cast<int64_t>(j - i);
-        PoolGroup(dim, seg.data() + i, state->entry_unique.data() + entry, n, gathered,
-                  state->unique_offsets.data(), 1, out);
-        entry += n;
+        if (staged(seg[i].table)) {
+          PoolGroup(dim, seg.data() + i, seg_unique + i, n, gathered,
+                    state->unique_offsets.data(), 1, out);
+        } else {
+          // Keep the rows of the next PrefetchRows(dim) entries in flight.
+          const size_t ahead = std::min(seg.size(), j + PrefetchRows(dim));
+          for (prefetched = std::max(prefetched, j); prefetched < ahead; ++prefetched) {
+            const TableShard& shard = *shards_[seg[prefetched].table];
+            PrefetchRow(shard.row(rows[seg_unique[prefetched]]), shard.dim());
+          }
+          PoolGroup(dim, seg.data() + i, seg_unique + i, n, shards_[seg[i].table]->row(0), rows,
+                    dim, out);
+        }
         out += dim;
         i = j;
       }
@@ -237,10 +277,17 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
         CheckFiniteGroups(segments, grads, "gradients", "sc_backward", step - 1);
     if (!state->debug_status.ok()) return;
   }
+  // Every accumulator starts at its id's first entry, which writes it (as
+  // if added to zero: ScatterGroup), so the buffer is not cleared first. An
+  // id with a single entry skips the accumulator: its gain and group
+  // gradient are noted for the update, which forms the same gradient
+  // (ScaleRow) next to its row; with one-hot ids that halves the bytes the
+  // update moves besides the rows (bench_sparsecore).
   std::vector<float>& acc_buf = state->grad_acc;
   PlaceGuards(state->unique_offsets.back(), &acc_buf);
-  std::fill(acc_buf.begin() + kGuardFloats, acc_buf.end() - kGuardFloats, 0.0f);
   float* const acc = acc_buf.data() + kGuardFloats;
+  state->unique_gain.resize(state->unique_keys.size());
+  state->unique_grad.resize(state->unique_keys.size());
   int64_t entry = 0;
   for (size_t k = 0; k < segments.size(); ++k) {
     std::span<const host::CooEntry> seg = segments[k];
@@ -249,8 +296,15 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
       const int dim = dims_[seg[i].table];
       size_t j = i + 1;
       while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
-      ScatterGroup(dim, seg.data() + i, state->entry_unique.data() + entry,
-                   static_cast<int64_t>(j - i), state->unique_offsets.data(), g, acc);
+      const int32_t* group_unique = state->entry_unique.data() + entry;
+      const uint8_t* group_role = state->entry_role.data() + entry;
+      ScatterGroup(dim, seg.data() + i, group_unique, group_role, static_cast<int64_t>(j - i),
+                   state->unique_offsets.data(), g, acc);
+      for (size_t e = 0; e < j - i; ++e) {
+        if (group_role[e] != kOnlyEntry) continue;
+        state->unique_gain[group_unique[e]] = seg[i + e].gain;
+        state->unique_grad[group_unique[e]] = g;
+      }
       entry += static_cast<int64_t>(j - i);
       g += dim;
       i = j;
@@ -262,6 +316,9 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
   RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
     const uint64_t* keys = state->unique_keys.data();
     const int64_t* rows = state->unique_rows.data();
+    // A single-entry id's gradient: here, or for wider rows in its own
+    // (otherwise unused) accumulator.
+    alignas(64) float single[kSingleRowFloats];
     for (int64_t u = begin; u < end; ++u) {
       TableShard& shard = *shards_[KeyTable(keys[u])];
       const int64_t next = u + PrefetchRows(shard.dim());
@@ -271,8 +328,12 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
         const std::span<const float> slots = shard.row_slots(ahead);
         if (!slots.empty()) PrefetchRow(slots.data(), static_cast<int>(slots.size()), true);
       }
-      shard.Update(rows[u], std::span<const float>(acc + state->unique_offsets[u], shard.dim()),
-                   step);
+      float* grad = acc + state->unique_offsets[u];
+      if (state->unique_single[u]) {
+        if (shard.dim() <= kSingleRowFloats) grad = single;
+        ScaleRow(shard.dim(), state->unique_gain[u], state->unique_grad[u], grad);
+      }
+      shard.Update(rows[u], std::span<const float>(grad, shard.dim()), step);
     }
   });
   if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_backward");

@@ -42,11 +42,24 @@ struct SparseCoreStepState {
   std::vector<int64_t> unique_rows;
   // Unique index of every entry, segments concatenated in order.
   std::vector<int32_t> entry_unique;
+  // Each entry's EntryRole (row_kernels.h): whether it starts its unique
+  // id's gradient accumulator (the id's first entry in that order), adds to
+  // it, or is the id's only entry.
+  std::vector<uint8_t> entry_role;
+  // Per unique id: 1 when it has exactly one entry. Backward then updates
+  // its row from that entry's gain and group gradient (unique_gain,
+  // unique_grad) without an accumulator.
+  std::vector<uint8_t> unique_single;
+  std::vector<float> unique_gain;
+  std::vector<const float*> unique_grad;
   // Scratch reused between steps.
   std::vector<std::pair<uint64_t, int32_t>> sort_scratch;
   std::vector<std::pair<uint64_t, int32_t>> sort_scratch2;  // SortByKey's buffer
   std::vector<float> grad_acc;
-  // The unique rows gathered by the tiles (tile SPMEM), at unique_offsets.
+  // The unique rows gathered by the tiles (tile SPMEM), at unique_offsets;
+  // filled only for staged rows (tables narrower than 32 floats, or all with
+  // simulated quantization or guard words on; the combine reads the other
+  // tables' rows in place).
   std::vector<float> gathered;
   // Index of each segment's first entry in entry_unique (+1 at the end).
   std::vector<int64_t> segment_begin;

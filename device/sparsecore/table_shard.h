@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device/optimizers/optimizer.h"
+#include "device/sparsecore/table_allocator.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::device {
@@ -64,8 +65,9 @@ class TableShard {
   int64_t local_rows_;
   int64_t slot_stride_;
   const Optimizer& optimizer_;
-  std::vector<float> weights_;
-  std::vector<float> slots_;
+  // Aligned rows on huge pages where possible (table_allocator.h).
+  std::vector<float, TableAllocator<float>> weights_;
+  std::vector<float, TableAllocator<float>> slots_;
 };
 
 // Initial value of element k of global row `row` of table `table_index`.
