@@ -227,5 +227,27 @@ training { global_batch: 8 embedding_learning_rate: 0.1 }
   }
 }
 
+// LocalRow's multiply by the reciprocal equals the division for every
+// SparseCore count up to 2^16 over the key columns' range (below 2^48).
+TEST(SparseCoreTest, LocalRowEqualsDivision) {
+  config::TableConfig table;
+  table.set_name("t");
+  table.set_vocab_size(4);
+  table.set_dim(1);
+  SgdOptimizer sgd(0.1f);
+  std::mt19937_64 rng(5);
+  for (int total : {1, 2, 3, 4, 7, 12, 64, 1000, 65535, 65536, 65537}) {
+    TableShard shard(table, 0, 0, total, 1, sgd);
+    const int64_t top = (int64_t{1} << 48) - 1;
+    std::vector<int64_t> cols = {0, 1, total - 1, total, total + 1, top, top - 1, top - total};
+    for (int i = 0; i < 2000; ++i) cols.push_back(static_cast<int64_t>(rng() % (top + 1)));
+    for (int i = 0; i < 200; ++i) cols.push_back(static_cast<int64_t>(rng() % (1 << 20)));
+    for (int64_t c : cols) {
+      if (c < 0) continue;
+      ASSERT_EQ(shard.LocalRow(c), c / total) << "column " << c << ", " << total << " SCs";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lemrt::device

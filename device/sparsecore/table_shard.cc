@@ -26,6 +26,9 @@ TableShard::TableShard(const config::TableConfig& table, int table_index, int gl
       local_rows_(table.vocab_size() > global_sc
                       ? (table.vocab_size() - global_sc + total_sc - 1) / total_sc
                       : 0),
+      reciprocal_(total_sc >= 2 && total_sc <= (1 << 16)
+                      ? ~uint64_t{0} / static_cast<uint64_t>(total_sc) + 1
+                      : 0),
       slot_stride_(int64_t{optimizer.slots_per_param()} * table.dim()),
       optimizer_(optimizer),
       weights_(local_rows_ * dim_),

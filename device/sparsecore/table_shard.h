@@ -32,7 +32,18 @@ class TableShard {
   int dim() const { return dim_; }
   int64_t local_rows() const { return local_rows_; }
   int64_t GlobalRow(int64_t local_row) const { return local_row * total_sc_ + global_sc_; }
-  int64_t LocalRow(int64_t global_row) const { return global_row / total_sc_; }
+  // global_row / N. For 0 <= global_row < 2^48 (every key column) and
+  // N <= 2^16 it is the high half of global_row x ceil(2^64 / N), exact
+  // since global_row x N < 2^64: a multiply instead of a 64-bit division per
+  // id in the gather.
+  int64_t LocalRow(int64_t global_row) const {
+    if (total_sc_ == 1) return global_row;
+    if (reciprocal_ != 0 && static_cast<uint64_t>(global_row) < (uint64_t{1} << 48)) {
+      return static_cast<int64_t>(
+          (static_cast<unsigned __int128>(static_cast<uint64_t>(global_row)) * reciprocal_) >> 64);
+    }
+    return global_row / total_sc_;
+  }
   const float* row(int64_t local_row) const { return weights_.data() + local_row * dim_; }
 
   // Applies the optimizer to one row with gradient `grad` (dim floats) as
@@ -63,6 +74,8 @@ class TableShard {
   int global_sc_;
   int total_sc_;
   int64_t local_rows_;
+  // ceil(2^64 / total_sc_) for 2 <= total_sc_ <= 2^16, else 0 (LocalRow).
+  uint64_t reciprocal_;
   int64_t slot_stride_;
   const Optimizer& optimizer_;
   // Aligned rows on huge pages where possible (table_allocator.h).
