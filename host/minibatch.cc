@@ -34,7 +34,9 @@ MinibatchSplitter::MinibatchSplitter(MinibatchOptions options)
       N_(options_.total_sparse_cores),
       T_(static_cast<int>(options_.limits.tables.size())),
       num_tables_(options_.stacking.empty() ? T_
-                                            : static_cast<int>(options_.stacking.size())) {}
+                                            : static_cast<int>(options_.stacking.size())) {
+  spare_.reserve(kBuckets);  // at most kBuckets minibatches per step
+}
 
 int MinibatchSplitter::Bucket(int table, int64_t col) { return BucketOfKey(Key(table, col)); }
 
@@ -141,7 +143,20 @@ absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t bounda
     mb_of_bucket[b] = m;
   }
   dropped_per_table->resize(num_tables_, 0);
-  out->resize(minibatches);
+  // Resize without freeing: surplus minibatches go to spare_ (a move keeps
+  // the buffers), missing ones come from it.
+  while (static_cast<int>(out->size()) > minibatches) {
+    spare_.push_back(std::move(out->back()));
+    out->pop_back();
+  }
+  while (static_cast<int>(out->size()) < minibatches) {
+    if (spare_.empty()) {
+      out->emplace_back();
+    } else {
+      out->push_back(std::move(spare_.back()));
+      spare_.pop_back();
+    }
+  }
   const int64_t segments = int64_t{N_} * S_;
   for (int m = 0; m < minibatches; ++m) {
     PartitionedCoo& mb = (*out)[m];

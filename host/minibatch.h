@@ -71,8 +71,10 @@ class MinibatchSplitter {
   const std::vector<PartitionCount>& counts() const { return counts_; }
 
   // Splits `coo` at the agreed `boundaries` into popcount(boundaries) + 1
-  // minibatches (`out` resized; its buffers reused). Adds dropped ids per
-  // original table to dropped_per_table (sized to the tables). PlanLocal(coo)
+  // minibatches (`out` resized; its buffers reused, and the buffers of
+  // minibatches it drops parked here for a later step with more, so steps
+  // with a varying number of minibatches allocate nothing once warm). Adds
+  // dropped ids per original table to dropped_per_table (sized to the tables). PlanLocal(coo)
   // must have run. Errors (InvalidArgument), when a minibatch partition is
   // still over and dropping is off: names the (stacked) table, the source and
   // destination SparseCore,
@@ -107,6 +109,8 @@ class MinibatchSplitter {
   std::vector<PartitionCount> running_;
   std::vector<uint64_t> cut_key_;           // per stack of a segment: first key not fully kept
   std::vector<int32_t> cut_keep_;           // entries of cut_key_ still kept
+  // Minibatches Split dropped from `out` (their buffers), reused first.
+  std::vector<PartitionedCoo> spare_;
 };
 
 }  // namespace lemrt::host

@@ -16,9 +16,11 @@
 #include <execinfo.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "device/optimizers/optimizer.h"
@@ -144,8 +146,9 @@ struct HostRig {
 };
 
 // Runs the trainer's step (runtime/trainer.cc, without the recorder's hooks)
-// over 8 steps, then replays them counting operator new.
-void ExpectReplayedStepsAllocateNothing(const char* config_text, bool serialized) {
+// over 8 steps, then replays them counting operator new. Returns the most
+// minibatches a step had.
+size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serialized) {
   HostRig rig(config_text);
   const int world = rig.world, rank = rig.rank;
   const config::RunConfig* config = &rig.config;
@@ -166,6 +169,7 @@ void ExpectReplayedStepsAllocateNothing(const char* config_text, bool serialized
   const TableSerializer serializer(*plan);
   CHECK_EQ(serializer.active(), serialized);
   std::vector<host::PartitionedCoo> groups;  // the trainer's StepSlot::table_groups
+  size_t max_minibatches = 0;
 
   const int64_t local_batch = config->training().global_batch() / world;
   host::Batch batch;
@@ -178,6 +182,7 @@ void ExpectReplayedStepsAllocateNothing(const char* config_text, bool serialized
   auto step = [&](int64_t s) {
     absl::Status st = host.PrepareTrain(s, &batch, &coo, &minibatches);
     if (!st.ok()) return st;
+    max_minibatches = std::max(max_minibatches, minibatches.size());
     const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
     st = sparse.Forward(runs, &bufs, act);
     if (st.ok()) st = (*dense)->Step(batch, act, d_act).status();
@@ -208,6 +213,7 @@ void ExpectReplayedStepsAllocateNothing(const char* config_text, bool serialized
                                    << " called operator new " << news_per_step[s] << " times"
                                    << (serialized ? " (serialized stacks)" : "");
   }
+  return max_minibatches;
 }
 
 TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
@@ -218,6 +224,18 @@ TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
 // its own exchange, lookup and update each).
 TEST(SteadyStateAllocTest, SerializedStepAllocatesNothing) {
   ExpectReplayedStepsAllocateNothing(kSerializedConfig, /*serialized=*/true);
+}
+
+// Partition limits split steps into a varying number of vocabulary-dimension
+// minibatches (host/minibatch.h), each run as three serialized table groups.
+TEST(SteadyStateAllocTest, MinibatchedSerializedStepAllocatesNothing) {
+  std::string limited = kSerializedConfig;
+  const std::string block = "sparse_core { ";
+  limited.replace(limited.find(block), block.size(),
+                  block + "max_unique_ids_per_partition: 8 ");
+  const size_t max_minibatches =
+      ExpectReplayedStepsAllocateNothing(limited.c_str(), /*serialized=*/true);
+  EXPECT_GT(max_minibatches, 1u);
 }
 
 // The host worker threads (runtime/host_prefetcher.h): with two workers and a
