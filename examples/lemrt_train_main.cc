@@ -18,9 +18,11 @@
 #include "device/plan/memory_plan.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/host_prefetcher.h"
 #include "runtime/quantized_eval.h"
 #include "runtime/run_report.h"
 #include "runtime/summary_writer.h"
+#include "runtime/thread_budget.h"
 #include "runtime/trace_buffer.h"
 #include "runtime/trainer.h"
 
@@ -126,6 +128,13 @@ absl::Status Run(int rank, int world_size, bool thread_multiple) {
     return absl::FailedPreconditionError(
         "pipelining needs MPI_THREAD_MULTIPLE, which this MPI does not provide; set "
         "sparse_core { disable_full_embedding_pipelining: true }");
+  }
+  if (rank == 0) {  // issue 9: one warning when the node's cores are oversubscribed
+    const std::string warning =
+        lemrt::runtime::OversubscriptionWarning(lemrt::runtime::ComputeThreadBudget(
+            *config, lemrt::runtime::LocalRanksFromEnvironment(world_size),
+            lemrt::runtime::AvailableCores()));
+    if (!warning.empty()) LOG(WARNING) << warning;
   }
   auto sparse_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
   if (!sparse_comm.ok()) return sparse_comm.status();

@@ -17,8 +17,6 @@ constexpr uint64_t kSampleTag = 0x73616d706c65ULL;  // "sample"
 constexpr uint64_t kWeightTag = 0x776569676874ULL;  // "weight"
 constexpr uint64_t kHiddenTag = 0x68696464656eULL;  // "hidden"
 constexpr uint64_t kDenseTag = 0x64656e7365ULL;     // "dense"
-// w(t, id) is cached for ids below this (the Zipf head, where most draws land).
-constexpr int64_t kHotCacheIds = 4096;
 constexpr int kMaxPairs = 2;
 
 double Damping(int64_t id) {
@@ -26,10 +24,21 @@ double Damping(int64_t id) {
          std::sqrt(1.0 + static_cast<double>(id) / SyntheticSource::kHotScale);
 }
 
+// acc += normals x scale: one expression for cached and computed normals, so
+// both round alike (also where the compiler fuses the multiply-add).
+void AccumulateHidden(const double* normals, double scale, double* acc) {
+  for (int d = 0; d < SyntheticSource::kHiddenDim; ++d) acc[d] += normals[d] * scale;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::Create(
     const config::RunConfig& config, int rank, int world_size) {
+  return CreateWithCachedIds(config, rank, world_size, kCachedIds);
+}
+
+absl::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::CreateWithCachedIds(
+    const config::RunConfig& config, int rank, int world_size, int64_t cached_ids) {
   CHECK_GT(world_size, 0);
   CHECK(rank >= 0 && rank < world_size) << rank << " of " << world_size;
   const double exponent = config.data().synthetic().zipf_exponent();
@@ -59,12 +68,13 @@ absl::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::Create(
                       : std::pow(top, 1 - exponent) - 1;
     features.push_back(f);
   }
-  return std::unique_ptr<SyntheticSource>(
-      new SyntheticSource(config, rank, world_size, std::move(features)));
+  return std::unique_ptr<SyntheticSource>(new SyntheticSource(
+      config, rank, world_size, std::move(features), cached_ids));
 }
 
 SyntheticSource::SyntheticSource(const config::RunConfig& config, int rank,
-                                 int world_size, std::vector<Feature> features)
+                                 int world_size, std::vector<Feature> features,
+                                 int64_t cached_ids)
     : synthetic_(config.data().synthetic()),
       seed_(config.training().seed()),
       global_batch_(config.training().global_batch()),
@@ -80,13 +90,29 @@ SyntheticSource::SyntheticSource(const config::RunConfig& config, int rank,
     base::CounterRng rng(base::HashKeys({seed_, kDenseTag, uint64_t(k)}));
     dense_weight_.push_back(rng.NextNormal() / std::sqrt(num_dense_));
   }
-  hot_w_.resize(config.tables_size());
-  for (int t = 0; t < config.tables_size(); ++t) {
-    const int64_t n = std::min(kHotCacheIds, config.tables(t).vocab_size());
-    for (int64_t id = 0; id < n; ++id) {
-      base::CounterRng rng(
-          base::HashKeys({seed_, kWeightTag, uint64_t(t), uint64_t(id)}));
-      hot_w_[t].push_back(static_cast<float>(rng.NextNormal() * Damping(id)));
+  FillCaches(config, cached_ids);
+}
+
+void SyntheticSource::FillCaches(const config::RunConfig& config, int64_t cached_ids) {
+  const int num_tables = config.tables_size();
+  hot_w_.resize(num_tables);
+  hot_h_.resize(num_tables);
+  for (int t = 0; t < num_tables; ++t) {
+    hot_w_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
+    for (int64_t id = 0; id < static_cast<int64_t>(hot_w_[t].size()); ++id) {
+      base::CounterRng rng(base::HashKeys({seed_, kWeightTag, uint64_t(t), uint64_t(id)}));
+      hot_w_[t][id] = static_cast<float>(rng.NextNormal() * Damping(id));
+    }
+  }
+  for (int f = 0; f < 2 * num_pairs_; ++f) {
+    const int t = features_[f].table;
+    if (!hot_h_[t].empty()) continue;
+    hot_h_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
+    for (int64_t id = 0; id < static_cast<int64_t>(hot_h_[t].size()); ++id) {
+      base::CounterRng rng(base::HashKeys({seed_, kHiddenTag, uint64_t(t), uint64_t(id)}));
+      std::array<double, kHiddenDim + 1>& h = hot_h_[t][id];
+      for (int d = 0; d < kHiddenDim; ++d) h[d] = rng.NextNormal();
+      h[kHiddenDim] = 0.5 * Damping(id);
     }
   }
 }
@@ -188,10 +214,16 @@ double SyntheticSource::Weight(int table, int64_t id) const {
 }
 
 void SyntheticSource::AddHidden(int table, int64_t id, double* acc) const {
+  if (id < static_cast<int64_t>(hot_h_[table].size())) {
+    const std::array<double, kHiddenDim + 1>& h = hot_h_[table][id];
+    AccumulateHidden(h.data(), h[kHiddenDim], acc);
+    return;
+  }
   base::CounterRng rng(
       base::HashKeys({seed_, kHiddenTag, uint64_t(table), uint64_t(id)}));
-  const double scale = 0.5 * Damping(id);
-  for (int d = 0; d < kHiddenDim; ++d) acc[d] += rng.NextNormal() * scale;
+  std::array<double, kHiddenDim> normals;
+  for (double& n : normals) n = rng.NextNormal();
+  AccumulateHidden(normals.data(), 0.5 * Damping(id), acc);
 }
 
 }  // namespace lemrt::host

@@ -6,6 +6,7 @@
 #ifndef LEMRT_HOST_SYNTHETIC_SOURCE_H_
 #define LEMRT_HOST_SYNTHETIC_SOURCE_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -58,6 +59,15 @@ class SyntheticSource : public DataSource {
   static absl::StatusOr<std::unique_ptr<SyntheticSource>> Create(
       const config::RunConfig& config, int rank, int world_size);
 
+  // The teacher values w(t, id) and h(t, id) of ids below this many are
+  // precomputed (the Zipf head, where most draws land; h only for the tables
+  // of paired features). Caching never changes a value.
+  static constexpr int64_t kCachedIds = 4096;
+  // Create with another cache size; 0 turns the caches off (tests and
+  // bench_synthetic: the batches are identical for every size).
+  static absl::StatusOr<std::unique_ptr<SyntheticSource>> CreateWithCachedIds(
+      const config::RunConfig& config, int rank, int world_size, int64_t cached_ids);
+
   SyntheticSource(const SyntheticSource&) = delete;
   SyntheticSource& operator=(const SyntheticSource&) = delete;
 
@@ -78,7 +88,9 @@ class SyntheticSource : public DataSource {
   };
 
   SyntheticSource(const config::RunConfig& config, int rank, int world_size,
-                  std::vector<Feature> features);
+                  std::vector<Feature> features, int64_t cached_ids);
+  // Fills hot_w_[t] and hot_h_[t] for ids below `cached_ids`.
+  void FillCaches(const config::RunConfig& config, int64_t cached_ids);
 
   // Fills `batch` with samples first_g .. first_g + LB - 1.
   void FillBatch(uint64_t first_g, Batch* batch) const;
@@ -100,6 +112,9 @@ class SyntheticSource : public DataSource {
   int num_pairs_ = 0;                      // Of the pairs (0,1), (2,3).
   std::vector<double> dense_weight_;       // v_k, [num_dense].
   std::vector<std::vector<float>> hot_w_;  // Per table: w(t, id) for small ids.
+  // Per table of a paired feature, for small ids: the kHiddenDim normals of
+  // h(t, id) and their scale 0.5 x damp(id).
+  std::vector<std::vector<std::array<double, kHiddenDim + 1>>> hot_h_;
 };
 
 }  // namespace lemrt::host

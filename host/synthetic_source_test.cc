@@ -1,5 +1,6 @@
 #include "host/synthetic_source.h"
 
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -212,6 +213,39 @@ TEST(SyntheticSourceTest, SeedChangesTheData) {
   EXPECT_EQ(GlobalBatch(config, 1, false, 0).dense, first.dense);
   config.mutable_training()->set_seed(8);
   EXPECT_NE(GlobalBatch(config, 1, false, 0).dense, first.dense);
+}
+
+// The teacher caches (w and h of the Zipf head) change no value: ids, dense
+// features, labels and teacher probabilities equal those of a source without
+// caches, and of one caching most of the vocabulary, bit for bit.
+TEST(SyntheticSourceTest, CachesChangeNoValue) {
+  const config::RunConfig config = TestConfig();
+  auto plain = SyntheticSource::CreateWithCachedIds(config, 1, 2, /*cached_ids=*/0);
+  ASSERT_TRUE(plain.ok());
+  for (int64_t cached_ids : {SyntheticSource::kCachedIds, int64_t{60000}}) {
+    auto cached = SyntheticSource::CreateWithCachedIds(config, 1, 2, cached_ids);
+    ASSERT_TRUE(cached.ok());
+    for (int64_t index = 0; index < 4; ++index) {
+      for (bool eval : {false, true}) {
+        Batch a, b;
+        ASSERT_TRUE(
+            (eval ? (*cached)->EvalBatch(index % 2, &a) : (*cached)->TrainBatch(index, &a)).ok());
+        ASSERT_TRUE(
+            (eval ? (*plain)->EvalBatch(index % 2, &b) : (*plain)->TrainBatch(index, &b)).ok());
+        EXPECT_EQ(a.ids, b.ids);
+        EXPECT_EQ(a.offsets, b.offsets);
+        EXPECT_EQ(a.dense, b.dense);
+        EXPECT_EQ(a.labels, b.labels);
+        ASSERT_EQ(a.teacher_prob.size(), b.teacher_prob.size());
+        for (size_t i = 0; i < a.teacher_prob.size(); ++i) {
+          EXPECT_EQ(std::bit_cast<uint32_t>(a.teacher_prob[i]),
+                    std::bit_cast<uint32_t>(b.teacher_prob[i]))
+              << "cached ids " << cached_ids << ", sample " << i << " of "
+              << (eval ? "eval chunk " : "step ") << index;
+        }
+      }
+    }
+  }
 }
 
 TEST(SyntheticSourceTest, UnknownTableIsAnError) {
