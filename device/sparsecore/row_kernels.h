@@ -99,9 +99,13 @@ void ScatterGroupFixed(const host::CooEntry* entries, const int32_t* entry_uniqu
   }
 }
 
+// Through a local array: `out` may alias `src` for all the compiler knows,
+// and the loop straight into `out` stays scalar (64 stores a row).
 template <int kDim>
 void ScaleRowFixed(float gain, const float* src, float* out) {
-  for (int d = 0; d < kDim; ++d) out[d] = MulAdd(gain, src[d], 0.0f);
+  float o[kDim];
+  for (int d = 0; d < kDim; ++d) o[d] = MulAdd(gain, src[d], 0.0f);
+  std::memcpy(out, o, sizeof(o));
 }
 
 }  // namespace row_kernels_internal

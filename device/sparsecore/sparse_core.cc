@@ -14,7 +14,7 @@ namespace lemrt::device {
 namespace {
 
 constexpr int kColBits = 48;
-// Narrowest rows the combine pools straight from the tables (Forward).
+// Narrowest rows the combine may pool straight from the tables (Forward).
 constexpr int kDirectPoolMinDim = 32;
 // Widest row whose single-entry gradient Backward forms on the stack.
 constexpr int kSingleRowFloats = 256;
@@ -115,19 +115,38 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   // Gather: each tile resolves its share of the unique ids to local rows
   // and, when rows are staged, copies those rows into the staging buffer
   // (tile SPMEM), one run of same-table rows at a time (keys sort by table),
-  // with the fixed-dim kernels and prefetching of row_kernels.h. Rows of
-  // kDirectPoolMinDim floats or more are not staged unless something must
-  // see the staged copy (simulated quantization, the guard-word check of the
-  // staging buffer): the combine pools them straight from the tables, which
-  // skips writing and re-reading every row (2 of the 4 bytes moved per
-  // payload byte) and gives the same partials bit for bit. Narrower rows are
-  // staged: per row, the direct path's indirections cost more than the copy
-  // saves (bench_sparsecore, BM_Lookup staged vs direct).
+  // with the fixed-dim kernels and prefetching of row_kernels.h. A table's
+  // rows skip the staging copy when they are at least kDirectPoolMinDim
+  // floats wide and this step's ids cover at least half of the rows between
+  // its lowest and highest one, unless something must see the staged copy
+  // (simulated quantization, the guard-word check of the staging buffer):
+  // the combine then pools them straight from the table, which skips writing
+  // and re-reading every row (2 of the 4 bytes moved per payload byte) and
+  // gives the same partials bit for bit. For narrower or sparser rows the
+  // gather's tight copy loop keeps more row misses in flight than the
+  // combine does, and staging measured faster (bench_sparsecore, BM_Lookup
+  // staged vs direct; README Performance).
   const bool stage_all = quantization_.any() || checks_.guard_words;
-  auto staged = [&](int table) { return stage_all || dims_[table] < kDirectPoolMinDim; };
+  std::vector<uint8_t>& stage_table = state->stage_table;
+  stage_table.assign(dims_.size(), 1);
+  if (!stage_all) {
+    const uint64_t* keys = state->unique_keys.data();
+    const size_t uniques = state->unique_keys.size();
+    for (size_t u = 0; u < uniques;) {
+      const int table = KeyTable(keys[u]);
+      size_t end = u;
+      while (end < uniques && KeyTable(keys[end]) == table) ++end;
+      const TableShard& shard = *shards_[table];
+      const int64_t span =
+          shard.LocalRow(KeyCol(keys[end - 1])) - shard.LocalRow(KeyCol(keys[u])) + 1;
+      stage_table[table] =
+          dims_[table] < kDirectPoolMinDim || 2 * static_cast<int64_t>(end - u) < span;
+      u = end;
+    }
+  }
+  auto staged = [&](int table) { return stage_table[table] != 0; };
   float* gathered = nullptr;
-  if (stage_all ||
-      std::any_of(dims_.begin(), dims_.end(), [](int d) { return d < kDirectPoolMinDim; })) {
+  if (std::any_of(stage_table.begin(), stage_table.end(), [](uint8_t s) { return s != 0; })) {
     PlaceGuards(offset, &state->gathered);
     gathered = state->gathered.data() + kGuardFloats;
   }
@@ -188,8 +207,12 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
             const TableShard& shard = *shards_[seg[prefetched].table];
             PrefetchRow(shard.row(rows[seg_unique[prefetched]]), shard.dim());
           }
-          PoolGroup(dim, seg.data() + i, seg_unique + i, n, shards_[seg[i].table]->row(0), rows,
-                    dim, out);
+          const TableShard& shard = *shards_[seg[i].table];
+          if (n == 1) {  // one-hot: the same operations as PoolGroup, fewer steps
+            ScaleRow(dim, seg[i].gain, shard.row(rows[seg_unique[i]]), out);
+          } else {
+            PoolGroup(dim, seg.data() + i, seg_unique + i, n, shard.row(0), rows, dim, out);
+          }
         }
         out += dim;
         i = j;

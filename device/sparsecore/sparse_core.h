@@ -57,10 +57,13 @@ struct SparseCoreStepState {
   std::vector<std::pair<uint64_t, int32_t>> sort_scratch2;  // SortByKey's buffer
   std::vector<float> grad_acc;
   // The unique rows gathered by the tiles (tile SPMEM), at unique_offsets;
-  // filled only for staged rows (tables narrower than 32 floats, or all with
-  // simulated quantization or guard words on; the combine reads the other
-  // tables' rows in place).
+  // filled only for the tables whose rows are staged this step.
   std::vector<float> gathered;
+  // Per table, 1 when its rows are staged in `gathered` this step (always
+  // with simulated quantization or guard words on; otherwise for rows under
+  // 32 floats or ids covering under half of their row range), 0 when the
+  // combine reads them in place.
+  std::vector<uint8_t> stage_table;
   // Index of each segment's first entry in entry_unique (+1 at the end).
   std::vector<int64_t> segment_begin;
   // The first debug-check failure of the last Forward or Backward (OK when

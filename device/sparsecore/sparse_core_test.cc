@@ -146,12 +146,12 @@ TEST(SparseCoreTest, FtrlSumsRepeatedIdsAndKeepsSlotsPerRow) {
   }
 }
 
-// Rows of 32 floats or more are staged in the tile buffer only when something
-// must see the staged copy (here: the guard-word check); otherwise the
-// combine pools them straight from the tables. Both must give the same
-// partials and updates bit for bit, with a direct table (dim 64) and a
-// staged one (dim 7) in one segment and ids repeated within and across
-// segments.
+// Dense rows of 32 floats or more are staged in the tile buffer only when
+// something must see the staged copy (here: the guard-word check); otherwise
+// the combine pools them straight from the tables. Both must give the same
+// partials and updates bit for bit, with a table read in place (dim 64) and
+// a staged one (dim 7) in one segment, one-hot and multi-hot groups, and ids
+// repeated within and across segments.
 TEST(SparseCoreTest, StagedAndDirectCombineAgreeBitForBit) {
   constexpr char kTwoTables[] = R"pb(
 topology { sparse_cores_per_chip: 1 }
@@ -181,7 +181,8 @@ training { global_batch: 8 embedding_learning_rate: 0.1 }
         const int64_t vocab = feature == 0 ? 50 : 40;
         std::vector<int64_t> cols;
         while (static_cast<int>(cols.size()) < ids) {
-          const int64_t c = static_cast<int64_t>(rng() % 12) * (vocab / 12);  // repeats
+          // 12 consecutive columns, so "wide" is read in place; repeats.
+          const int64_t c = static_cast<int64_t>(rng() % 12) + (vocab - 12);
           if (std::find(cols.begin(), cols.end(), c) == cols.end()) cols.push_back(c);
         }
         std::sort(cols.begin(), cols.end());
@@ -212,6 +213,8 @@ training { global_batch: 8 embedding_learning_rate: 0.1 }
     direct.Forward(segs, out_direct, &st_direct);
     staged.Forward(segs, out_staged, &st_staged);
     ASSERT_TRUE(st_staged.debug_status.ok()) << st_staged.debug_status;
+    EXPECT_EQ(st_direct.stage_table, (std::vector<uint8_t>{0, 1}));  // "wide" read in place
+    EXPECT_EQ(st_staged.stage_table, (std::vector<uint8_t>{1, 1}));
     for (int k = 0; k < 2; ++k) {
       EXPECT_EQ(0, std::memcmp(p_direct[k].data(), p_staged[k].data(),
                                sizeof(float) * p_direct[k].size()))
