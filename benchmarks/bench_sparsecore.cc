@@ -43,10 +43,11 @@
 // as in training, where tables are far larger than the caches; the best of
 // kColdCalls calls counts. BM_StreamCopy measures the memory bandwidth.
 // Targets (issue 9): x_rows <= 2 for dim 16, x_memcpy <= 1.5 for dim >= 64.
-// The memcpy target is physical only for gap 1: spread ids read 1 line in
-// every 2-8 of the table, and on this machine even a prefetched read-only
-// loop over such rows runs 2-4x slower than a sequential read of the same
-// bytes (README, Performance).
+// The memcpy target is physical only for gap 1: spread ids touch 1 row in
+// 4-32 of the table, and on the 2-vCPU VM of the README even the prefetched
+// pass that only loads those rows took 1.1-1.5x a memcpy of the same bytes
+// (read_x_memcpy; the memcpy also writes them), against 0.5-0.6x for
+// consecutive rows (README, Performance).
 #include <algorithm>
 #include <ctime>
 #include <cstring>
