@@ -137,9 +137,10 @@ check(ser == [True, False], f"1 serialized stack is a+b+c (largest stack term): 
 check(s["stacked_ser1_np2"]["memory"]["hbm_stack_bytes"] < s["stacked_np2"]["memory"]["hbm_stack_bytes"],
       "serializing a stack lowers the plan's peak stack")
 a3 = s["stacked_np2"]["memory"]["stacks"][0]
-# a+b+c on 2 chips x 4 SCs: features a1, a2, b1, c1 (1 + 4 + 2 + 1 ids), batch 192.
+# a+b+c on 2 chips x 4 SCs: features a1, a2, b1, c1 (1 + 4 + 2 + 1 ids), batch 192
+# = 24 samples per SparseCore.
 check(a3["features"] == 4 and a3["ids_per_sample"] == 8 and a3["padded_dim"] == 16
-      and a3["gather_operand_bytes"] == 192 * 4 * 16 * 4 / 16,
+      and a3["gather_operand_bytes"] == 192 // 8 * 4 * 16 * 4 / 16,
       f"stack a+b+c: {a3['features']} features, {a3['ids_per_sample']} ids per sample, "
       f"gather operand {a3['gather_operand_bytes']:.0f} B per tile")
 sys.exit(1 if fails else 0)

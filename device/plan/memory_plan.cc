@@ -52,7 +52,9 @@ void PlanSpmem(const config::RunConfig& c, StackPlan* sp) {
   sp->spmem_unique_bytes = CeilDiv(n * sp->limits.max_unique_ids, tiles) * kF32;
   sp->spmem_rows_bytes = 2 * int64_t{topo.simd_width()} * sp->padded_dim * kF32;
   sp->spmem_fixed_bytes = sp->spmem_ids_bytes + sp->spmem_unique_bytes + sp->spmem_rows_bytes;
-  sp->gather_sample_count = c.training().global_batch() * sp->num_features;
+  // Reference section 10: the batch sets the sample_count *per SparseCore*
+  // (each SparseCore stages its own samples), so more chips shrink it.
+  sp->gather_sample_count = CeilDiv(c.training().global_batch(), n) * sp->num_features;
   sp->gather_operand_bytes = CeilDiv(sp->gather_sample_count * sp->padded_dim * kF32, tiles);
 }
 

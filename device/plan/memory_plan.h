@@ -57,7 +57,8 @@
 //                  gathered rows, processed simd_width rows at a time)
 //     fixed      = ids + unique ids + rows;
 //     gather operand (partial sums) = sample_count x feature_width x 4 / T,
-//                  sample_count = global_batch x the stack's features.
+//                  sample_count = global_batch / N (samples per SparseCore)
+//                  x the stack's features.
 //   The per-partition limits of a stack are the stack's (host::StackLimits:
 //   the largest of its members'), capped by the conservative bound (every id
 //   of a source SparseCore's samples to one destination; unique ids at most
@@ -142,7 +143,7 @@ struct StackPlan {
   int64_t spmem_unique_bytes = 0;
   int64_t spmem_rows_bytes = 0;
   int64_t spmem_fixed_bytes = 0;      // ids + unique + rows
-  int64_t gather_sample_count = 0;    // global_batch x the stack's features
+  int64_t gather_sample_count = 0;    // global_batch / N x the stack's features
   int64_t gather_operand_bytes = 0;   // partial sums
   int64_t spmem_bytes() const { return spmem_fixed_bytes + gather_operand_bytes; }
 };

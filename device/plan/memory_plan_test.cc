@@ -104,7 +104,7 @@ TEST(MemoryPlanTest, SpmemAndLimits) {
   EXPECT_EQ(t.spmem_ids_bytes, 4 * 80 / 16 * 16);
   EXPECT_EQ(t.spmem_unique_bytes, 4 * 80 / 16 * 4);
   EXPECT_EQ(t.spmem_rows_bytes, 2 * 8 * 16 * 4);
-  EXPECT_EQ(t.gather_operand_bytes, 64 * 2 * 16 * 4 / 16);
+  EXPECT_EQ(t.gather_operand_bytes, 16 * 2 * 16 * 4 / 16);  // 16 samples per SC x 2 features
   EXPECT_EQ(p.spmem_bytes_per_tile, t.spmem_fixed_bytes + t.gather_operand_bytes);
   EXPECT_EQ(t.spmem_bytes(), t.spmem_fixed_bytes + t.gather_operand_bytes);
   EXPECT_TRUE(CheckMemoryPlan(p).ok());
@@ -134,7 +134,7 @@ TEST(MemoryPlanTest, FixedAllocationsDoNotFitInTileSpmem) {
 TEST(MemoryPlanTest, GatherOperandTooLarge) {
   auto c = Load(R"pb(tables { name: "wide" vocab_size: 100000 dim: 256 combiner: SUM }
                      features { name: "f" table: "wide" })pb");
-  c.mutable_training()->set_global_batch(4096);
+  c.mutable_training()->set_global_batch(16384);  // 4096 samples per SparseCore
   const absl::Status st = CheckMemoryPlan(BuildMemoryPlan(c, 0));
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(st.message(), HasSubstr("Gather operand too large for table 'wide'"));
@@ -289,11 +289,11 @@ TEST(MemoryPlanTest, UnstackedPlanIsPerTable) {
   EXPECT_EQ(a.spmem_ids_bytes, 4 * 80 / 16 * 16);
   EXPECT_EQ(a.spmem_unique_bytes, 4 * 80 / 16 * 4);
   EXPECT_EQ(a.spmem_rows_bytes, 2 * 8 * 16 * 4);
-  EXPECT_EQ(a.gather_sample_count, 64 * 2);
-  EXPECT_EQ(a.gather_operand_bytes, 64 * 2 * 16 * 4 / 16);
+  EXPECT_EQ(a.gather_sample_count, 16 * 2);  // 64 samples / 4 SparseCores x 2 features
+  EXPECT_EQ(a.gather_operand_bytes, 16 * 2 * 16 * 4 / 16);
   EXPECT_EQ(b.limits.max_ids, 16);
   EXPECT_EQ(b.spmem_ids_bytes, 4 * 16 / 16 * 16);
-  EXPECT_EQ(b.gather_operand_bytes, 64 * 1 * 16 * 4 / 16);
+  EXPECT_EQ(b.gather_operand_bytes, 16 * 1 * 16 * 4 / 16);
   EXPECT_EQ(b.rows_per_sparse_core, 250);  // ceil(999 / 4)
   EXPECT_EQ(p.spmem_bytes_per_tile, std::max(a.spmem_bytes(), b.spmem_bytes()));
   EXPECT_EQ(a.stack_forward_bytes, (2 * 16 + 1) * 5 * 64 * 4);
@@ -326,8 +326,8 @@ TEST(MemoryPlanTest, StackedPlanIsPerStack) {
   EXPECT_EQ(s.spmem_ids_bytes, 4 * 96 / 16 * 16);
   EXPECT_EQ(s.spmem_unique_bytes, 4 * 96 / 16 * 4);
   EXPECT_EQ(s.spmem_rows_bytes, 2 * 8 * 16 * 4);
-  EXPECT_EQ(s.gather_sample_count, 64 * 3);
-  EXPECT_EQ(s.gather_operand_bytes, 64 * 3 * 16 * 4 / 16);
+  EXPECT_EQ(s.gather_sample_count, 16 * 3);
+  EXPECT_EQ(s.gather_operand_bytes, 16 * 3 * 16 * 4 / 16);
   EXPECT_EQ(p.spmem_bytes_per_tile, s.spmem_bytes());
   EXPECT_GT(p.spmem_bytes_per_tile, u.spmem_bytes_per_tile);
   EXPECT_EQ(s.stack_forward_bytes, (2 * 16 + 1) * 6 * 64 * 4);
@@ -379,7 +379,7 @@ TEST(MemoryPlanTest, StackFailsWhereItsTablesFit) {
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(st.message(),
               HasSubstr("Gather operand too large for stack 'a+b' (tables 'a', 'b'): "
-                        "sample_count 192 x feature_width 16"));
+                        "sample_count 48 x feature_width 16"));
   EXPECT_THAT(st.message(), HasSubstr("or split the stack"));
   // Fixed: room for the largest table's fixed allocations only.
   const int64_t fixed =
