@@ -98,7 +98,7 @@ else
   want="rank 0: checkpoint: cannot write '$work/full/step-00000200/table-000-sc-00000.bin.tmp': No space left on device"
 fi
 start=$SECONDS
-timeout 30 "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" --override="$override" \
+timeout "$deadline" "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" --override="$override" \
   --checkpoint_dir="$work/full" --checkpoint_every=100 > "$work/out" 2>&1
 check_same_error "disk_full ($how)" 2 "$want" $? $((SECONDS - start))
 if "$LEMRT_BIN/lemrt_ckpt" verify "$work/full" > "$work/verify" 2>&1 \

@@ -10,19 +10,23 @@ passed=0
 # Options for every mpirun: with --bind-to none and oversubscription ranks
 # may outnumber cores; MPI_ERRORS_ARE_FATAL is Open MPI's default.
 MPIRUN=(mpirun --oversubscribe --bind-to none)
+# The bound: an error stops every rank within 30 s. Instrumented
+# builds run several times slower (TSan ~5-10x); LEMRT_TEST_TIME_SCALE
+# (default 1) stretches the bound for them (README "Sanitizers").
+deadline=$((30 * ${LEMRT_TEST_TIME_SCALE:-1}))
 
 # expect_same_error NAME NP EXPECTED lemrt_train-args...: the job exits
-# non-zero within 30 s, every rank prints one identical "lemrt_train: error:"
+# non-zero within $deadline s (30 s), every rank prints one identical "lemrt_train: error:"
 # line and it contains EXPECTED (grep basic regex).
 expect_same_error() {
   local name="$1" np="$2" want="$3"; shift 3
   local start=$SECONDS
-  timeout 30 "${MPIRUN[@]}" -np "$np" "$LEMRT_BIN/lemrt_train" "$@" > "$work/out" 2>&1
+  timeout "$deadline" "${MPIRUN[@]}" -np "$np" "$LEMRT_BIN/lemrt_train" "$@" > "$work/out" 2>&1
   check_same_error "$name" "$np" "$want" $? $((SECONDS - start))
 }
 
 # check_same_error NAME NP EXPECTED RC SECONDS: as expect_same_error, for a
-# job (e.g. an MPMD one) already run under `timeout 30` with its output in
+# job (e.g. an MPMD one) already run under `timeout "$deadline"` with its output in
 # $work/out and exit status RC.
 check_same_error() {
   local name="$1" np="$2" want="$3" rc="$4" secs="$5"

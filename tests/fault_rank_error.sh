@@ -47,7 +47,7 @@ expect_same_error strict_line_rank2_of_3 3 "rank 2: .*strict3.tsv:550: .*zz12" -
 # (chmod cannot do it: tests run as root).
 lines 400 0 > "$work/good.tsv"
 start=$SECONDS
-timeout 30 "${MPIRUN[@]}" -np 1 "$LEMRT_BIN/lemrt_train" --config="$config" \
+timeout "$deadline" "${MPIRUN[@]}" -np 1 "$LEMRT_BIN/lemrt_train" --config="$config" \
     --override="$(criteo "$work/good.tsv" false 4)" : \
   -np 1 "$LEMRT_BIN/lemrt_train" --config="$config" \
     --override="$(criteo "$work/missing.tsv" false 4)" > "$work/out" 2>&1
@@ -62,7 +62,7 @@ sed 's/^tables { name: "a" vocab_size: 20000 dim: 16 combiner: SUM/& initializer
 grep -q 'scale: 3.4e38' "$work/huge_init.pbtxt" || { echo "FAIL nan_rank1: $config changed"; failed=$((failed + 1)); }
 nan_args=(--override='sparse_core { debug_check_nan: true } training { steps: 5 eval_samples: 0 }')
 start=$SECONDS
-timeout 30 "${MPIRUN[@]}" -np 1 "$LEMRT_BIN/lemrt_train" --config="$config" "${nan_args[@]}" : \
+timeout "$deadline" "${MPIRUN[@]}" -np 1 "$LEMRT_BIN/lemrt_train" --config="$config" "${nan_args[@]}" : \
   -np 1 "$LEMRT_BIN/lemrt_train" --config="$work/huge_init.pbtxt" "${nan_args[@]}" > "$work/out" 2>&1
 check_same_error nan_rank1 2 "rank 1: NaN check: step 0, stage sc_forward: .* of table 'a'" $? \
   $((SECONDS - start))
