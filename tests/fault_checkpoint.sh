@@ -52,7 +52,9 @@ fi
 # step 200 has no manifest, the step-100 checkpoint still verifies, and a
 # resume picks it and ends with the uninterrupted checksum.
 start=$SECONDS
-timeout 120 "${MPIRUN[@]}" -np 2 -x LEMRT_TEST_CRASH_DURING_CHECKPOINT=200:1 \
+# The ranks inherit the variable from mpirun (all local; `-x` would clash
+# with scripts/tsan.sh, which sets mca_base_env_list).
+LEMRT_TEST_CRASH_DURING_CHECKPOINT=200:1 timeout 120 "${MPIRUN[@]}" -np 2 \
   "$LEMRT_BIN/lemrt_train" --config="$config" --override="$override" \
   --checkpoint_dir="$work/crash" --checkpoint_every=100 > "$work/out" 2>&1
 rc=$?
