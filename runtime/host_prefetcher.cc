@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
+
+#include "runtime/thread_budget.h"
 
 namespace lemrt::runtime {
 
@@ -114,8 +117,7 @@ void HostPrefetcher::Release(HostWork& work) {
 int HostWorkerThreads(const config::RunConfig& config, int local_ranks) {
   const int configured = config.sparse_core().host_worker_threads();
   if (configured > 0) return configured;
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::max(1, cores / std::max(1, local_ranks));
+  return std::max(1, AvailableCores() / std::max(1, local_ranks));
 }
 
 int LocalRanksFromEnvironment(int world_size) {

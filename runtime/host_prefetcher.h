@@ -105,7 +105,7 @@ class HostPrefetcher {
 };
 
 // Host worker threads for `config` (sparse_core.host_worker_threads, or when
-// 0 the cores available per rank: hardware threads / ranks on this node, at
+// 0 the cores available per rank: AvailableCores() / ranks on this node, at
 // least 1). `local_ranks` is the number of ranks sharing this node.
 int HostWorkerThreads(const config::RunConfig& config, int local_ranks);
 

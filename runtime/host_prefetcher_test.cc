@@ -8,6 +8,7 @@
 #include "host/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/self_communicator.h"
+#include "runtime/thread_budget.h"
 
 namespace lemrt::runtime {
 namespace {
@@ -194,7 +195,7 @@ TEST(HostPrefetcherErrorTest, DestroyedMidRunWithoutHanging) {
 
 TEST(HostWorkerThreadsTest, DefaultsToTheCoresPerRank) {
   config::RunConfig c = Config(0);
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int cores = AvailableCores();
   EXPECT_EQ(HostWorkerThreads(c, 1), cores);
   EXPECT_EQ(HostWorkerThreads(c, 4 * cores), 1);  // at least 1
   c.mutable_sparse_core()->set_host_worker_threads(3);
