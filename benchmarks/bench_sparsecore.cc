@@ -60,6 +60,7 @@
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/row_kernels.h"
 #include "device/sparsecore/sparse_core.h"
+#include "device/sparsecore/table_allocator.h"
 #include "host/coo.h"
 #include "proto/config.pb.h"
 
@@ -113,7 +114,10 @@ struct Fixture {
   const Optimizer* opt;
   std::unique_ptr<SparseCore> sc;
   std::vector<host::CooEntry> entries;
-  std::vector<float> partials, grads, scratch;
+  // 64-byte aligned, as the lookup's non-temporal stores need (row_kernels.h
+  // CanStreamRow).
+  std::vector<float, TableAllocator<float>> partials;
+  std::vector<float> grads, scratch;
   std::vector<int64_t> flush = std::vector<int64_t>(kFlushBytes / 8, 1);
   SparseCoreStepState st;
 };

@@ -15,6 +15,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__SSE__)
+#include <immintrin.h>
+#endif
+
 #include "host/coo.h"
 
 namespace lemrt::device {
@@ -99,13 +103,76 @@ void ScatterGroupFixed(const host::CooEntry* entries, const int32_t* entry_uniqu
   }
 }
 
-// Through a local array: `out` may alias `src` for all the compiler knows,
-// and the loop straight into `out` stays scalar (64 stores a row).
-template <int kDim>
-void ScaleRowFixed(float gain, const float* src, float* out) {
+// out[0..kDim) = MulAdd(gain, src[d], 0.0f), stored as vectors straight
+// from registers (non-temporal stores with kStream; `out` then 64-byte
+// aligned, see CanStreamRow). Where MulAdd does not fuse, or kDim is not a
+// multiple of the vector width, through a local array instead: `out` may
+// alias `src` for all the compiler knows, and the loop straight into `out`
+// stays scalar (64 stores a row). Staging in the local array measured 1.5x
+// slower than the vector stores on rows streamed from memory.
+template <int kDim, bool kStream = false>
+inline void ScaleRowFixed(float gain, const float* src, float* out) {
+#if defined(__AVX512F__) && defined(__FMA__)
+  if constexpr (kDim % 16 == 0) {
+    const __m512 g = _mm512_set1_ps(gain);
+    const __m512 zero = _mm512_setzero_ps();
+    for (int d = 0; d < kDim; d += 16) {
+      const __m512 v = _mm512_fmadd_ps(g, _mm512_loadu_ps(src + d), zero);
+      if constexpr (kStream) {
+        _mm512_stream_ps(out + d, v);
+      } else {
+        _mm512_storeu_ps(out + d, v);
+      }
+    }
+    return;
+  }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+  if constexpr (kDim % 8 == 0) {
+    const __m256 g = _mm256_set1_ps(gain);
+    const __m256 zero = _mm256_setzero_ps();
+    for (int d = 0; d < kDim; d += 8) {
+      const __m256 v = _mm256_fmadd_ps(g, _mm256_loadu_ps(src + d), zero);
+      if constexpr (kStream) {
+        _mm256_stream_ps(out + d, v);
+      } else {
+        _mm256_storeu_ps(out + d, v);
+      }
+    }
+    return;
+  }
+#endif
   float o[kDim];
   for (int d = 0; d < kDim; ++d) o[d] = MulAdd(gain, src[d], 0.0f);
   std::memcpy(out, o, sizeof(o));
+}
+
+// A run of one-entry groups of one table, from entries[0] (which starts a
+// one-entry group) up to the first entry of another table or of a group with
+// several entries, or to n: writes gain x row to out, out + kDim, ... and
+// returns the entries consumed. Rows are table + rows[entry_unique[j]] x kDim;
+// the rows PrefetchRows(kDim) entries ahead are prefetched when they are of
+// the same table.
+template <int kDim, bool kStream>
+int64_t PoolSingleRunFixed(const host::CooEntry* entries, int64_t n, const int32_t* entry_unique,
+                           const int64_t* rows, const float* table, float* out) {
+  constexpr int kAhead = PrefetchRows(kDim);
+  const int32_t t = entries[0].table;
+  int64_t i = 0;
+  while (true) {
+    if (i + kAhead < n && entries[i + kAhead].table == t) {
+      PrefetchRow(table + rows[entry_unique[i + kAhead]] * kDim, kDim);
+    }
+    ScaleRowFixed<kDim, kStream>(entries[i].gain, table + rows[entry_unique[i]] * kDim, out);
+    out += kDim;
+    ++i;
+    if (i == n || entries[i].table != t) break;
+    if (i + 1 < n && entries[i + 1].feature == entries[i].feature &&
+        entries[i + 1].row == entries[i].row) {
+      break;
+    }
+  }
+  return i;
 }
 
 }  // namespace row_kernels_internal
@@ -197,6 +264,60 @@ inline void ScaleRow(int dim, float gain, const float* src, float* out) {
     default: break;
   }
   for (int d = 0; d < dim; ++d) out[d] = MulAdd(gain, src[d], 0.0f);
+}
+
+// Whether PoolSingleRun may write a dim-float row at `out` with
+// non-temporal stores: the fixed dims 16, 32, 64 and 128 (whole 64-byte
+// lines) into 64-byte aligned memory on a target with 256- or 512-bit FMA.
+// (16-byte non-temporal stores measured slower than plain stores.)
+inline bool CanStreamRow(const float* out, int dim) {
+#if (defined(__AVX512F__) || defined(__AVX2__)) && defined(__FMA__)
+  return (reinterpret_cast<uintptr_t>(out) & 63) == 0 &&
+         (dim == 16 || dim == 32 || dim == 64 || dim == 128);
+#else
+  return false;
+#endif
+}
+
+// Pools a run of one-entry groups (PoolSingleRunFixed: entries[0] starts a
+// one-entry group of the table at `table`, whose local rows are
+// rows[entry_unique[j]]) for the fixed dims; with `stream` and
+// CanStreamRow(out, dim), with non-temporal stores: for outputs far larger
+// than the caches, which a normal store would first read from memory (a
+// third more traffic); they are weakly ordered: call StreamFence() before
+// another thread reads `out`.
+// Returns the entries consumed, 0 for other dims (nothing written: pool
+// them one group at a time).
+inline int64_t PoolSingleRun(int dim, bool stream, const host::CooEntry* entries, int64_t n,
+                             const int32_t* entry_unique, const int64_t* rows,
+                             const float* table, float* out) {
+  using namespace row_kernels_internal;
+  const bool nt = stream && CanStreamRow(out, dim);
+  const auto* e = entries;
+  const auto* u = entry_unique;
+  switch (dim) {
+    case 8: return PoolSingleRunFixed<8, false>(e, n, u, rows, table, out);
+    case 16:
+      return nt ? PoolSingleRunFixed<16, true>(e, n, u, rows, table, out)
+                : PoolSingleRunFixed<16, false>(e, n, u, rows, table, out);
+    case 32:
+      return nt ? PoolSingleRunFixed<32, true>(e, n, u, rows, table, out)
+                : PoolSingleRunFixed<32, false>(e, n, u, rows, table, out);
+    case 64:
+      return nt ? PoolSingleRunFixed<64, true>(e, n, u, rows, table, out)
+                : PoolSingleRunFixed<64, false>(e, n, u, rows, table, out);
+    case 128:
+      return nt ? PoolSingleRunFixed<128, true>(e, n, u, rows, table, out)
+                : PoolSingleRunFixed<128, false>(e, n, u, rows, table, out);
+    default: return 0;
+  }
+}
+
+// Orders the non-temporal stores issued so far before later stores.
+inline void StreamFence() {
+#ifdef __SSE__
+  _mm_sfence();
+#endif
 }
 
 }  // namespace lemrt::device

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -116,6 +117,78 @@ TEST_P(RowKernelsTest, PoolAndScatterMatchThePlainLoopsBitForBit) {
                              sizeof(float) * start_got.size()))
         << "entry roles, n " << n;
   }
+}
+
+// PoolSingleRun pools the run of one-entry groups of one table that starts
+// at its first entry (up to another table or a multi-entry group), with
+// plain or non-temporal stores, bit for bit as the plain loop; other dims
+// consume nothing.
+TEST_P(RowKernelsTest, SingleRunsMatchThePlainLoopBitForBit) {
+  const int dim = GetParam();
+  std::mt19937 rng(dim + 1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const int64_t rows = 64;
+  std::vector<float> table(rows * dim);
+  for (float& v : table) v = u(rng);
+  std::vector<int64_t> local(rows);
+  for (int64_t r = 0; r < rows; ++r) local[r] = (r * 29 + 3) % rows;
+  // Groups by sample row: mostly one entry of table 0, some of table 1, a
+  // few with two entries; unique index j % rows for entry j.
+  std::vector<host::CooEntry> entries;
+  std::vector<int32_t> uniq;
+  for (int32_t sample = 0; sample < 150; ++sample) {
+    const int32_t t = sample % 37 == 5 ? 1 : 0;
+    const int n = sample % 23 == 7 ? 2 : 1;
+    for (int k = 0; k < n; ++k) {
+      entries.push_back({sample, sample, 0, t, u(rng)});
+      uniq.push_back(static_cast<int32_t>(entries.size() % rows));
+    }
+  }
+  const int64_t total = static_cast<int64_t>(entries.size());
+  const bool fixed = dim == 8 || dim == 16 || dim == 32 || dim == 64 || dim == 128;
+  // 64-byte aligned output, and one shifted by a float (no streaming).
+  const size_t bytes = (sizeof(float) * (total + 1) * dim + 64 + 63) / 64 * 64;
+  float* buffer = static_cast<float*>(std::aligned_alloc(64, bytes));
+  for (const int shift : {0, 1}) {
+    for (const bool stream : {false, true}) {
+      float* out = buffer + shift;
+      int64_t i = 0;
+      while (i < total) {
+        const bool single = i + 1 == total || entries[i + 1].row != entries[i].row;
+        if (!single) {
+          i += 2;
+          continue;
+        }
+        int64_t want_run = 1;  // the plain run: same table, one-entry groups
+        while (i + want_run < total && entries[i + want_run].table == entries[i].table &&
+               (i + want_run + 1 == total ||
+                entries[i + want_run + 1].row != entries[i + want_run].row)) {
+          ++want_run;
+        }
+        std::fill_n(out, want_run * dim + 1, 7.0f);
+        const int64_t run = PoolSingleRun(dim, stream, entries.data() + i, total - i,
+                                          uniq.data() + i, local.data(), table.data(), out);
+        StreamFence();
+        if (!fixed) {
+          ASSERT_EQ(run, 0) << "dim " << dim;
+          break;
+        }
+        ASSERT_EQ(run, want_run) << "entry " << i;
+        for (int64_t j = 0; j < run; ++j) {
+          std::vector<float> want(dim);
+          for (int d = 0; d < dim; ++d) {
+            want[d] = 0.0f;
+            want[d] += entries[i + j].gain * table[local[uniq[i + j]] * dim + d];
+          }
+          EXPECT_EQ(0, std::memcmp(out + j * dim, want.data(), sizeof(float) * dim))
+              << "entry " << i + j << " shift " << shift << " stream " << stream;
+        }
+        EXPECT_EQ(out[run * dim], 7.0f);  // nothing written past the run
+        i += run;
+      }
+    }
+  }
+  std::free(buffer);
 }
 
 // The fixed-dim instantiations and generic dims around them.

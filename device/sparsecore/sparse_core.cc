@@ -16,6 +16,12 @@ namespace {
 constexpr int kColBits = 48;
 // Narrowest rows the combine may pool straight from the tables (Forward).
 constexpr int kDirectPoolMinDim = 32;
+// Partials at least this large (an upper bound per segment: entries x the
+// first entry's dim) are written with non-temporal stores in one-hot groups;
+// smaller ones stay in the caches for the exchange that reads them next.
+constexpr int64_t kStreamPartialBytes = int64_t{4} << 20;
+// Entries the dedup prefetches ahead of the one it numbers (3 KiB).
+constexpr int64_t kEntriesAhead = 128;
 // Widest row whose single-entry gradient Backward forms on the stack.
 constexpr int kSingleRowFloats = 256;
 
@@ -28,6 +34,123 @@ int64_t KeyCol(uint64_t key) { return static_cast<int64_t>(key & ((uint64_t{1} <
 bool SameGroup(const host::CooEntry& a, const host::CooEntry& b) {
   return a.feature == b.feature && a.row == b.row;
 }
+
+// The dedup's numbering of sorted (key, entry index) pairs, fed one at a
+// time (equal keys together, their indices ascending): fills unique_keys,
+// unique_offsets, unique_rows, unique_single, entry_unique and entry_role of
+// the state in one pass. AddRange returns false as soon as a key is smaller
+// than the one before (the state is then partly written, to be numbered
+// again).
+class SortedKeyNumbering {
+ public:
+  // Sized for n unique ids, cut to the count by Finish (resize keeps
+  // the capacity, so steady steps allocate nothing).
+  SortedKeyNumbering(int64_t n, std::span<const int> dims,
+                     std::span<const std::unique_ptr<TableShard>> shards,
+                     SparseCoreStepState* state)
+      : dims_(dims), shards_(shards), state_(state) {
+    state->unique_keys.resize(n);
+    state->unique_offsets.resize(n + 1);
+    state->unique_rows.resize(n);
+    state->unique_single.resize(n);
+    state->entry_unique.resize(n);
+    state->entry_role.resize(n);
+    state->table_runs.clear();
+    keys_ = state->unique_keys.data();
+    offsets_ = state->unique_offsets.data();
+    rows_ = state->unique_rows.data();
+    single_ = state->unique_single.data();
+    entry_unique_ = state->entry_unique.data();
+    role_ = state->entry_role.data();
+  }
+
+  // Adds the n pairs key_at(0), ..., key_at(n - 1) (KeyIndex values).
+  // Locals instead of members in the loop: the byte stores may alias the
+  // members for all the compiler knows, which it would then reload.
+  template <typename KeyAt>
+  bool AddRange(int64_t n, KeyAt&& key_at) {
+    uint64_t* const keys = keys_;
+    int64_t* const offsets = offsets_;
+    int64_t* const rows = rows_;
+    uint8_t* const single = single_;
+    int32_t* const entry_unique = entry_unique_;
+    uint8_t* const role = role_;
+    int32_t u = u_;
+    int64_t offset = offset_;
+    uint64_t prev = prev_;
+    int32_t first_index = first_index_;
+    int table = table_;
+    int dim = dim_;
+    const TableShard* shard = shard_;
+    bool sorted = true;
+    for (int64_t i = 0; i < n; ++i) {
+      const KeyIndex ki = key_at(i);
+      if (u < 0 || ki.first != prev) {
+        if (ki.first < prev) {
+          sorted = false;
+          break;
+        }
+        ++u;
+        if (KeyTable(ki.first) != table) {
+          table = KeyTable(ki.first);
+          dim = dims_[table];
+          shard = shards_[table].get();
+          state_->table_runs.push_back(u);
+        }
+        keys[u] = ki.first;
+        offsets[u] = offset;
+        rows[u] = shard->LocalRow(KeyCol(ki.first));
+        single[u] = 1;
+        offset += dim;
+        role[ki.second] = kOnlyEntry;
+        first_index = ki.second;
+        prev = ki.first;
+      } else {
+        // Equal keys keep ascending entry indices: the first is the earliest.
+        single[u] = 0;
+        role[first_index] = kFirstEntry;
+        role[ki.second] = kAddEntry;
+      }
+      entry_unique[ki.second] = u;
+    }
+    u_ = u;
+    offset_ = offset;
+    prev_ = prev;
+    first_index_ = first_index;
+    table_ = table;
+    dim_ = dim;
+    shard_ = shard;
+    return sorted;
+  }
+
+  void Finish() {
+    const int64_t count = int64_t{u_} + 1;
+    state_->unique_keys.resize(count);
+    state_->unique_offsets.resize(count + 1);
+    state_->unique_offsets[count] = offset_;
+    state_->unique_rows.resize(count);
+    state_->unique_single.resize(count);
+    state_->table_runs.push_back(count);
+  }
+
+ private:
+  std::span<const int> dims_;
+  std::span<const std::unique_ptr<TableShard>> shards_;
+  SparseCoreStepState* state_;
+  uint64_t* keys_;
+  int64_t* offsets_;
+  int64_t* rows_;
+  uint8_t* single_;
+  int32_t* entry_unique_;
+  uint8_t* role_;
+  int32_t u_ = -1;
+  int64_t offset_ = 0;
+  uint64_t prev_ = 0;
+  int32_t first_index_ = 0;  // entry index of the current key's first entry
+  int table_ = -1;
+  int dim_ = 0;
+  const TableShard* shard_ = nullptr;
+};
 
 }  // namespace
 
@@ -78,43 +201,52 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
     state->debug_status = CheckBounds(segments);
     if (!state->debug_status.ok()) return;
   }
-  // Dedup the partition: sort (key, entry index) and number the distinct keys.
-  auto& pairs = state->sort_scratch;
-  pairs.clear();
-  int32_t index = 0;
-  for (auto seg : segments) {
-    for (const host::CooEntry& e : seg) {
-      pairs.emplace_back(Key(e), index++);
-    }
+  // Dedup the partition: number the distinct keys in key order. Entries
+  // whose keys already ascend (the SparseCore's own preprocessing sorts
+  // them) are numbered in one pass straight from the segments; otherwise
+  // (key, entry index) pairs are sorted first.
+  state->segment_begin.resize(segments.size() + 1);
+  state->segment_begin[0] = 0;
+  for (size_t k = 0; k < segments.size(); ++k) {
+    state->segment_begin[k + 1] = state->segment_begin[k] + static_cast<int64_t>(segments[k].size());
   }
-  // Stable radix sort: the same order as std::sort of the pairs (indices ascend).
-  SortByKey(&pairs, &state->sort_scratch2);
-  state->unique_keys.clear();
-  state->unique_offsets.clear();
-  state->entry_unique.resize(pairs.size());
-  state->entry_role.resize(pairs.size());
-  state->unique_single.clear();
-  int64_t offset = 0;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const bool first = i == 0 || pairs[i].first != pairs[i - 1].first;
-    const bool last = i + 1 == pairs.size() || pairs[i + 1].first != pairs[i].first;
-    if (first) {
-      state->unique_keys.push_back(pairs[i].first);
-      state->unique_offsets.push_back(offset);
-      state->unique_single.push_back(last);
-      offset += dims_[KeyTable(pairs[i].first)];
+  const int64_t total = state->segment_begin.back();
+  bool numbered = true;
+  {
+    SortedKeyNumbering numbering(total, dims_, shards_, state);
+    for (size_t k = 0; k < segments.size() && numbered; ++k) {
+      const host::CooEntry* seg = segments[k].data();
+      const int64_t size = static_cast<int64_t>(segments[k].size());
+      const int32_t first = static_cast<int32_t>(state->segment_begin[k]);
+      numbered = numbering.AddRange(size, [&](int64_t i) {
+        if (i + kEntriesAhead < size) __builtin_prefetch(seg + i + kEntriesAhead);
+        return KeyIndex{Key(seg[i]), first + static_cast<int32_t>(i)};
+      });
     }
-    state->entry_unique[pairs[i].second] = static_cast<int32_t>(state->unique_keys.size() - 1);
-    // Equal keys keep ascending entry indices: the first is the earliest.
-    state->entry_role[pairs[i].second] = first && last ? kOnlyEntry
-                                         : first       ? kFirstEntry
-                                                       : kAddEntry;
+    if (numbered) numbering.Finish();
   }
-  state->unique_offsets.push_back(offset);
+  if (!numbered) {
+    auto& pairs = state->sort_scratch;
+    pairs.resize(total);
+    KeyIndex* p = pairs.data();
+    int32_t index = 0;
+    for (auto seg : segments) {
+      for (const host::CooEntry& e : seg) {
+        p[index] = {Key(e), index};
+        ++index;
+      }
+    }
+    // Stable radix sort: the same order as std::sort of the pairs (indices ascend).
+    SortByKey(&pairs, &state->sort_scratch2);
+    SortedKeyNumbering numbering(total, dims_, shards_, state);
+    CHECK(numbering.AddRange(total, [p](int64_t i) { return p[i]; }));
+    numbering.Finish();
+  }
+  const int64_t offset = state->unique_offsets.back();
 
-  // Gather: each tile resolves its share of the unique ids to local rows
-  // and, when rows are staged, copies those rows into the staging buffer
-  // (tile SPMEM), one run of same-table rows at a time (keys sort by table),
+  // Gather: when rows are staged, each tile copies its share of the unique
+  // ids' rows (local rows from the numbering) into the staging buffer (tile
+  // SPMEM), one run of same-table rows at a time (keys sort by table),
   // with the fixed-dim kernels and prefetching of row_kernels.h. A table's
   // rows skip the staging copy when they are at least kDirectPoolMinDim
   // floats wide and this step's ids cover at least half of the rows between
@@ -131,17 +263,13 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   stage_table.assign(dims_.size(), 1);
   if (!stage_all) {
     const uint64_t* keys = state->unique_keys.data();
-    const size_t uniques = state->unique_keys.size();
-    for (size_t u = 0; u < uniques;) {
+    const int64_t* rows = state->unique_rows.data();
+    const std::vector<int64_t>& runs = state->table_runs;
+    for (size_t r = 0; r + 1 < runs.size(); ++r) {
+      const int64_t u = runs[r], end = runs[r + 1];
       const int table = KeyTable(keys[u]);
-      size_t end = u;
-      while (end < uniques && KeyTable(keys[end]) == table) ++end;
-      const TableShard& shard = *shards_[table];
-      const int64_t span =
-          shard.LocalRow(KeyCol(keys[end - 1])) - shard.LocalRow(KeyCol(keys[u])) + 1;
-      stage_table[table] =
-          dims_[table] < kDirectPoolMinDim || 2 * static_cast<int64_t>(end - u) < span;
-      u = end;
+      const int64_t span = rows[end - 1] - rows[u] + 1;
+      stage_table[table] = dims_[table] < kDirectPoolMinDim || 2 * (end - u) < span;
     }
   }
   auto staged = [&](int table) { return stage_table[table] != 0; };
@@ -149,25 +277,22 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   if (std::any_of(stage_table.begin(), stage_table.end(), [](uint8_t s) { return s != 0; })) {
     PlaceGuards(offset, &state->gathered);
     gathered = state->gathered.data() + kGuardFloats;
+    RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
+      const uint64_t* keys = state->unique_keys.data();
+      const int64_t* rows = state->unique_rows.data();
+      for (int64_t u = begin; u < end;) {
+        const int table = KeyTable(keys[u]);
+        int64_t run_end = u + 1;
+        while (run_end < end && KeyTable(keys[run_end]) == table) ++run_end;
+        if (staged(table)) {
+          const TableShard& shard = *shards_[table];
+          GatherRows(shard.dim(), shard.row(0), rows + u, run_end - u,
+                     gathered + state->unique_offsets[u]);
+        }
+        u = run_end;
+      }
+    });
   }
-  state->unique_rows.resize(state->unique_keys.size());
-  RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
-    const uint64_t* keys = state->unique_keys.data();
-    int64_t* rows = state->unique_rows.data();
-    for (int64_t u = begin; u < end;) {
-      const int table = KeyTable(keys[u]);
-      const TableShard& shard = *shards_[table];
-      int64_t run_end = u;
-      for (; run_end < end && KeyTable(keys[run_end]) == table; ++run_end) {
-        rows[run_end] = shard.LocalRow(KeyCol(keys[run_end]));
-      }
-      if (staged(table)) {
-        GatherRows(shard.dim(), shard.row(0), rows + u, run_end - u,
-                   gathered + state->unique_offsets[u]);
-      }
-      u = run_end;
-    }
-  });
 
   // Simulated quantization (section 13): pooling sees the quantized rows.
   if (quantization_.any()) {
@@ -178,46 +303,71 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   }
 
   // Combine: one partial pooled vector per (feature, row) group; the tiles
-  // split the segments.
-  state->segment_begin.resize(segments.size() + 1);
-  state->segment_begin[0] = 0;
-  for (size_t k = 0; k < segments.size(); ++k) {
-    state->segment_begin[k + 1] = state->segment_begin[k] + static_cast<int64_t>(segments[k].size());
-  }
+  // split the segments. Per-table values are looked up when the table
+  // changes, not per entry; runs of one-entry groups (one-hot features) go
+  // through one tight fixed-dim loop (PoolSingleRun). A segment whose
+  // partials may exceed kStreamPartialBytes writes those with non-temporal
+  // stores: an output far larger than the caches is then not read from
+  // memory before being overwritten.
   RunTiles(static_cast<int64_t>(segments.size()), [&](int64_t begin, int64_t end) {
     const int32_t* entry_unique = state->entry_unique.data();
     const int64_t* rows = state->unique_rows.data();
+    const int64_t* unique_offsets = state->unique_offsets.data();
+    bool streamed = false;
     for (int64_t k = begin; k < end; ++k) {
       std::span<const host::CooEntry> seg = segments[k];
+      if (seg.empty()) continue;
       const int32_t* seg_unique = entry_unique + state->segment_begin[k];
       float* out = partials[k];
+      const bool stream = static_cast<int64_t>(seg.size()) * dims_[seg[0].table] *
+                              static_cast<int64_t>(sizeof(float)) >=
+                          kStreamPartialBytes;
+      streamed |= stream;
       size_t prefetched = 0;  // entries of seg whose table rows were prefetched
+      int table = -1, dim = 0, ahead_rows = 0;
+      bool table_staged = true;
+      const float* table_rows = nullptr;
       for (size_t i = 0; i < seg.size();) {
-        const int dim = dims_[seg[i].table];
+        if (seg[i].table != table) {
+          table = seg[i].table;
+          dim = dims_[table];
+          table_staged = staged(table);
+          table_rows = shards_[table]->row(0);
+          ahead_rows = PrefetchRows(dim);
+        }
         size_t j = i + 1;
         while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
         const int64_t n = static_cast<int64_t>(j - i);
-        if (staged(seg[i].table)) {
-          PoolGroup(dim, seg.data() + i, seg_unique + i, n, gathered,
-                    state->unique_offsets.data(), 1, out);
+        if (table_staged) {
+          PoolGroup(dim, seg.data() + i, seg_unique + i, n, gathered, unique_offsets, 1, out);
         } else {
           // Keep the rows of the next PrefetchRows(dim) entries in flight.
-          const size_t ahead = std::min(seg.size(), j + PrefetchRows(dim));
+          const size_t ahead = std::min(seg.size(), j + ahead_rows);
           for (prefetched = std::max(prefetched, j); prefetched < ahead; ++prefetched) {
             const TableShard& shard = *shards_[seg[prefetched].table];
             PrefetchRow(shard.row(rows[seg_unique[prefetched]]), shard.dim());
           }
-          const TableShard& shard = *shards_[seg[i].table];
           if (n == 1) {  // one-hot: the same operations as PoolGroup, fewer steps
-            ScaleRow(dim, seg[i].gain, shard.row(rows[seg_unique[i]]), out);
+            // The run of one-entry groups of this table that starts here.
+            const int64_t run = PoolSingleRun(dim, stream, seg.data() + i,
+                                              static_cast<int64_t>(seg.size() - i),
+                                              seg_unique + i, rows, table_rows, out);
+            if (run > 0) {
+              i += run;
+              out += run * dim;
+              prefetched = std::max(prefetched, i);
+              continue;
+            }
+            ScaleRow(dim, seg[i].gain, table_rows + rows[seg_unique[i]] * dim, out);
           } else {
-            PoolGroup(dim, seg.data() + i, seg_unique + i, n, shard.row(0), rows, dim, out);
+            PoolGroup(dim, seg.data() + i, seg_unique + i, n, table_rows, rows, dim, out);
           }
         }
         out += dim;
         i = j;
       }
     }
+    if (streamed) StreamFence();
   });
   if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_forward");
   if (checks_.nan && state->debug_status.ok()) {
@@ -321,6 +471,15 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
       while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
       const int32_t* group_unique = state->entry_unique.data() + entry;
       const uint8_t* group_role = state->entry_role.data() + entry;
+      if (j - i == 1 && group_role[0] == kOnlyEntry) {
+        // One-hot: no accumulator, and the gradient is read by the update.
+        state->unique_gain[group_unique[0]] = seg[i].gain;
+        state->unique_grad[group_unique[0]] = g;
+        ++entry;
+        g += dim;
+        i = j;
+        continue;
+      }
       ScatterGroup(dim, seg.data() + i, group_unique, group_role, static_cast<int64_t>(j - i),
                    state->unique_offsets.data(), g, acc);
       for (size_t e = 0; e < j - i; ++e) {
@@ -350,6 +509,7 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
         PrefetchRow(shard.row(ahead), shard.dim(), /*for_write=*/true);
         const std::span<const float> slots = shard.row_slots(ahead);
         if (!slots.empty()) PrefetchRow(slots.data(), static_cast<int>(slots.size()), true);
+        if (state->unique_single[next]) PrefetchRow(state->unique_grad[next], shard.dim());
       }
       float* grad = acc + state->unique_offsets[u];
       if (state->unique_single[u]) {

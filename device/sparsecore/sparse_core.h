@@ -38,8 +38,11 @@ struct SparseCoreStepState {
   // gradient accumulator (prefix sums of dims).
   std::vector<uint64_t> unique_keys;
   std::vector<int64_t> unique_offsets;
-  // Local row of each unique key in its table's shard (filled by the gather).
+  // Local row of each unique key in its table's shard.
   std::vector<int64_t> unique_rows;
+  // Where the table changes in unique_keys: the index of each table's first
+  // unique key, in order, then unique_keys.size().
+  std::vector<int64_t> table_runs;
   // Unique index of every entry, segments concatenated in order.
   std::vector<int32_t> entry_unique;
   // Each entry's EntryRole (row_kernels.h): whether it starts its unique

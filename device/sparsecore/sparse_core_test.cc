@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <vector>
 
 #include "device/optimizers/adam.h"
 #include "device/optimizers/ftrl.h"
+#include "device/sparsecore/row_kernels.h"
+#include "device/sparsecore/table_allocator.h"
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
 
@@ -226,6 +229,134 @@ training { global_batch: 8 embedding_learning_rate: 0.1 }
       const auto a = direct.shard(t).weights(), b = staged.shard(t).weights();
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * a.size()))
           << "step " << step << " table " << t;
+    }
+  }
+}
+
+// The dedup numbers ids alike whether the partition's keys already ascend
+// (numbered straight from the segments) or not (sorted first, also after a
+// sorted start): unique keys, rows, offsets and each entry's unique index and
+// role as a plain map gives them. Partials (with a segment large enough for
+// non-temporal stores into 64-byte aligned outputs) and updates match plain
+// loops bit for bit.
+TEST(SparseCoreTest, DedupAndOneHotRunsMatchPlainLoops) {
+  constexpr char kWide[] = R"pb(
+topology { sparse_cores_per_chip: 2 }
+tables { name: "a" vocab_size: 80000 dim: 64 combiner: SUM }
+tables { name: "b" vocab_size: 600 dim: 16 combiner: SUM }
+features { name: "f0" table: "a" max_sequence_length: 4 }
+features { name: "f1" table: "b" max_sequence_length: 4 }
+model { num_dense_features: 1 bottom_mlp: 16 top_mlp: 1 }
+training { global_batch: 8 embedding_learning_rate: 0.1 }
+)pb";
+  auto c = config::ParseConfig(kWide, "t", "", 1);
+  ASSERT_TRUE(c.ok()) << c.status();
+  SgdOptimizer sgd(0.25f);
+  const Optimizer* opts[] = {&sgd, &sgd};
+  const std::vector<int> dims = {64, 16};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  // SparseCore 1 owns odd columns. Segment 0: 17,000 one-hot samples of
+  // table a (ascending ids, > 4 MiB of partials); segment 1: multi-hot
+  // groups of table b with repeats, ids ascending after segment 0's (keys
+  // then ascend over the partition) or shuffled.
+  for (const bool ascending : {true, false}) {
+    SparseCore sc(*c, /*global_sc=*/1, opts);
+    std::vector<CooEntry> a, b;
+    for (int32_t r = 0; r < 17000; ++r) a.push_back({2 * r + 1 + 2 * (r / 5), r, 0, 0, u(rng)});
+    for (int32_t r = 0; r < 300; ++r) {
+      const int n = 1 + r % 3;
+      for (int k = 0; k < n; ++k) {
+        b.push_back({2 * (ascending ? r / 2 : static_cast<int64_t>(rng() % 300)) + 1, r, 1, 1,
+                     u(rng)});
+      }
+    }
+    std::vector<std::span<const CooEntry>> segs = {a, b};
+    std::vector<float, TableAllocator<float>> pa(PartialFloats(a, dims)), pb(PartialFloats(b, dims));
+    std::vector<float*> outs = {pa.data(), pb.data()};
+    // The plain reference: rows before the step.
+    auto row_of = [&](const CooEntry& e) {
+      return std::vector<float>(sc.shard(e.table).row(e.col / 2),
+                                sc.shard(e.table).row(e.col / 2) + dims[e.table]);
+    };
+    std::vector<float> want_a, want_b;
+    for (const CooEntry& e : a) {
+      for (float x : row_of(e)) want_a.push_back(0.0f + e.gain * x);
+    }
+    for (size_t i = 0; i < b.size();) {
+      std::vector<float> acc(16, 0.0f);
+      size_t j = i;
+      for (; j < b.size() && b[j].row == b[i].row; ++j) {
+        const std::vector<float> r = row_of(b[j]);
+        for (int d = 0; d < 16; ++d) acc[d] += b[j].gain * r[d];
+      }
+      want_b.insert(want_b.end(), acc.begin(), acc.end());
+      i = j;
+    }
+    SparseCoreStepState state;
+    sc.Forward(segs, outs, &state);
+    ASSERT_EQ(pa.size(), want_a.size());
+    ASSERT_EQ(pb.size(), want_b.size());
+    EXPECT_EQ(0, std::memcmp(pa.data(), want_a.data(), sizeof(float) * pa.size())) << ascending;
+    EXPECT_EQ(0, std::memcmp(pb.data(), want_b.data(), sizeof(float) * pb.size())) << ascending;
+
+    // Dedup against a map from key to (unique index, entries in order).
+    std::map<std::pair<int, int64_t>, std::vector<int>> ids;
+    std::vector<const CooEntry*> all;
+    for (const auto& seg : segs) {
+      for (const CooEntry& e : seg) {
+        ids[{e.table, e.col}].push_back(static_cast<int>(all.size()));
+        all.push_back(&e);
+      }
+    }
+    ASSERT_EQ(state.unique_keys.size(), ids.size());
+    int64_t unique = 0, offset = 0;
+    for (const auto& [key, entries] : ids) {
+      EXPECT_EQ(state.unique_keys[unique], (uint64_t{static_cast<uint32_t>(key.first)} << 48) |
+                                               static_cast<uint64_t>(key.second));
+      EXPECT_EQ(state.unique_rows[unique], key.second / 2);
+      EXPECT_EQ(state.unique_offsets[unique], offset);
+      EXPECT_EQ(state.unique_single[unique], entries.size() == 1 ? 1 : 0);
+      for (size_t k = 0; k < entries.size(); ++k) {
+        EXPECT_EQ(state.entry_unique[entries[k]], unique);
+        EXPECT_EQ(state.entry_role[entries[k]],
+                  entries.size() == 1 ? kOnlyEntry : (k == 0 ? kFirstEntry : kAddEntry));
+      }
+      offset += dims[key.first];
+      ++unique;
+    }
+    EXPECT_EQ(state.unique_offsets.back(), offset);
+
+    // Update: SGD on each id's gradient summed in entry order.
+    std::vector<float> ga(pa.size()), gb(pb.size());
+    for (float& g : ga) g = u(rng);
+    for (float& g : gb) g = u(rng);
+    std::map<std::pair<int, int64_t>, std::vector<float>> sums;
+    for (size_t i = 0; i < a.size(); ++i) {
+      std::vector<float>& s = sums[{0, a[i].col}];
+      s.assign(64, 0.0f);
+      for (int d = 0; d < 64; ++d) s[d] += a[i].gain * ga[i * 64 + d];
+    }
+    int64_t group = -1;
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (i == 0 || b[i].row != b[i - 1].row) ++group;
+      std::vector<float>& s = sums[{1, b[i].col}];
+      s.resize(16, 0.0f);
+      for (int d = 0; d < 16; ++d) s[d] += b[i].gain * gb[group * 16 + d];
+    }
+    std::map<std::pair<int, int64_t>, std::vector<float>> want_rows;
+    for (const auto& [key, s] : sums) {
+      const TableShard& shard = sc.shard(key.first);
+      std::vector<float> w(shard.row(key.second / 2), shard.row(key.second / 2) + s.size());
+      for (size_t d = 0; d < s.size(); ++d) w[d] -= 0.25f * s[d];
+      want_rows[key] = w;
+    }
+    std::vector<const float*> ins = {ga.data(), gb.data()};
+    sc.Backward(segs, ins, &state);
+    for (const auto& [key, w] : want_rows) {
+      EXPECT_EQ(0, std::memcmp(sc.shard(key.first).row(key.second / 2), w.data(),
+                               sizeof(float) * w.size()))
+          << "table " << key.first << " column " << key.second << " ascending " << ascending;
     }
   }
 }
