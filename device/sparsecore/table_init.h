@@ -4,14 +4,19 @@
 // and the optimizer's InitSlots for the slots, so the model is bit-identical
 // whichever mode and thread count is used; only the start-up time differs.
 //
-//   kHost           the host (calling thread) builds each table's rows for the
-//                   whole chip in one staging buffer, then copies them into the
-//                   SparseCores' shards ("initialise on the host, copy in").
+//   kHost           host threads (`host_threads` of them) build the rows,
+//                   256 at a time, in a staging buffer each, and copy them
+//                   into the SparseCores' shards ("initialise on the host,
+//                   copy in").
 //   kDevice         each SparseCore initialises its own shard in place, one
 //                   SparseCore after another.
 //   kDeviceParallel every (SparseCore, tile) pair initialises its contiguous
 //                   share of the shard's rows in place, as tasks on the tile
 //                   pool, all SparseCores at once.
+// Rows of the uniform initializer are computed eight elements at a time
+// (vector instructions), bit-identical to InitialRow; the normal one calls
+// InitialRow. On a VM the time is often dominated by the first touch of the
+// shards' pages, which happens earlier, when the shards are allocated.
 // Thread-compatible.
 #ifndef LEMRT_DEVICE_SPARSECORE_TABLE_INIT_H_
 #define LEMRT_DEVICE_SPARSECORE_TABLE_INIT_H_
@@ -36,10 +41,13 @@ const char* TableInitModeName(TableInitMode mode);
 
 // Initialises every row and slot of every table shard of `scs` (one chip's
 // SparseCores, created with initialize_tables = false); `optimizers[t]` is
-// table t's. `pool` (may be null: inline) runs kDeviceParallel's tasks.
+// table t's. `pool` (may be null: inline) runs kDeviceParallel's tasks;
+// kHost runs on `host_threads` threads (the calling one and host_threads - 1
+// started for the call; <= 1: the calling thread alone). The values do not
+// depend on the mode or on either thread count.
 void InitializeTables(const config::RunConfig& config, std::span<SparseCore* const> scs,
                       std::span<const Optimizer* const> optimizers, TableInitMode mode,
-                      TilePool* pool);
+                      TilePool* pool, int host_threads = 1);
 
 }  // namespace lemrt::device
 

@@ -15,7 +15,10 @@ topology { sparse_cores_per_chip: 4 tiles_per_sparse_core: 5 }
 tables { name: "a" vocab_size: 1003 dim: 6 combiner: SUM optimizer { adagrad { initial_accumulator: 0.25 } } }
 tables { name: "b" vocab_size: 7 dim: 16 combiner: SUM initializer { normal { stddev: 0.2 } } }
 tables { name: "c" vocab_size: 2 dim: 3 combiner: SUM optimizer { adam {} } }
+tables { name: "d" vocab_size: 2100 dim: 20 combiner: SUM initializer { uniform { scale: 0.3 } } }
+tables { name: "e" vocab_size: 700 dim: 64 combiner: SUM optimizer { adagrad {} } }
 features { name: "a" table: "a" } features { name: "b" table: "b" } features { name: "c" table: "c" }
+features { name: "d" table: "d" } features { name: "e" table: "e" }
 model { num_dense_features: 1 bottom_mlp: 4 top_mlp: 1 }
 training { global_batch: 8 seed: 11 }
 )pb";
@@ -66,14 +69,19 @@ TEST(TableInitTest, EveryModeGivesTheConstructorsValuesBitForBit) {
   // The reference is not trivially zero.
   ASSERT_NE(reference.scs[0]->shard(0).row(0)[0], 0.0f);
   ASSERT_EQ(reference.scs[0]->shard(0).row_slots(0)[0], 0.25f);
+  // Rows of 20 and 64 floats take the eight-lane path (20: two blocks and a
+  // tail of four); the reference computed them one element at a time.
+  ASSERT_NE(reference.scs[0]->shard(3).row(0)[19], 0.0f);
   TilePool pool(3);
   for (TableInitMode mode :
        {TableInitMode::kHost, TableInitMode::kDevice, TableInitMode::kDeviceParallel}) {
     for (TilePool* p : {static_cast<TilePool*>(nullptr), &pool}) {
-      Chip chip(*c, /*initialize=*/false);
-      EXPECT_EQ(chip.scs[0]->shard(0).row(0)[0], 0.0f);
-      InitializeTables(*c, chip.ptrs, chip.opts, mode, p);
-      ExpectSameTables(reference, chip, TableInitModeName(mode));
+      for (int host_threads : {1, 3}) {
+        Chip chip(*c, /*initialize=*/false);
+        EXPECT_EQ(chip.scs[0]->shard(0).row(0)[0], 0.0f);
+        InitializeTables(*c, chip.ptrs, chip.opts, mode, p, host_threads);
+        ExpectSameTables(reference, chip, TableInitModeName(mode));
+      }
     }
   }
 }
