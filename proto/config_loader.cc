@@ -116,6 +116,7 @@ class Validator {
     CheckPartitionLimits();
     CheckTableStacking();
     CheckHostWorkers();
+    CheckStepBufferReserve();
     CheckData();
     CheckObservability();
     CheckCheckpoint();
@@ -220,6 +221,15 @@ class Validator {
       Fail({{"sparse_core"}, {"host_worker_threads"}},
            absl::StrCat("must be in [0, 256] (0 = cores per rank), got ",
                         s.host_worker_threads()));
+    }
+  }
+
+  // Start-up reservation of the step buffers (runtime/step_buffer_reserve.h).
+  void CheckStepBufferReserve() {
+    const int32_t mib = c_.sparse_core().step_buffer_reserve_mib();
+    if (mib < 0) {
+      Fail({{"sparse_core"}, {"step_buffer_reserve_mib"}},
+           absl::StrCat("must be >= 0 MiB (0 = off), got ", mib));
     }
   }
 

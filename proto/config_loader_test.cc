@@ -168,5 +168,11 @@ TEST(ConfigLoaderTest, PartitionLimitsMustBePositive) {
               HasSubstr("sparse_core.limits_file: is set but empty"));
 }
 
+TEST(ConfigLoaderTest, StepBufferReserveMustNotBeNegative) {
+  EXPECT_EQ(ErrorOf("sparse_core { step_buffer_reserve_mib: 0 }"), "");
+  EXPECT_THAT(ErrorOf("sparse_core { step_buffer_reserve_mib: -1 }"),
+              HasSubstr("sparse_core.step_buffer_reserve_mib: must be >= 0 MiB (0 = off), got -1"));
+}
+
 }  // namespace
 }  // namespace lemrt::config

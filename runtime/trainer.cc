@@ -13,6 +13,7 @@
 #include "host/stacking.h"
 #include "runtime/model_stats.h"
 #include "runtime/serial_executor.h"
+#include "runtime/step_buffer_reserve.h"
 #include "device/sparsecore/table_init.h"
 
 namespace lemrt::runtime {
@@ -137,6 +138,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
     slot.activations.resize(local_batch * t->sparse_->activation_width());
     slot.d_activations.resize(slot.activations.size());
   }
+  t->ReserveStepBuffers();  // issue 9: no reallocation (and no first touch) in the steps
   return t;
 }
 
@@ -145,7 +147,8 @@ absl::Status Trainer::InitializeTables(std::span<const device::Optimizer* const>
   std::vector<device::SparseCore*> scs;
   for (const auto& sc : sparse_->sparse_cores()) scs.push_back(sc.get());
   const Clock::time_point t0 = Clock::now();
-  device::InitializeTables(config_, scs, optimizers, mode, tile_pool_.get());
+  device::InitializeTables(config_, scs, optimizers, mode, tile_pool_.get(),
+                           host_worker_threads_);
   const double ms = MsSince(t0);
   const std::vector<float> mine = {static_cast<float>(ms)};
   std::vector<float> all;
@@ -158,6 +161,33 @@ absl::Status Trainer::InitializeTables(std::span<const device::Optimizer* const>
                                  table_init_mode_, table_init_ms_);
   }
   return absl::OkStatus();
+}
+
+void Trainer::ReserveStepBuffers() {
+  const int64_t budget = int64_t{config_.sparse_core().step_buffer_reserve_mib()} << 20;
+  if (budget == 0) return;
+  const StepBufferBounds bounds = StepBufferBoundsFromPlan(config_, memory_plan_);
+  const int64_t bytes = bounds.bytes();
+  const bool fits = bytes <= budget;
+  const Clock::time_point t0 = Clock::now();
+  if (fits) {
+    for (StepSlot& slot : slots_) {
+      if (slot.minibatch_sparse.empty()) slot.minibatch_sparse.resize(1);
+      runtime::ReserveStepBuffers(bounds, /*touch=*/true, &slot.minibatch_sparse[0]);
+    }
+  }
+  if (sparse_comm_.rank() == 0) {
+    LOG(INFO) << (fits ? absl::StrFormat(
+                             "step buffers reserved and touched: %.1f MiB per step slot x %d "
+                             "slots in %.1f ms (sparse_core.step_buffer_reserve_mib %d)",
+                             bytes / 1048576.0, static_cast<int>(slots_.size()), MsSince(t0),
+                             config_.sparse_core().step_buffer_reserve_mib())
+                       : absl::StrFormat(
+                             "step buffers grow on demand: their bounds, %.1f MiB per step "
+                             "slot, exceed sparse_core.step_buffer_reserve_mib %d (partition "
+                             "limits, e.g. from lemrt_limits, tighten them)",
+                             bytes / 1048576.0, config_.sparse_core().step_buffer_reserve_mib()));
+  }
 }
 
 absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {

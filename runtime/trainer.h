@@ -107,6 +107,9 @@ class Trainer {
   // Collective: initialises the tables in the configured start-up mode
   // (device/sparsecore/table_init.h) and records the slowest chip's time.
   absl::Status InitializeTables(std::span<const device::Optimizer* const> optimizers);
+  // Reserves every StepSlot's SparseCore buffers to the plan's bounds and
+  // touches them when they fit (runtime/step_buffer_reserve.h).
+  void ReserveStepBuffers();
   absl::Status Dense(StepSlot& slot);
   absl::Status Backward(StepSlot& slot);
   // True when the pipeline must be empty after `step` (evaluation follows).

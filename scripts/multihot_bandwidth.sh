@@ -18,7 +18,11 @@
 # which on a VM costs about a second per step). Per-stage means of the steady
 # steps are printed too.
 #
-#   LEMRT_BUILD=build-x STEPS=60 [WARMUP=10] [OVERRIDE='sparse_core { ... }'] \
+# It also prints the start-up time (glog timestamps: the first log line to
+# the first step, and the table initialisation's share) and the first metrics
+# rows' mean step times (LOG_EVERY=1 for every step).
+#
+#   LEMRT_BUILD=build-x STEPS=60 [WARMUP=10] [LOG_EVERY=5] [OVERRIDE='sparse_core { ... }'] \
 #     scripts/multihot_bandwidth.sh
 # Needs about 7 GB of memory. Not part of ctest.
 set -euo pipefail
@@ -34,15 +38,17 @@ if [ ! -x "$BUILD/bin/lemrt_train" ] || [ ! -x "$BUILD/bin/bench_sparsecore" ]; 
 fi
 "$BUILD/bin/bench_sparsecore" --benchmark_filter=BM_StreamCopy --benchmark_format=json \
   > "$OUT/stream.json"
+START_NS=$(date +%s%N)
 mpirun --oversubscribe --bind-to none -np 1 "$BUILD/bin/lemrt_train" \
   --config="$LEMRT_ROOT/examples/configs/multihot_large.pbtxt" \
-  --override="training { steps: $STEPS log_every: 5 } ${OVERRIDE:-}" --summary_json="$OUT/summary.json" \
+  --override="training { steps: $STEPS log_every: ${LOG_EVERY:-5} } ${OVERRIDE:-}" --summary_json="$OUT/summary.json" \
   --metrics_csv="$OUT/metrics.csv" > "$OUT/train.log" 2>&1 || { cat "$OUT/train.log"; exit 1; }
+PROCESS_S=$(( ($(date +%s%N) - START_NS) / 1000000 ))
 "$BUILD/bin/bench_sparsecore" --benchmark_filter=BM_StreamCopy --benchmark_format=json \
   > "$OUT/stream_after.json"
 "${LEMRT_PYTHON:-python3}" - "$OUT/stream.json" "$OUT/stream_after.json" "$OUT/summary.json" \
-  "$OUT/metrics.csv" "$WARMUP" <<'PY'
-import csv, json, sys
+  "$OUT/metrics.csv" "$WARMUP" "$OUT/train.log" "$PROCESS_S" <<'PY'
+import csv, json, re, sys
 bw = max(json.load(open(f))["benchmarks"][0]["copy_GBps"] for f in sys.argv[1:3]) * 1e9
 s = json.load(open(sys.argv[3]))
 warmup = int(sys.argv[5])
@@ -50,7 +56,10 @@ steps, batch = s["steps"], s["global_batch"]
 rows = [r for r in csv.DictReader(open(sys.argv[4])) if int(r["step"]) > warmup]
 if not rows:
     sys.exit(f"no metrics rows after the first {warmup} steps: raise STEPS")
-mean = lambda key: sum(float(r[key]) for r in rows) / len(rows)
+mean = lambda key, rows=rows: sum(float(r[key]) for r in rows) / max(1, len(rows))
+# A row's stage columns are empty (0) when a step's stages were not all done
+# when it was written (pipelining, every-step rows): their means skip them.
+staged = [r for r in rows if float(r["sc_forward_ms"]) > 0]
 steady = batch / (mean("step_ms") / 1e3)
 ids = s["ids"]
 dim = 64
@@ -63,9 +72,27 @@ for name, bytes_per_step in (("unique rows (3 x U x 256 B)", 3 * unique * dim * 
           f" reached {steady / limit * 100:5.1f}% steady ({sps / limit * 100:4.1f}% whole run)")
 print(f"samples/s {steady:.0f} steady (steps {warmup + 1}-{steps}), {sps:.0f} whole run;"
       f"  memcpy bandwidth {bw / 1e9:.1f} GB/s (read + write)")
-print(f"steady ms per step: step {mean('step_ms'):.1f}, host {mean('host_ms'):.1f},"
-      f" sc_forward {mean('sc_forward_ms'):.1f}, tc {mean('tc_ms'):.1f},"
-      f" sc_backward {mean('sc_backward_ms'):.1f}, exchange {mean('exchange_ms'):.1f}")
+print(f"steady ms per step: step {mean('step_ms'):.1f}, host {mean('host_ms', staged):.1f},"
+      f" sc_forward {mean('sc_forward_ms', staged):.1f}, tc {mean('tc_ms', staged):.1f},"
+      f" sc_backward {mean('sc_backward_ms', staged):.1f},"
+      f" exchange {mean('exchange_ms', staged):.1f} ({len(staged)} rows)")
 print(f"ids/step {per_id:.0f} (after per-sample dedup), unique rows/step {unique:.0f};"
       f" wall {s['wall_time_sec']:.1f} s for {steps} steps")
+first = [(r["step"], float(r["step_ms"])) for r in csv.DictReader(open(sys.argv[4]))][:4]
+print("warm-up, mean step ms up to step: " + ", ".join(f"{k}: {v:.0f}" for k, v in first))
+# Start-up from the glog timestamps: the first line (after MPI and the config)
+# to the last start-up line (tables initialised, step buffers reserved).
+stamps = {}
+for line in open(sys.argv[6]):
+    m = re.match(r"[IWE]\d{8} (\d\d):(\d\d):(\d\d\.\d+)", line)
+    if not m:
+        continue
+    t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+    stamps.setdefault("first", t)
+    if "tables initialised" in line or "step buffers" in line:
+        stamps["ready"] = t
+startup = s.get("startup", {})
+print(f"start-up {stamps.get('ready', 0) - stamps.get('first', 0):.1f} s (first log line to the"
+      f" first step; table init {startup.get('table_init_ms', 0) / 1e3:.1f} s,"
+      f" {startup.get('table_init_mode', '?')}); process wall {int(sys.argv[7]) / 1e3:.1f} s")
 PY
