@@ -53,15 +53,20 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/thread_cpu_timer.h"
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/row_kernels.h"
 #include "device/sparsecore/sparse_core.h"
 #include "device/sparsecore/table_allocator.h"
+#include "host/batch.h"
 #include "host/coo.h"
+#include "host/synthetic_source.h"
+#include "proto/config_loader.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::device {
@@ -131,12 +136,11 @@ void EvictCaches(const std::vector<int64_t>& flush) {
   benchmark::DoNotOptimize(sum);
 }
 
-// CPU seconds of one call of fn starting from cold caches, best of
-// kColdCalls.
+// CPU seconds of one call of fn starting from cold caches, best of `calls`.
 template <typename Fn>
-double ColdSecondsPerCall(const std::vector<int64_t>& flush, Fn&& fn) {
+double ColdSecondsPerCall(const std::vector<int64_t>& flush, Fn&& fn, int calls = kColdCalls) {
   double best = 1e30;
-  for (int r = 0; r < kColdCalls; ++r) {
+  for (int r = 0; r < calls; ++r) {
     EvictCaches(flush);
     const double t0 = ThreadCpuSeconds();
     fn();
@@ -236,6 +240,138 @@ void BM_Update(benchmark::State& state) {
   Report(state, kernel_s, memcpy_s, rows_s, bytes);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
+
+// BM_MultiHot/sparse_cores/tables/phase: the issue's multi-hot workload
+// (examples/configs/multihot_large.pbtxt: tables of 10^6 rows, dim 64, SGD,
+// 1-70 ids per feature per sample, 70% Zipf with exponent 1.05, SUM; batch
+// 512 on one chip of `sparse_cores` SparseCores) as one SparseCore sees it:
+// SparseCore 0's partition of a batch drawn by the synthetic source and
+// partitioned by the host's CooBuilder (ids sorted and merged per sample and
+// feature; groups of ~35 / sparse_cores entries, many ids repeated across
+// samples). `tables` of the config's 26 keep the memory small; the
+// per-table work is the same. phase 0 times Forward, 1 Backward, cold
+// caches as above. References on the step's U unique rows (P = U x 256
+// bytes): memcpy of P bytes (lookup) or of 3 P / 2 (update, as BM_Update),
+// and the prefetched read-only pass over the unique rows (read), each call
+// alternating with the kernel's (x_*: medians of the per-round ratios).
+// Also ns_per_id (per entry, best round) and the entry and unique counts.
+constexpr char kMultiHotTable[] = R"pb(
+tables { name: "t%d" vocab_size: 1000000 dim: 64 combiner: SUM })pb";
+constexpr char kMultiHotFeature[] = R"pb(
+features { name: "f%d" table: "t%d" max_sequence_length: 70 })pb";
+
+void BM_MultiHot(benchmark::State& state) {
+  const int sparse_cores = static_cast<int>(state.range(0));
+  const int tables = static_cast<int>(state.range(1));
+  const bool backward = state.range(2) == 1;
+  std::string text = absl::StrFormat(
+      "topology { num_chips: 1 sparse_cores_per_chip: %d }\n"
+      "sparse_core { max_ids_per_chip_per_sample: 5000 disable_table_stacking: true }\n"
+      "model { num_dense_features: 13 bottom_mlp: [ 128, 64 ] top_mlp: [ 128, 1 ] }\n"
+      "training { global_batch: 512 embedding_learning_rate: 0.1 seed: 2026 }\n"
+      "data { synthetic { zipf_fraction: 0.7 zipf_exponent: 1.05 } }\n",
+      sparse_cores);
+  for (int t = 0; t < tables; ++t) {
+    text += absl::StrFormat(kMultiHotTable, t) + absl::StrFormat(kMultiHotFeature, t, t);
+  }
+  absl::StatusOr<config::RunConfig> config = config::ParseConfig(text, "bench", "", 1);
+  if (!config.ok()) {
+    state.SkipWithError(std::string(config.status().message()).c_str());
+    return;
+  }
+  absl::StatusOr<std::unique_ptr<host::SyntheticSource>> source =
+      host::SyntheticSource::Create(*config, 0, 1);
+  host::Batch batch;
+  host::PartitionedCoo coo;
+  host::CooBuilder builder(host::MakeCooOptions(*config));
+  if (!source.ok() || !(*source)->TrainBatch(0, &batch).ok() || !builder.Build(batch, &coo).ok()) {
+    state.SkipWithError("could not draw the batch");
+    return;
+  }
+  SgdOptimizer sgd(0.1f);
+  std::vector<const Optimizer*> opts(tables, &sgd);
+  SparseCore sc(*config, 0, opts);
+  std::vector<std::span<const host::CooEntry>> segs;
+  std::vector<std::vector<float, TableAllocator<float>>> partials;
+  std::vector<std::vector<float>> grads;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1e-3f, 1e-3f);
+  int64_t ids = 0;
+  for (int s = 0; s < sparse_cores; ++s) {
+    segs.push_back(coo.segment(0, s));
+    ids += static_cast<int64_t>(segs.back().size());
+    partials.emplace_back(PartialFloats(segs.back(), sc.table_dims()));
+    grads.emplace_back(partials.back().size());
+    for (float& g : grads.back()) g = u(rng);
+  }
+  std::vector<float*> outs;
+  std::vector<const float*> ins;
+  for (int s = 0; s < sparse_cores; ++s) {
+    outs.push_back(partials[s].data());
+    ins.push_back(grads[s].data());
+  }
+  SparseCoreStepState st;
+  auto forward = [&] {
+    sc.Forward(segs, outs, &st);
+    benchmark::ClobberMemory();
+  };
+  auto run = [&] {
+    if (backward) {
+      sc.Backward(segs, ins, &st);
+    } else {
+      sc.Forward(segs, outs, &st);
+    }
+    benchmark::ClobberMemory();
+  };
+  forward();
+  for (auto _ : state) run();
+  std::vector<int64_t> flush(kFlushBytes / 8, 1);
+  const int64_t uniques = static_cast<int64_t>(st.unique_keys.size());
+  const double bytes = static_cast<double>(uniques) * 64 * 4;
+  const double copy_bytes = backward ? 1.5 * bytes : bytes;
+  std::vector<float> src(static_cast<size_t>(copy_bytes / 4)), dst(src.size());
+  auto copy = [&] {
+    std::memcpy(dst.data(), src.data(), copy_bytes);
+    benchmark::ClobberMemory();
+  };
+  auto read = [&] {
+    const int ahead = PrefetchRows(64);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < uniques; ++i) {
+      if (i + ahead < uniques) {
+        const uint64_t key = st.unique_keys[i + ahead];
+        PrefetchRow(sc.shard(UniqueKeyTable(key)).row(st.unique_rows[i + ahead]), 64);
+      }
+      const float* r = sc.shard(UniqueKeyTable(st.unique_keys[i])).row(st.unique_rows[i]);
+      for (int d = 0; d < 64; d += 16) sum += r[d];
+    }
+    benchmark::DoNotOptimize(sum);
+  };
+  // Kernel and references alternate, each from cold caches; the ratios are
+  // medians over the rounds (each round's calls see about the same load
+  // from other processes), the kernel's time the best round.
+  std::vector<double> kernel_s, x_memcpy, x_read;
+  for (int r = 0; r < kColdCalls; ++r) {
+    const double k = ColdSecondsPerCall(flush, run, 1);
+    kernel_s.push_back(k);
+    x_memcpy.push_back(k / ColdSecondsPerCall(flush, copy, 1));
+    x_read.push_back(k / ColdSecondsPerCall(flush, read, 1));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  state.counters["ids"] = static_cast<double>(ids);
+  state.counters["unique"] = static_cast<double>(uniques);
+  state.counters["ns_per_id"] =
+      *std::min_element(kernel_s.begin(), kernel_s.end()) / static_cast<double>(ids) * 1e9;
+  state.counters["x_memcpy"] = median(x_memcpy);
+  state.counters["x_read"] = median(x_read);
+}
+BENCHMARK(BM_MultiHot)->ArgsProduct({{4}, {8}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)->Iterations(3);
+BENCHMARK(BM_MultiHot)->ArgsProduct({{1}, {2}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)->Iterations(3);
 
 // STREAM-like copy of a 512 MiB buffer: the machine's memory bandwidth, in
 // bytes read + written per second (copy_GBps), for

@@ -5,11 +5,17 @@
 #include <bit>
 #include <cstddef>
 
+#ifdef __BMI2__
+#include <immintrin.h>
+#endif
+
 namespace lemrt::device {
 namespace {
 
 constexpr int kDigitBits = 11;
 constexpr size_t kBuckets = size_t{1} << kDigitBits;
+// Widest digit of the BMI2 path (4096 counters: 32 KiB, in L1).
+constexpr int kMaxDigitBits = 12;
 
 }  // namespace
 
@@ -28,6 +34,32 @@ void SortByKey(std::vector<KeyIndex>* pairs, std::vector<KeyIndex>* scratch) {
   if (scratch->size() < n) scratch->resize(n);
   KeyIndex* src = a.data();
   KeyIndex* dst = scratch->data();
+#ifdef __BMI2__
+  // The varying bits gathered into a dense value (pext keeps their order,
+  // and the other bits are the same in every key, so dense values order
+  // like the keys), sorted in as few digits of up to kMaxDigitBits as cover
+  // them: keys table << 48 | col with 20-bit columns and 8 tables take 2
+  // passes instead of 3 (the table bits are a digit of their own otherwise).
+  const int bits = std::popcount(varying);
+  const int passes = (bits + kMaxDigitBits - 1) / kMaxDigitBits;
+  const int digit_bits = (bits + passes - 1) / passes;
+  const uint64_t mask = (uint64_t{1} << digit_bits) - 1;
+  std::array<size_t, size_t{1} << kMaxDigitBits> count;
+  for (int pass = 0; pass < passes; ++pass) {
+    const int shift = pass * digit_bits;
+    auto digit = [&](const KeyIndex& p) { return (_pext_u64(p.first, varying) >> shift) & mask; };
+    std::fill_n(count.begin(), mask + 1, 0);
+    for (size_t i = 0; i < n; ++i) ++count[digit(src[i])];
+    size_t sum = 0;
+    for (size_t b = 0; b <= mask; ++b) {
+      const size_t k = count[b];
+      count[b] = sum;
+      sum += k;
+    }
+    for (size_t i = 0; i < n; ++i) dst[count[digit(src[i])]++] = src[i];
+    std::swap(src, dst);
+  }
+#else
   std::array<size_t, kBuckets> count;
   int shift = std::countr_zero(varying);
   while (shift < 64) {
@@ -47,6 +79,7 @@ void SortByKey(std::vector<KeyIndex>* pairs, std::vector<KeyIndex>* scratch) {
     if (rest == 0) break;
     shift += std::countr_zero(rest);
   }
+#endif
   if (src != a.data()) std::copy(src, src + n, a.data());
 }
 

@@ -20,6 +20,8 @@ constexpr int kDirectPoolMinDim = 32;
 // first entry's dim) are written with non-temporal stores in one-hot groups;
 // smaller ones stay in the caches for the exchange that reads them next.
 constexpr int64_t kStreamPartialBytes = int64_t{4} << 20;
+// Staging buffers above this size are prefetched by the combine.
+constexpr int64_t kStagedPrefetchBytes = int64_t{1} << 20;
 // Entries the dedup prefetches ahead of the one it numbers (3 KiB).
 constexpr int64_t kEntriesAhead = 128;
 // Widest row whose single-entry gradient Backward forms on the stack.
@@ -314,6 +316,9 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
     const int64_t* rows = state->unique_rows.data();
     const int64_t* unique_offsets = state->unique_offsets.data();
     bool streamed = false;
+    // Staged rows come from the caches; only a staging buffer larger than
+    // a core's L2 gains from prefetching them.
+    const bool prefetch_staged = offset * static_cast<int64_t>(sizeof(float)) > kStagedPrefetchBytes;
     for (int64_t k = begin; k < end; ++k) {
       std::span<const host::CooEntry> seg = segments[k];
       if (seg.empty()) continue;
@@ -339,13 +344,24 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
         while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
         const int64_t n = static_cast<int64_t>(j - i);
         if (table_staged) {
+          if (prefetch_staged) {
+            const size_t ahead = std::min(seg.size(), j + ahead_rows);
+            for (prefetched = std::max(prefetched, j); prefetched < ahead; ++prefetched) {
+              const int t = seg[prefetched].table;
+              PrefetchRow(stage_table[t] ? gathered + unique_offsets[seg_unique[prefetched]]
+                                         : shards_[t]->row(rows[seg_unique[prefetched]]),
+                          dims_[t]);
+            }
+          }
           PoolGroup(dim, seg.data() + i, seg_unique + i, n, gathered, unique_offsets, 1, out);
         } else {
           // Keep the rows of the next PrefetchRows(dim) entries in flight.
           const size_t ahead = std::min(seg.size(), j + ahead_rows);
           for (prefetched = std::max(prefetched, j); prefetched < ahead; ++prefetched) {
-            const TableShard& shard = *shards_[seg[prefetched].table];
-            PrefetchRow(shard.row(rows[seg_unique[prefetched]]), shard.dim());
+            const int t = seg[prefetched].table;
+            PrefetchRow(stage_table[t] ? gathered + unique_offsets[seg_unique[prefetched]]
+                                       : shards_[t]->row(rows[seg_unique[prefetched]]),
+                        dims_[t]);
           }
           if (n == 1) {  // one-hot: the same operations as PoolGroup, fewer steps
             // The run of one-entry groups of this table that starts here.
