@@ -24,6 +24,13 @@ double Damping(int64_t id) {
          std::sqrt(1.0 + static_cast<double>(id) / SyntheticSource::kHotScale);
 }
 
+// base::HashKeys of the keys behind `prefix` (HashKeys of the leading keys)
+// and then `key`: HashKeys({a, b, c, key}) == HashOn(HashKeys({a, b, c}),
+// key), so the per-table and per-tag leading keys are hashed once.
+inline uint64_t HashOn(uint64_t prefix, uint64_t key) {
+  return base::Mix64(prefix ^ base::Mix64(key));
+}
+
 // acc += normals x scale: one expression for cached and computed normals, so
 // both round alike (also where the compiler fuses the multiply-add).
 void AccumulateHidden(const double* normals, double scale, double* acc) {
@@ -95,6 +102,11 @@ SyntheticSource::SyntheticSource(const config::RunConfig& config, int rank,
 
 void SyntheticSource::FillCaches(const config::RunConfig& config, int64_t cached_ids) {
   const int num_tables = config.tables_size();
+  sample_prefix_ = base::HashKeys({seed_, kSampleTag});
+  for (int t = 0; t < num_tables; ++t) {
+    weight_prefix_.push_back(base::HashKeys({seed_, kWeightTag, uint64_t(t)}));
+    hidden_prefix_.push_back(base::HashKeys({seed_, kHiddenTag, uint64_t(t)}));
+  }
   hot_w_.resize(num_tables);
   hot_h_.resize(num_tables);
   for (int t = 0; t < num_tables; ++t) {
@@ -141,7 +153,7 @@ void SyntheticSource::FillBatch(uint64_t first_g, Batch* batch) const {
 }
 
 void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
-  base::CounterRng rng(base::HashKeys({seed_, kSampleTag, g}));
+  base::CounterRng rng(HashOn(sample_prefix_, g));
   const double zipf_fraction = synthetic_.zipf_fraction();
   // Pooled hidden vectors of the features in pairs (0,1), (2,3).
   std::array<std::array<double, kHiddenDim>, 2 * kMaxPairs> pooled{};
@@ -208,8 +220,7 @@ int64_t SyntheticSource::DrawZipfId(const Feature& feature, double u) const {
 
 double SyntheticSource::Weight(int table, int64_t id) const {
   if (id < static_cast<int64_t>(hot_w_[table].size())) return hot_w_[table][id];
-  base::CounterRng rng(
-      base::HashKeys({seed_, kWeightTag, uint64_t(table), uint64_t(id)}));
+  base::CounterRng rng(HashOn(weight_prefix_[table], uint64_t(id)));
   return static_cast<float>(rng.NextNormal() * Damping(id));  // As cached.
 }
 
@@ -219,8 +230,7 @@ void SyntheticSource::AddHidden(int table, int64_t id, double* acc) const {
     AccumulateHidden(h.data(), h[kHiddenDim], acc);
     return;
   }
-  base::CounterRng rng(
-      base::HashKeys({seed_, kHiddenTag, uint64_t(table), uint64_t(id)}));
+  base::CounterRng rng(HashOn(hidden_prefix_[table], uint64_t(id)));
   std::array<double, kHiddenDim> normals;
   for (double& n : normals) n = rng.NextNormal();
   AccumulateHidden(normals.data(), 0.5 * Damping(id), acc);

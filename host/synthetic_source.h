@@ -111,6 +111,11 @@ class SyntheticSource : public DataSource {
   const std::vector<Feature> features_;
   int num_pairs_ = 0;                      // Of the pairs (0,1), (2,3).
   std::vector<double> dense_weight_;       // v_k, [num_dense].
+  // base::HashKeys of the leading keys of the hashed streams: (seed,
+  // "sample") and, per table, (seed, "weight", t) and (seed, "hidden", t).
+  uint64_t sample_prefix_ = 0;
+  std::vector<uint64_t> weight_prefix_;
+  std::vector<uint64_t> hidden_prefix_;
   std::vector<std::vector<float>> hot_w_;  // Per table: w(t, id) for small ids.
   // Per table of a paired feature, for small ids: the kHiddenDim normals of
   // h(t, id) and their scale 0.5 x damp(id).

@@ -1,11 +1,15 @@
 #include "host/synthetic_source.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "base/auc.h"
+#include "base/random.h"
 #include "glog/logging.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -218,6 +222,118 @@ TEST(SyntheticSourceTest, SeedChangesTheData) {
 // The teacher caches (w and h of the Zipf head) change no value: ids, dense
 // features, labels and teacher probabilities equal those of a source without
 // caches, and of one caching most of the vocabulary, bit for bit.
+// A plain transcription of the documented sampling and teacher
+// (synthetic_source.h): every hashed stream keyed by base::HashKeys of its
+// whole key list, the streams' tags spelled out, nothing cached.
+struct ReferenceSample {
+  std::vector<std::vector<int64_t>> ids;  // per feature
+  std::vector<float> dense;
+  double prob = 0;
+  float label = 0;
+};
+
+ReferenceSample Reference(const config::RunConfig& config, uint64_t g) {
+  constexpr uint64_t kSampleTag = 0x73616d706c65ULL;  // "sample"
+  constexpr uint64_t kWeightTag = 0x776569676874ULL;  // "weight"
+  constexpr uint64_t kHiddenTag = 0x68696464656eULL;  // "hidden"
+  constexpr uint64_t kDenseTag = 0x64656e7365ULL;     // "dense"
+  const uint64_t seed = config.training().seed();
+  const auto& syn = config.data().synthetic();
+  const double s = syn.zipf_exponent();
+  auto damping = [](int64_t id) { return 1.0 / std::sqrt(1.0 + id / SyntheticSource::kHotScale); };
+  auto table_of = [&](const config::FeatureConfig& f) {
+    for (int t = 0; t < config.tables_size(); ++t) {
+      if (config.tables(t).name() == f.table()) return t;
+    }
+    return -1;
+  };
+  const int F = config.features_size();
+  const int pairs = std::min(2, F / 2);
+  base::CounterRng rng(base::HashKeys({seed, kSampleTag, g}));
+  ReferenceSample out;
+  std::vector<std::array<double, SyntheticSource::kHiddenDim>> pooled(4);
+  for (auto& p : pooled) p.fill(0);
+  double id_term = 0;
+  for (int f = 0; f < F; ++f) {
+    const int t = table_of(config.features(f));
+    const int64_t vocab = config.tables(t).vocab_size();
+    const int length = 1 + static_cast<int>(rng.NextBelow(config.features(f).max_sequence_length()));
+    double weight_sum = 0;
+    out.ids.emplace_back();
+    for (int j = 0; j < length; ++j) {
+      int64_t id;
+      if (rng.NextDouble() < syn.zipf_fraction()) {
+        const double u = rng.NextDouble();
+        const double top = static_cast<double>(vocab) + 1;
+        const double x = std::abs(s - 1) < 1e-9 ? std::exp(u * std::log(top))
+                                                : std::pow(1 + u * (std::pow(top, 1 - s) - 1),
+                                                           1 / (1 - s));
+        const double v = std::floor(x) - 1;
+        id = !(v > 0) ? 0 : std::min(static_cast<int64_t>(std::min(v, 9.0e18)), vocab - 1);
+      } else {
+        id = static_cast<int64_t>(rng.NextBelow(uint64_t(vocab)));
+      }
+      out.ids.back().push_back(id);
+      base::CounterRng w(base::HashKeys({seed, kWeightTag, uint64_t(t), uint64_t(id)}));
+      weight_sum += static_cast<float>(w.NextNormal() * damping(id));
+      if (f < 2 * pairs) {
+        base::CounterRng h(base::HashKeys({seed, kHiddenTag, uint64_t(t), uint64_t(id)}));
+        for (double& acc : pooled[f]) acc += h.NextNormal() * (0.5 * damping(id));
+      }
+    }
+    id_term += weight_sum / length;
+    if (f < 2 * pairs) {
+      for (double& x : pooled[f]) x /= length;
+    }
+  }
+  const int num_dense = config.model().num_dense_features();
+  double dense_term = 0;
+  for (int k = 0; k < num_dense; ++k) {
+    out.dense.push_back(static_cast<float>(std::log1p(-std::log(1 - rng.NextDouble()) * 10)));
+    base::CounterRng v(base::HashKeys({seed, kDenseTag, uint64_t(k)}));
+    dense_term += v.NextNormal() / std::sqrt(num_dense) *
+                  (out.dense.back() - SyntheticSource::kDenseMean);
+  }
+  double pair_term = 0;
+  for (int p = 0; p < pairs; ++p) {
+    for (int d = 0; d < SyntheticSource::kHiddenDim; ++d) {
+      pair_term += pooled[2 * p][d] * pooled[2 * p + 1][d];
+    }
+  }
+  const double logit = SyntheticSource::kBias +
+                       syn.teacher_id_scale() * SyntheticSource::kIdGain / std::sqrt(F) * id_term +
+                       syn.teacher_dense_scale() * dense_term + syn.teacher_pair_scale() * pair_term;
+  out.prob = 1 / (1 + std::exp(-logit));
+  out.label = rng.NextDouble() < out.prob ? 1.0f : 0.0f;
+  return out;
+}
+
+TEST(SyntheticSourceTest, MatchesAPlainTranscriptionOfTheFormulas) {
+  config::RunConfig config = TestConfig(/*global_batch=*/32);
+  config.mutable_model()->set_num_dense_features(3);
+  config.mutable_data()->mutable_synthetic()->set_zipf_fraction(0.6);
+  auto source = MakeSource(config, /*rank=*/1, /*world_size=*/2);
+  for (int64_t step : {0, 3}) {
+    Batch batch;
+    ASSERT_TRUE(source->TrainBatch(step, &batch).ok());
+    for (int64_t i = 0; i < batch.num_samples; ++i) {
+      const uint64_t g = step * 32 + 16 + i;  // rank 1 of 2, local batch 16
+      const ReferenceSample ref = Reference(config, g);
+      for (int f = 0; f < batch.num_features(); ++f) {
+        const std::vector<int64_t> ids(batch.ids[f].begin() + batch.offsets[f][i],
+                                       batch.ids[f].begin() + batch.offsets[f][i + 1]);
+        EXPECT_EQ(ids, ref.ids[f]) << "sample " << g << " feature " << f;
+      }
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(batch.dense[i * 3 + k], ref.dense[k]) << g;
+      // The teacher to rounding (the compiler may fuse multiply-adds
+      // differently in the two transcriptions); a wrong hashed key would
+      // change it completely.
+      EXPECT_NEAR(batch.teacher_prob[i], ref.prob, 1e-6) << "sample " << g;
+      EXPECT_EQ(batch.labels[i], ref.label) << "sample " << g;
+    }
+  }
+}
+
 TEST(SyntheticSourceTest, CachesChangeNoValue) {
   const config::RunConfig config = TestConfig();
   auto plain = SyntheticSource::CreateWithCachedIds(config, 1, 2, /*cached_ids=*/0);
