@@ -47,9 +47,17 @@
 // 4-32 of the table, and on the 2-vCPU VM of the README even the prefetched
 // pass that only loads those rows took 1.1-1.5x a memcpy of the same bytes
 // (read_x_memcpy; the memcpy also writes them), against 0.5-0.6x for
-// consecutive rows (README, Performance).
+// consecutive rows (README, Performance). What bounds spread ids is row
+// misses in flight per core, not bytes: with the rows on huge pages
+// (thp_MiB: the process's AnonHugePages, about the table's 128 MiB plus the
+// partials), so not TLB misses, the profile of the gather and of the
+// update stalls on the prefetches themselves (the core's miss buffers are
+// full), and prefetching 2-4x further ahead measured no faster.
+// The partials are 64-byte aligned (as the SparseCore's non-temporal stores
+// of one-hot rows need; TableAllocator), the step's scratch is reused.
 #include <algorithm>
 #include <ctime>
+#include <fstream>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -150,6 +158,19 @@ double ColdSecondsPerCall(const std::vector<int64_t>& flush, Fn&& fn, int calls 
 }
 
 
+// MiB of this process's anonymous memory on transparent huge pages
+// (AnonHugePages of /proc/self/smaps_rollup; -1 where unreadable): shows
+// whether the tables really got huge pages (TableAllocator asks for them).
+double AnonHugePagesMiB() {
+  std::ifstream in("/proc/self/smaps_rollup");
+  std::string key;
+  double kb = 0;
+  while (in >> key) {
+    if (key == "AnonHugePages:" && in >> kb) return kb / 1024;
+  }
+  return -1;
+}
+
 void Report(benchmark::State& state, double kernel_s, double memcpy_s, double rows_s,
             double bytes) {
   state.counters["GBps"] = bytes / kernel_s * 1e-9;
@@ -201,6 +222,7 @@ void BM_Lookup(benchmark::State& state) {
   state.counters["read_GBps"] = bytes / read_s * 1e-9;
   state.counters["x_read"] = kernel_s / read_s;
   state.counters["read_x_memcpy"] = read_s / memcpy_s;
+  state.counters["thp_MiB"] = AnonHugePagesMiB();
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 
