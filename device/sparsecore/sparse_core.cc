@@ -14,8 +14,9 @@ namespace lemrt::device {
 namespace {
 
 constexpr int kColBits = 48;
-// Narrowest rows the combine may pool straight from the tables (Forward).
-constexpr int kDirectPoolMinDim = 32;
+// Narrowest rows the combine may pool straight from the tables (Forward):
+// the narrowest with a fixed-dim one-hot loop that stores whole lines.
+constexpr int kDirectPoolMinDim = 16;
 // Partials at least this large (an upper bound per segment: entries x the
 // first entry's dim) are written with non-temporal stores in one-hot groups;
 // smaller ones stay in the caches for the exchange that reads them next.
@@ -256,10 +257,12 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   // (simulated quantization, the guard-word check of the staging buffer):
   // the combine then pools them straight from the table, which skips writing
   // and re-reading every row (2 of the 4 bytes moved per payload byte) and
-  // gives the same partials bit for bit. For narrower or sparser rows the
-  // gather's tight copy loop keeps more row misses in flight than the
-  // combine does, and staging measured faster (bench_sparsecore, BM_Lookup
-  // staged vs direct; README Performance).
+  // gives the same partials bit for bit. For sparser rows the gather's
+  // tight copy loop keeps more row misses in flight than the combine does,
+  // and staging measured faster (bench_sparsecore, BM_Lookup staged vs
+  // direct; README Performance); rows under 16 floats have no fixed-dim
+  // one-hot loop (PoolSingleRun). Dense dim-16 rows were staged too until
+  // that loop pooled them in place 1.6-2.9x memcpy instead of 4.2-4.8x.
   const bool stage_all = quantization_.any() || checks_.guard_words;
   std::vector<uint8_t>& stage_table = state->stage_table;
   stage_table.assign(dims_.size(), 1);

@@ -64,7 +64,7 @@ struct SparseCoreStepState {
   std::vector<float> gathered;
   // Per table, 1 when its rows are staged in `gathered` this step (always
   // with simulated quantization or guard words on; otherwise for rows under
-  // 32 floats or ids covering under half of their row range), 0 when the
+  // 16 floats or ids covering under half of their row range), 0 when the
   // combine reads them in place.
   std::vector<uint8_t> stage_table;
   // Index of each segment's first entry in entry_unique (+1 at the end).
