@@ -5,7 +5,10 @@
 #include <bit>
 #include <cstddef>
 
-#ifdef __BMI2__
+// pext is one fast instruction on Intel since Haswell and AMD since Zen 3;
+// Zen 1 and 2 microcode it (hundreds of cycles), so they take the shift path.
+#if defined(__BMI2__) && !defined(__znver1__) && !defined(__znver2__)
+#define LEMRT_KEY_SORT_PEXT 1
 #include <immintrin.h>
 #endif
 
@@ -14,7 +17,7 @@ namespace {
 
 constexpr int kDigitBits = 11;
 constexpr size_t kBuckets = size_t{1} << kDigitBits;
-// Widest digit of the BMI2 path (4096 counters: 32 KiB, in L1).
+// Widest digit of the pext path (4096 counters: 32 KiB, in L1).
 constexpr int kMaxDigitBits = 12;
 
 }  // namespace
@@ -34,7 +37,7 @@ void SortByKey(std::vector<KeyIndex>* pairs, std::vector<KeyIndex>* scratch) {
   if (scratch->size() < n) scratch->resize(n);
   KeyIndex* src = a.data();
   KeyIndex* dst = scratch->data();
-#ifdef __BMI2__
+#ifdef LEMRT_KEY_SORT_PEXT
   // The varying bits gathered into a dense value (pext keeps their order,
   // and the other bits are the same in every key, so dense values order
   // like the keys), sorted in as few digits of up to kMaxDigitBits as cover
