@@ -331,8 +331,19 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
                               static_cast<int64_t>(sizeof(float)) >=
                           kStreamPartialBytes;
       streamed |= stream;
-      size_t prefetched = 0;  // entries of seg whose table rows were prefetched
+      size_t prefetched = 0;  // entries of seg whose rows were prefetched
       int table = -1, dim = 0, ahead_rows = 0;
+      // Keeps the rows (staged or in the table) of the next ahead_rows
+      // entries after `j` in flight.
+      auto prefetch_after = [&](size_t j) {
+        const size_t ahead = std::min(seg.size(), j + ahead_rows);
+        for (prefetched = std::max(prefetched, j); prefetched < ahead; ++prefetched) {
+          const int t = seg[prefetched].table;
+          PrefetchRow(stage_table[t] ? gathered + unique_offsets[seg_unique[prefetched]]
+                                     : shards_[t]->row(rows[seg_unique[prefetched]]),
+                      dims_[t]);
+        }
+      };
       bool table_staged = true;
       const float* table_rows = nullptr;
       for (size_t i = 0; i < seg.size();) {
@@ -347,25 +358,10 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
         while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
         const int64_t n = static_cast<int64_t>(j - i);
         if (table_staged) {
-          if (prefetch_staged) {
-            const size_t ahead = std::min(seg.size(), j + ahead_rows);
-            for (prefetched = std::max(prefetched, j); prefetched < ahead; ++prefetched) {
-              const int t = seg[prefetched].table;
-              PrefetchRow(stage_table[t] ? gathered + unique_offsets[seg_unique[prefetched]]
-                                         : shards_[t]->row(rows[seg_unique[prefetched]]),
-                          dims_[t]);
-            }
-          }
+          if (prefetch_staged) prefetch_after(j);
           PoolGroup(dim, seg.data() + i, seg_unique + i, n, gathered, unique_offsets, 1, out);
         } else {
-          // Keep the rows of the next PrefetchRows(dim) entries in flight.
-          const size_t ahead = std::min(seg.size(), j + ahead_rows);
-          for (prefetched = std::max(prefetched, j); prefetched < ahead; ++prefetched) {
-            const int t = seg[prefetched].table;
-            PrefetchRow(stage_table[t] ? gathered + unique_offsets[seg_unique[prefetched]]
-                                       : shards_[t]->row(rows[seg_unique[prefetched]]),
-                        dims_[t]);
-          }
+          prefetch_after(j);
           if (n == 1) {  // one-hot: the same operations as PoolGroup, fewer steps
             // The run of one-entry groups of this table that starts here.
             const int64_t run = PoolSingleRun(dim, stream, seg.data() + i,
