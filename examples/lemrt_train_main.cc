@@ -1,7 +1,7 @@
 // lemrt_train: trains the DLRM described by --config on every MPI rank (one
 // rank = one emulated chip) and prints a summary table on rank 0.
 //
-//   mpirun -np 4 build/bin/lemrt_train --config=examples/configs/dlrm_synthetic.pbtxt \
+//   mpirun -np 4 build/bin/lemrt_train --config=examples/configs/dlrm_synthetic.pbtxt
 //       [--override='training { steps: 50 }'] [--summary_json=out/summary.json]
 #include <mpi.h>
 

@@ -252,17 +252,18 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   // SPMEM), one run of same-table rows at a time (keys sort by table),
   // with the fixed-dim kernels and prefetching of row_kernels.h. A table's
   // rows skip the staging copy when they are at least kDirectPoolMinDim
-  // floats wide and this step's ids cover at least half of the rows between
-  // its lowest and highest one, unless something must see the staged copy
-  // (simulated quantization, the guard-word check of the staging buffer):
-  // the combine then pools them straight from the table, which skips writing
-  // and re-reading every row (2 of the 4 bytes moved per payload byte) and
-  // gives the same partials bit for bit. For sparser rows the gather's
-  // tight copy loop keeps more row misses in flight than the combine does,
-  // and staging measured faster (bench_sparsecore, BM_Lookup staged vs
-  // direct; README Performance); rows under 16 floats have no fixed-dim
-  // one-hot loop (PoolSingleRun). Dense dim-16 rows were staged too until
-  // that loop pooled them in place 1.6-2.9x memcpy instead of 4.2-4.8x.
+  // floats wide and either every id of the table is distinct in this
+  // partition (one-hot features) or this step's ids cover at least half of
+  // the rows between its lowest and highest one, unless something must see
+  // the staged copy (simulated quantization, the guard-word check of the
+  // staging buffer): the combine then pools them straight from the table,
+  // which skips writing and re-reading every row (2 of the 4 bytes moved per
+  // payload byte) and gives the same partials bit for bit. Sparse ids with
+  // repeats (multi-hot, Zipf) stay staged: each repeated row then comes from
+  // DRAM once, and pooling in place measured no faster there (BM_MultiHot);
+  // distinct spread ids pool in place about 1.5x faster since the one-hot
+  // loop (PoolSingleRun) prefetches ahead (BM_Lookup/dim/ids/0/0; README
+  // Performance). Rows under 16 floats have no fixed-dim one-hot loop.
   const bool stage_all = quantization_.any() || checks_.guard_words;
   std::vector<uint8_t>& stage_table = state->stage_table;
   stage_table.assign(dims_.size(), 1);
@@ -274,7 +275,9 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
       const int64_t u = runs[r], end = runs[r + 1];
       const int table = KeyTable(keys[u]);
       const int64_t span = rows[end - 1] - rows[u] + 1;
-      stage_table[table] = dims_[table] < kDirectPoolMinDim || 2 * (end - u) < span;
+      const uint8_t* single = state->unique_single.data();
+      const bool distinct = std::all_of(single + u, single + end, [](uint8_t s) { return s != 0; });
+      stage_table[table] = dims_[table] < kDirectPoolMinDim || (!distinct && 2 * (end - u) < span);
     }
   }
   auto staged = [&](int table) { return stage_table[table] != 0; };

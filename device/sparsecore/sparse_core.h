@@ -64,8 +64,8 @@ struct SparseCoreStepState {
   std::vector<float> gathered;
   // Per table, 1 when its rows are staged in `gathered` this step (always
   // with simulated quantization or guard words on; otherwise for rows under
-  // 16 floats or ids covering under half of their row range), 0 when the
-  // combine reads them in place.
+  // 16 floats, or ids with repeats covering under half of their row range),
+  // 0 when the combine reads them in place.
   std::vector<uint8_t> stage_table;
   // Index of each segment's first entry in entry_unique (+1 at the end).
   std::vector<int64_t> segment_begin;
