@@ -38,6 +38,13 @@ struct CooEntry {
 };
 static_assert(sizeof(CooEntry) == 24);
 
+// Whether two entries belong to one pooled group: the same (feature,
+// sample). A segment's consecutive entries of one group pool into one
+// partial vector (device/sparsecore/sparse_core.h, "Partial layout").
+inline bool SameGroup(const CooEntry& a, const CooEntry& b) {
+  return a.feature == b.feature && a.row == b.row;
+}
+
 // What the builder needs to know of each feature.
 struct FeatureSpec {
   int table = 0;

@@ -9,10 +9,7 @@ namespace lemrt::runtime {
 namespace {
 
 using host::CooEntry;
-
-bool SameGroup(const CooEntry& a, const CooEntry& b) {
-  return a.feature == b.feature && a.row == b.row;
-}
+using host::SameGroup;
 
 // Per-rank sums of `per_segment` values over blocks of `block` segments, and
 // their prefix offsets, both scaled by `unit` bytes.

@@ -153,7 +153,7 @@ TEST(QuantizationTest, LookupMatchesDenseReferenceOfQuantizedRows) {
     const int dim = seg[i].table == 0 ? 5 : 3;
     std::vector<double> pooled(dim, 0.0);
     size_t j = i;
-    for (; j < seg.size() && seg[j].feature == seg[i].feature && seg[j].row == seg[i].row; ++j) {
+    for (; j < seg.size() && host::SameGroup(seg[i], seg[j]); ++j) {
       std::vector<float> r = row(seg[j].table, seg[j].col);
       if (seg[j].table == 0) {
         for (float x : r) some_clipped |= std::abs(x) > 0.3f;

@@ -167,10 +167,7 @@ int64_t PoolSingleRunFixed(const host::CooEntry* entries, int64_t n, const int32
     out += kDim;
     ++i;
     if (i == n || entries[i].table != t) break;
-    if (i + 1 < n && entries[i + 1].feature == entries[i].feature &&
-        entries[i + 1].row == entries[i].row) {
-      break;
-    }
+    if (i + 1 < n && host::SameGroup(entries[i], entries[i + 1])) break;
   }
   return i;
 }

@@ -34,9 +34,7 @@ uint64_t Key(const host::CooEntry& e) {
 int KeyTable(uint64_t key) { return static_cast<int>(key >> kColBits); }
 int64_t KeyCol(uint64_t key) { return static_cast<int64_t>(key & ((uint64_t{1} << kColBits) - 1)); }
 
-bool SameGroup(const host::CooEntry& a, const host::CooEntry& b) {
-  return a.feature == b.feature && a.row == b.row;
-}
+using host::SameGroup;
 
 // The dedup's numbering of sorted (key, entry index) pairs, fed one at a
 // time (equal keys together, their indices ascending): fills unique_keys,
