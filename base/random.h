@@ -29,9 +29,14 @@ inline uint64_t HashKeys(std::initializer_list<uint64_t> keys) {
 // Thread-compatible; cheap to create (one per row / sample).
 class CounterRng {
  public:
+  // Value i (1-based) of the stream is Mix64(key + kStep x i).
+  static constexpr uint64_t kStep = 0x632be59bd9b4e019ULL;
+
   explicit CounterRng(uint64_t key) : key_(key) {}
 
-  uint64_t NextU64() { return Mix64(key_ + 0x632be59bd9b4e019ULL * ++counter_); }
+  uint64_t NextU64() { return Mix64(key_ + kStep * ++counter_); }
+  // Moves past the next n values (as n NextU64 calls would).
+  void Skip(uint64_t n) { counter_ += n; }
   // Uniform in [0, 1) with 53 bits.
   double NextDouble() { return (NextU64() >> 11) * 0x1.0p-53; }
   // Uniform integer in [0, n); n > 0.

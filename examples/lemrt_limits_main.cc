@@ -6,7 +6,7 @@
 // per stacked table (host/stacking.h: ids rotated and offset as in training);
 // the file lists every table, each with its stack's limits.
 //
-//   mpirun -np 4 build/bin/lemrt_limits --config=examples/configs/dlrm_synthetic.pbtxt \
+//   mpirun -np 4 build/bin/lemrt_limits --config=examples/configs/dlrm_synthetic.pbtxt
 //       --batches=20 --out=limits.pbtxt [--headroom=1.1] [--override='...']
 #include <mpi.h>
 

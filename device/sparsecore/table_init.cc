@@ -7,8 +7,6 @@
 #include <thread>
 #include <vector>
 
-#include "base/random.h"
-
 namespace lemrt::device {
 namespace {
 
@@ -16,73 +14,20 @@ namespace {
 // staging buffer stays in the core's cache between building and copying in.
 constexpr int64_t kChunkRows = 256;
 
-// Eight lanes of 64-bit integers, doubles and floats (GCC/Clang vector
-// extensions: AVX-512 where the target has it, narrower vectors otherwise).
-typedef uint64_t U64x8 __attribute__((vector_size(64)));
-typedef double F64x8 __attribute__((vector_size(64)));
-typedef float F32x8 __attribute__((vector_size(32)));
-
-// base::Mix64 on eight lanes.
-inline U64x8 Mix64x8(U64x8 x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Writes InitialRow (table_shard.h) of rows into `out`, bit for bit: the
-// uniform initializer's elements eight at a time (each lane computes exactly
-// the scalar expression: CounterRng value k + 1 of the row's key, its top 53
-// bits as a double in [0, 1), (2 d - 1) x scale rounded to float; 2 d is
-// exact, so a fused multiply-add gives the same value), the normal one and
-// the tail of each row through InitialRow itself.
+// Writes InitialRow (table_shard.h) of one table's global rows.
 class RowFiller {
  public:
   RowFiller(const config::TableConfig& table, int table_index, uint64_t seed)
-      : table_(table),
-        table_index_(table_index),
-        seed_(seed),
-        uniform_(!table.initializer().has_normal()),
-        scale_(table.initializer().uniform().scale()) {
-    // Counter offsets of CounterRng::NextU64: value k of a row is
-    // Mix64(key + kStep x (k + 1)).
-    const int dim = table.dim();
-    steps_.resize((dim + 7) / 8 * 8);
-    for (size_t k = 0; k < steps_.size(); ++k) steps_[k] = kStep * (k + 1);
-  }
+      : table_(table), table_index_(table_index), seed_(seed) {}
 
   void Fill(int64_t global_row, float* out) const {
-    const int dim = table_.dim();
-    if (!uniform_ || dim < 8) {
-      InitialRow(table_, table_index_, global_row, seed_, std::span<float>(out, dim));
-      return;
-    }
-    const uint64_t key = base::HashKeys({seed_, 0xE3B0C442ULL,
-                                         static_cast<uint64_t>(table_index_),
-                                         static_cast<uint64_t>(global_row)});
-    int k = 0;
-    for (; k + 8 <= dim; k += 8) {
-      U64x8 offsets;
-      std::memcpy(&offsets, steps_.data() + k, sizeof(offsets));
-      const U64x8 bits = Mix64x8(key + offsets) >> 11;
-      const F64x8 d = __builtin_convertvector(bits, F64x8) * 0x1.0p-53;
-      const F32x8 v = __builtin_convertvector((2.0 * d - 1.0) * scale_, F32x8);
-      std::memcpy(out + k, &v, sizeof(v));
-    }
-    for (; k < dim; ++k) {
-      const uint64_t x = base::Mix64(key + steps_[k]);
-      out[k] = static_cast<float>((2.0 * ((x >> 11) * 0x1.0p-53) - 1.0) * scale_);
-    }
+    InitialRow(table_, table_index_, global_row, seed_, std::span<float>(out, table_.dim()));
   }
 
  private:
-  static constexpr uint64_t kStep = 0x632be59bd9b4e019ULL;  // base::CounterRng's
   const config::TableConfig& table_;
   int table_index_;
   uint64_t seed_;
-  bool uniform_;
-  double scale_;
-  std::vector<uint64_t> steps_;
 };
 
 // Rows [begin, end) of table t's shard, in place.

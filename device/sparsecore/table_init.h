@@ -13,9 +13,8 @@
 //   kDeviceParallel every (SparseCore, tile) pair initialises its contiguous
 //                   share of the shard's rows in place, as tasks on the tile
 //                   pool, all SparseCores at once.
-// Rows of the uniform initializer are computed eight elements at a time
-// (vector instructions), bit-identical to InitialRow; the normal one calls
-// InitialRow. On a VM the time is often dominated by the first touch of the
+// Every mode calls InitialRow (table_shard.h), which computes rows of the
+// uniform initializer eight elements at a time. On a VM the time is often dominated by the first touch of the
 // shards' pages, which happens earlier, when the shards are allocated.
 // Thread-compatible.
 #ifndef LEMRT_DEVICE_SPARSECORE_TABLE_INIT_H_

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/random.h"
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
 
@@ -81,6 +82,34 @@ TEST(TableInitTest, EveryModeGivesTheConstructorsValuesBitForBit) {
         EXPECT_EQ(chip.scs[0]->shard(0).row(0)[0], 0.0f);
         InitializeTables(*c, chip.ptrs, chip.opts, mode, p, host_threads);
         ExpectSameTables(reference, chip, TableInitModeName(mode));
+      }
+    }
+  }
+}
+
+// InitialRow against the plain loop over the row's CounterRng stream, for
+// dims below, at and around the eight-element vector width.
+TEST(TableInitTest, InitialRowIsThePlainStreamFormula) {
+  for (int dim : {1, 7, 8, 9, 16, 20, 64, 67}) {
+    for (bool normal : {false, true}) {
+      config::TableConfig table;
+      table.set_dim(dim);
+      if (normal) {
+        table.mutable_initializer()->mutable_normal()->set_stddev(0.3);
+      } else {
+        table.mutable_initializer()->mutable_uniform()->set_scale(0.07);
+      }
+      for (int64_t row : {int64_t{0}, int64_t{5}, int64_t{123456789}}) {
+        std::vector<float> got(dim), want(dim);
+        InitialRow(table, 3, row, 42, std::span<float>(got));
+        base::CounterRng rng(base::HashKeys({42, 0xE3B0C442ULL, 3, static_cast<uint64_t>(row)}));
+        for (float& v : want) {
+          v = normal ? static_cast<float>(rng.NextNormal() * table.initializer().normal().stddev())
+                     : static_cast<float>((2.0 * rng.NextDouble() - 1.0) *
+                                          table.initializer().uniform().scale());
+        }
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * dim), 0)
+            << "dim " << dim << (normal ? " normal" : " uniform") << " row " << row;
       }
     }
   }

@@ -83,7 +83,11 @@ class TableShard {
   std::vector<float, TableAllocator<float>> slots_;
 };
 
-// Initial value of element k of global row `row` of table `table_index`.
+// The initial values of global row `row` of table `table_index`: element k
+// is value k + 1 of the CounterRng keyed by (seed, table_index, row), a
+// normal draw x stddev or a uniform one in [-scale, scale) by the table's
+// initializer (uniform rows are computed eight elements at a time, the same
+// values bit for bit).
 void InitialRow(const config::TableConfig& table, int table_index, int64_t row, uint64_t seed,
                 std::span<float> out);
 
