@@ -45,12 +45,12 @@
 // caches: a 64 MiB buffer is read first, untimed, so the rows come from DRAM
 // as in training, where tables are far larger than the caches; the best of
 // kColdCalls calls counts. BM_StreamCopy measures the memory bandwidth.
-// Targets (issue 9): x_rows <= 2 for dim 16, x_memcpy <= 1.5 for dim >= 64.
+// Targets: x_rows <= 2 for dim 16, x_memcpy <= 1.5 for dim >= 64.
 // The memcpy target is physical only for gap 1: spread ids touch 1 row in
-// 4-32 of the table, and on the 2-vCPU VM of the README even the prefetched
+// 4-32 of the table, and on the 2-vCPU VM of docs/performance.md even the prefetched
 // pass that only loads those rows took 1.1-1.5x a memcpy of the same bytes
 // (read_x_memcpy; the memcpy also writes them), against 0.5-0.6x for
-// consecutive rows (README, Performance). What bounds spread ids is row
+// consecutive rows (docs/performance.md). What bounds spread ids is row
 // misses in flight per core, not bytes: with the rows on huge pages
 // (thp_MiB: the process's AnonHugePages, about the table's 128 MiB plus the
 // partials), so not TLB misses, the profile of the gather and of the

@@ -1,4 +1,4 @@
-// The synthetic source on issue 9's multi-hot workload (examples/configs/
+// The synthetic source on the multi-hot workload (examples/configs/
 // multihot_large.pbtxt: 26 tables x 10^6 rows, 1..70 ids per feature per
 // sample, 70% Zipf(1.05), batch 512 on one rank): one TrainBatch (sampling the
 // ids, the dense features and the planted teacher's label) with the teacher

@@ -129,7 +129,7 @@ absl::Status Run(int rank, int world_size, bool thread_multiple) {
         "pipelining needs MPI_THREAD_MULTIPLE, which this MPI does not provide; set "
         "sparse_core { disable_full_embedding_pipelining: true }");
   }
-  if (rank == 0) {  // issue 9: one warning when the node's cores are oversubscribed
+  if (rank == 0) {  // one warning when the node's cores are oversubscribed
     const std::string warning =
         lemrt::runtime::OversubscriptionWarning(lemrt::runtime::ComputeThreadBudget(
             *config, lemrt::runtime::LocalRanksFromEnvironment(world_size),

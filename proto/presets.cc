@@ -14,7 +14,7 @@ struct PresetValues {
 };
 
 // Values from the reference's section 1 table. The reference gives no SPMEM
-// size; 128 KiB per tile is lemrt's documented assumption (README).
+// size; 128 KiB per tile is lemrt's documented assumption (docs/configuration.md).
 PresetValues ValuesOf(TopologyConfig::Preset preset) {
   switch (preset) {
     case TopologyConfig::TPU_V4:

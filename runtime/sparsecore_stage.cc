@@ -145,7 +145,7 @@ absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
     }
     const auto begin = std::chrono::steady_clock::now();
     scs_[l]->Forward(segs_, outs_, &buf->sc_states[l]);
-    if (scs_[l]->debug_checks().any()) {  // issue 4: agreed, so no rank hangs
+    if (scs_[l]->debug_checks().any()) {  // agreed, so no rank hangs
       absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
       if (!checked.ok()) return checked;
     }

@@ -25,7 +25,7 @@ Distribution Distribute(std::span<const double> values);
 // Length of the union of the intervals [begin, end) (any order, any overlap).
 double BusyTime(std::vector<std::pair<double, double>> intervals);
 
-// Thresholds of Diagnose, documented in README.md.
+// Thresholds of Diagnose, documented in docs/observability.md.
 inline constexpr double kHostBoundShare = 0.30;    // host share (no host_wait stage)
 inline constexpr double kHostWaitShare = 0.10;     // host-queue wait share of the step
 inline constexpr double kNoOverlapFraction = 0.05;  // overlap below this

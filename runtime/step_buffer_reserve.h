@@ -1,5 +1,5 @@
-// Start-up sizing of the SparseCore stage's per-step buffers (issue 9,
-// warm-up). Each buffer of SparseStepBuffers and of its SparseCores' step
+// Start-up sizing of the SparseCore stage's per-step buffers (the warm-up).
+// Each buffer of SparseStepBuffers and of its SparseCores' step
 // states grows to exactly what a step needs; every step that needs more than
 // any before reallocates it, and the new allocation's pages are faulted in
 // again (on a VM, first-touch faults cost about 1 s per 500 MB). Reserving

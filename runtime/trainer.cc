@@ -138,7 +138,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
     slot.activations.resize(local_batch * t->sparse_->activation_width());
     slot.d_activations.resize(slot.activations.size());
   }
-  t->ReserveStepBuffers();  // issue 9: no reallocation (and no first touch) in the steps
+  t->ReserveStepBuffers();  // no reallocation (and no first touch) in the steps
   return t;
 }
 
@@ -216,7 +216,7 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   prefetcher_->Release(work);
   if (!st.ok()) return st;
   if (inline_host) t0 = Clock::now();
-  slot.sc_coos = table_serializer_->Expand(slot.minibatches, &slot.table_groups);  // issue 4
+  slot.sc_coos = table_serializer_->Expand(slot.minibatches, &slot.table_groups);
   st = sparse_->Forward(slot.sc_coos, &slot.minibatch_sparse, slot.activations);
   if (!st.ok()) return st;
   stage_ms_total_[1] += MsSince(t0);

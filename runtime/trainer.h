@@ -116,9 +116,9 @@ class Trainer {
   bool DrainAfter(int64_t step) const;
 
   const config::RunConfig& config_;
-  // The static memory plan checked at start-up (issue 4).
+  // The static memory plan checked at start-up.
   device::MemoryPlan memory_plan_;
-  // The threads the SparseCore tiles run on (issue 4).
+  // The threads the SparseCore tiles run on.
   std::unique_ptr<device::TilePool> tile_pool_;
   Communicator& sparse_comm_;
   Communicator& dense_comm_;
@@ -132,9 +132,9 @@ class Trainer {
   std::unique_ptr<SparseCoreStage> sparse_;
   std::unique_ptr<TensorCoreStage> dense_;
   std::unique_ptr<HostStage> host_;  // data -> COO -> limits -> minibatches
-  // Splits each minibatch by the plan's serialized tables (issue 4).
+  // Splits each minibatch by the plan's serialized tables.
   std::unique_ptr<TableSerializer> table_serializer_;
-  // Start-up: table initialisation mode and the slowest chip's time (issue 4).
+  // Start-up: table initialisation mode and the slowest chip's time.
   std::string table_init_mode_;
   double table_init_ms_ = 0;
   // Host worker threads running host_'s local half ahead (made by Run once

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9's multi-hot large-embedding workload (examples/configs/
+# The multi-hot large-embedding workload (examples/configs/
 # multihot_large.pbtxt: 26 tables x 10^6 rows, dim 64, 1..70 Zipf ids per
 # feature per sample) on one rank: samples/s, and the share of the memory
 # bandwidth limit reached, the bandwidth measured in the same run

@@ -5,7 +5,7 @@ One machine cannot show cluster behaviour, so this model extrapolates from a
 measured run (a lemrt_train --summary_json, e.g. scripts/scaling.sh's
 weak_np1.json) and a network described by a bandwidth and a latency.
 
-Assumptions (README "Checkpoints, binary input and scaling"):
+Assumptions (docs/performance.md, "Scaling experiments"):
   * Compute per chip is linear in the samples per chip: host, SparseCore
     (lookup + update without their exchanges) and TensorCore costs per sample
     are the measured ones; one chip's SparseCores do not slow down with N.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak test (issue 8; not in CI): trains with checkpoints while SIGKILLing a
+# Soak test (not in CI): trains with checkpoints while SIGKILLing a
 # random rank at random times, resuming from the newest checkpoint each time,
 # for SOAK_SECONDS; then lets the last resume finish and checks that its
 # model_checksum equals an uninterrupted run's.

@@ -15,7 +15,7 @@ ctest --output-on-failure --timeout 900 "$@"
 # built, not the tools, MPI tests or benchmarks; UBSan findings are fatal,
 # leaks too), then the fuzz targets for a bounded time. The sanitizer stage
 # took 62 min on the shared 2-core machine under load 10-16 (about twice the
-# Release build there; README "Failure behaviour", Sanitizers).
+# Release build there; docs/development.md, "Sanitizers").
 if [ "${LEMRT_CI_SANITIZE:-1}" != 0 ]; then
   asan="$LEMRT_ROOT/build-asan"
   cmake -S "$LEMRT_ROOT" -B "$asan" -DCMAKE_BUILD_TYPE=Release -DLEMRT_SANITIZE=address >/dev/null

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds lemrt with ThreadSanitizer in BUILD_DIR (default build-tsan) and runs
-# the whole ctest suite (all but the fuzz targets) under it; README "Failure
-# behaviour", Sanitizers. Not part of CI: the build and run take about 50 min
+# the whole ctest suite (all but the fuzz targets) under it; docs/development.md,
+# "Sanitizers". Not part of CI: the build and run take about 50 min
 # on 2 cores. Exit status non-zero when a test fails or TSan reported anything
 # (reports land in BUILD_DIR/tsan-logs, one file per process).
 #

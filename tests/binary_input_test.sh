@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Binary input end to end (issue 7): a random Criteo TSV converted by
+# Binary input end to end: a random Criteo TSV converted by
 # lemrt_convert trains the Criteo Kaggle example config (tables capped by
 # data.max_table_rows) to the same model_checksum as the TSV itself on 1 rank
 # (file order), and runs sharded and shuffled on 2 ranks. Prints the stage

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checkpoints end to end through mpirun (issue 7):
+# Checkpoints end to end through mpirun:
 #  - a run resumed from its step-20 checkpoint on the same world size reaches
 #    the uninterrupted run's model_checksum (same checkpoint schedule, since
 #    with pipelining a checkpoint is a drain point);

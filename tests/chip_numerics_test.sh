@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The emulated chip's numerics and start-up knobs end to end on 2 ranks
-# (issue 4; README "The emulated chip"). Same model checksum as the default
+# (docs/chip.md). Same model checksum as the default
 # run for: on-device table initialisation (sequential and parallel), two
 # serialized tables (whose plan stack is lower), narrow-table packing (whose
 # plan is smaller); with stacked tables (tests/testdata/stacked_dlrm.pbtxt:

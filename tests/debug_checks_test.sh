@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debug checks end to end (issue 4): with sparse_core.debug_check_nan on, an
+# Debug checks end to end: with sparse_core.debug_check_nan on, an
 # embedding learning rate that overflows the rows stops training on every rank
 # with the NaN check's sentence (stage, table, step); with all checks on, a
 # normal run passes them. Needs LEMRT_BIN and LEMRT_SRC.

@@ -6,7 +6,7 @@
 //   sequential:  for i: F(i); TC(i); B(i)
 //
 // The threaded, pipelined Trainer must equal `delayed` bit for bit (the
-// README's staleness: the lookup of step j sees the updates of steps <= j-2),
+// the staleness of docs/pipelining.md: the lookup of step j sees the updates of steps <= j-2),
 // the unpipelined Trainer must equal `sequential`, and the two references
 // must differ (the delay is real). Run on 1 and 2 ranks.
 #include <mpi.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad input through mpirun (issue 8): configs with zero, negative, NaN or
+# Bad input through mpirun: configs with zero, negative, NaN or
 # overflowing sizes and Criteo TSV files that are empty, header-only or hold
 # malformed lines. Each must end the job non-zero within 30 s with the same
 # one-sentence error on every rank. Needs LEMRT_BIN and LEMRT_SRC.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults around checkpoints (issue 8): a rank SIGKILLed after a checkpoint
+# Faults around checkpoints: a rank SIGKILLed after a checkpoint
 # was written, then a resume from it, ends with the same model_checksum as an
 # uninterrupted run; so does a resume after a rank crashed in the middle of
 # writing the next checkpoint; a full disk and a checkpoint directory that

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One rank SIGKILLed mid-step (issue 8): the whole job must end within 30 s
+# One rank SIGKILLed mid-step: the whole job must end within 30 s
 # with a non-zero exit and no rank left running. Killing rank 0 and a
 # non-zero rank are both checked. Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail

@@ -12,7 +12,7 @@ passed=0
 MPIRUN=(mpirun --oversubscribe --bind-to none)
 # The bound: an error stops every rank within 30 s. Instrumented
 # builds run several times slower (TSan ~5-10x); LEMRT_TEST_TIME_SCALE
-# (default 1) stretches the bound for them (README "Sanitizers").
+# (default 1) stretches the bound for them (docs/development.md, "Sanitizers").
 deadline=$((30 * ${LEMRT_TEST_TIME_SCALE:-1}))
 
 # expect_same_error NAME NP EXPECTED lemrt_train-args...: the job exits

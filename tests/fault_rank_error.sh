@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An error on one rank only (issue 8): its share of the Criteo file holds no
+# An error on one rank only: its share of the Criteo file holds no
 # valid line, or holds a malformed line in strict mode (met at start-up or
 # only mid-training), or produces a NaN with sparse_core.debug_check_nan on.
 # Every rank must stop within 30 s, non-zero, printing the same sentence that

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host worker threads (issue 3): the same 2-rank run, with an evaluation in the
+# Host worker threads: the same 2-rank run, with an evaluation in the
 # middle, ends with the same model checksum whether each step's host
 # preprocessing runs inline (maximum_parallel_iterations: 0) or on 1 or 3 host
 # worker threads with a queue of 1 or 4 steps, without and with forced

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The static memory plan end to end (issue 4): --dry_run prints the plan of the
+# The static memory plan end to end: --dry_run prints the plan of the
 # example config and exits 0; plans that do not fit make --dry_run exit 1 and
 # make training refuse to start on every rank with the plan's message; a real
 # run reports the plan in the summary's `memory` object. Needs LEMRT_BIN and

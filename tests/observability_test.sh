@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end through mpirun (issue 6): a 2-rank run of the small DLRM with
+# End to end through mpirun: a 2-rank run of the small DLRM with
 # --trace_json, --trace_steps, --metrics_csv and --summary_json, then checks
 #  - the trace is valid JSON with one process per chip ("chip R"), the threads
 #    Host, SparseCore 0..S-1, TensorCore, Exchange, and exactly one event per

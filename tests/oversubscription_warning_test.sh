@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9: lemrt_train logs exactly one WARNING (rank 0 only) when ranks per
+# lemrt_train logs exactly one WARNING (rank 0 only) when ranks per
 # node x busy threads per rank (TensorCore + SparseCore executor + host workers
 # + tile workers) exceed the cores, naming the counts and what to lower; a
 # sequential run (one busy thread per rank) gets none. Needs LEMRT_BIN and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Partition limits end to end on 2 ranks (README "Host preprocessing"):
+# Partition limits end to end on 2 ranks (docs/preprocessing.md):
 #  1. lemrt_limits --headroom=1.0 over the run's training batches, fed back as
 #     the limits file: zero drops and one minibatch per step;
 #  2. the same data with the limits halved: more minibatches, the same model

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/scaling.sh and scripts/scaling_model.py on a tiny run (issue 7):
+# scripts/scaling.sh and scripts/scaling_model.py on a tiny run:
 # weak and strong scaling on 1 and 2 ranks write a CSV whose rows match the
 # runs' summaries, and the model predicts 8..4096 chips with an exchange
 # share that grows with the chips. Needs LEMRT_BIN and LEMRT_SRC.

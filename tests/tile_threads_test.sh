@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SparseCore tiles on the trainer's tile pool (issue 4): the same run with
+# SparseCore tiles on the trainer's tile pool: the same run with
 # sparse_core.tile_threads 1 and 4 ends with the same model checksum (results
 # never depend on thread timing). Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail

@@ -260,8 +260,7 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   // repeats (multi-hot, Zipf) stay staged: each repeated row then comes from
   // DRAM once, and pooling in place measured no faster there (BM_MultiHot);
   // distinct spread ids pool in place about 1.5x faster since the one-hot
-  // loop (PoolSingleRun) prefetches ahead (BM_Lookup/dim/ids/0/0; README
-  // Performance). Rows under 16 floats have no fixed-dim one-hot loop.
+  // loop (PoolSingleRun) prefetches ahead (BM_Lookup/dim/ids/0/0; docs/performance.md). Rows under 16 floats have no fixed-dim one-hot loop.
   const bool stage_all = quantization_.any() || checks_.guard_words;
   std::vector<uint8_t>& stage_table = state->stage_table;
   stage_table.assign(dims_.size(), 1);
