@@ -11,8 +11,6 @@
 #include "runtime/checkpoint/checkpointer.h"
 #include "device/plan/memory_plan.h"
 #include "host/stacking.h"
-#include "runtime/model_stats.h"
-#include "runtime/serial_executor.h"
 #include "runtime/step_buffer_reserve.h"
 #include "device/sparsecore/table_init.h"
 
@@ -23,13 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t k = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
-  return v[k];
 }
 
 // Logs the table stacking plan once at start-up (host/stacking.h), and one
@@ -133,8 +124,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   LEMRT_RETURN_IF_ERROR(t->InitializeTables(optimizers));
   t->table_serializer_ = std::make_unique<TableSerializer>(t->memory_plan_);
   t->dense_ = std::move(*dense);
+  t->pipeline_ = t->NewPipeline();
   const int64_t local_batch = config.training().global_batch() / comm.size();
-  for (StepSlot& slot : t->slots_) {
+  for (StepSlot& slot : t->pipeline_->slots()) {
     slot.activations.resize(local_batch * t->sparse_->activation_width());
     slot.d_activations.resize(slot.activations.size());
   }
@@ -171,7 +163,7 @@ void Trainer::ReserveStepBuffers() {
   const bool fits = bytes <= budget;
   const Clock::time_point t0 = Clock::now();
   if (fits) {
-    for (StepSlot& slot : slots_) {
+    for (StepSlot& slot : pipeline_->slots()) {
       if (slot.minibatch_sparse.empty()) slot.minibatch_sparse.resize(1);
       runtime::ReserveStepBuffers(bounds, /*touch=*/true, &slot.minibatch_sparse[0]);
     }
@@ -180,7 +172,7 @@ void Trainer::ReserveStepBuffers() {
     LOG(INFO) << (fits ? absl::StrFormat(
                              "step buffers reserved and touched: %.1f MiB per step slot x %d "
                              "slots in %.1f ms (sparse_core.step_buffer_reserve_mib %d)",
-                             bytes / 1048576.0, static_cast<int>(slots_.size()), MsSince(t0),
+                             bytes / 1048576.0, static_cast<int>(pipeline_->slots().size()), MsSince(t0),
                              config_.sparse_core().step_buffer_reserve_mib())
                        : absl::StrFormat(
                              "step buffers grow on demand: their bounds, %.1f MiB per step "
@@ -259,7 +251,8 @@ bool Trainer::DrainAfter(int64_t step) const {
 absl::StatusOr<EvalResult> Trainer::Evaluate() {
   std::vector<float> probs, labels, teacher;
   std::vector<float> chunk_probs;
-  StepSlot& slot = slots_[0];
+  CHECK(pipeline_->drained()) << "Evaluate with a step in flight";
+  StepSlot& slot = pipeline_->slots()[0];
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
     absl::Status st = host_->PrepareEval(c, &slot.batch, &slot.coo, &slot.minibatches);
     if (!st.ok()) return st;
@@ -288,154 +281,77 @@ absl::StatusOr<EvalResult> Trainer::Evaluate() {
   return r;
 }
 
+std::unique_ptr<StepPipeline> Trainer::NewPipeline() {
+  PipelineOptions o;
+  o.overlap = pipelining_;
+  o.threads = pipelining_ && !config_.sparse_core().pipeline_without_threads();
+  o.warmup_steps = config_.sparse_core().pipeline_warmup_steps();
+  o.end_step = config_.training().steps();
+  StepStages stages;
+  stages.host_and_forward = [this](int64_t step, StepSlot& slot) {
+    return HostAndForward(step, slot);
+  };
+  stages.dense = [this](StepSlot& slot) { return Dense(slot); };
+  stages.backward = [this](StepSlot& slot) { return Backward(slot); };
+  return std::make_unique<StepPipeline>(o, std::move(stages));
+}
+
 absl::StatusOr<summary::RunSummary> Trainer::Run() {
   const auto& tc = config_.training();
   const bool leader = sparse_comm_.rank() == 0;
-  std::vector<double> step_ms;
-  std::vector<double> losses;
-  double wait_ms_total = 0;
-  double train_sec = 0;
-  const bool use_threads = pipelining_ && !config_.sparse_core().pipeline_without_threads();
-  const int64_t warmup = config_.sparse_core().pipeline_warmup_steps();
-  SerialExecutor sparse_executor(/*inline_execution=*/!use_threads);
-  // forward[i % 2]: host + lookup of step i, submitted but maybe not done.
-  std::array<std::shared_future<absl::Status>, 2> forward;
+  LoopTotals totals;
   checkpoint::Checkpointer checkpointer(config_, sparse_comm_, *sparse_, *dense_);
-  LEMRT_ASSIGN_OR_RETURN(const int64_t first_step, checkpointer.RestoreIfConfigured());
+  LEMRT_ASSIGN_OR_RETURN(totals.first_step, checkpointer.RestoreIfConfigured());
   // Restored at the last step: saving re-shards the checkpoint to this world size.
-  if (first_step == tc.steps()) LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(first_step));
-  // A step's time runs from the end of the previous step (or of the eval and
-  // checkpoint after it) to the end of its own update, so it includes the
-  // host work and lookup whether they ran overlapped or inline.
+  if (totals.first_step == tc.steps()) {
+    LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(totals.first_step));
+  }
   prefetcher_ = std::make_unique<HostPrefetcher>(
       *host_, host_worker_threads_, config_.sparse_core().maximum_parallel_iterations(),
-      first_step, tc.steps(), recorder_.get());
+      totals.first_step, tc.steps(), recorder_.get());
+  // A step's time runs from the end of the previous step (or of the eval and
+  // checkpoint after it) to the end of its TensorCore stage (and, when it
+  // drains, of its update), so it includes the host work and lookup whether
+  // they ran overlapped or inline.
   Clock::time_point step_start = Clock::now();
-  if (first_step < tc.steps()) {
-    forward[first_step % 2] = sparse_executor.Submit(
-        [this, first_step] { return HostAndForward(first_step, slots_[first_step % 2]); });
-  }
-  for (int64_t step = first_step; step < tc.steps(); ++step) {
-    const Clock::time_point t0 = Clock::now();
-    StepSlot& slot = slots_[step % 2];
-    LEMRT_RETURN_IF_ERROR(forward[step % 2].get());
-    const double wait_ms = MsSince(t0);
-    // Overlap: the lookup of step + 1 runs while the TensorCore works on step.
-    const bool overlap = pipelining_ && step >= warmup && !DrainAfter(step);
-    if (overlap) {
-      forward[(step + 1) % 2] = sparse_executor.Submit(
-          [this, step] { return HostAndForward(step + 1, slots_[(step + 1) % 2]); });
-    }
-    absl::Status dense_status = Dense(slot);
-    if (!dense_status.ok()) {
-      if (overlap) (void)forward[(step + 1) % 2].get();  // let the executor finish first
-      return dense_status;
-    }
-    std::shared_future<absl::Status> backward =
-        sparse_executor.Submit([this, &slot] { return Backward(slot); });
-    double loss = slot.loss_sum;
+  for (int64_t step = totals.first_step; step < tc.steps(); ++step) {
+    const bool drain = DrainAfter(step);
+    LEMRT_ASSIGN_OR_RETURN(const PipelineStep done, pipeline_->Step(step, drain));
+    double loss = done.slot->loss_sum;
     LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceSum(std::span<double>(&loss, 1)));
-    // Without overlap the update finishes before anything else; with it, the
-    // next iteration waits for forward[step + 1], queued before this update.
-    if (!overlap) LEMRT_RETURN_IF_ERROR(backward.get());
-    step_ms.push_back(MsSince(step_start));
-    train_sec += step_ms.back() / 1000.0;
-    wait_ms_total += wait_ms;
-    losses.push_back(loss / tc.global_batch());
-    if (!std::isfinite(losses.back())) {
-      (void)sparse_executor.Submit([] { return absl::OkStatus(); }).get();
+    totals.step_ms.push_back(MsSince(step_start));
+    totals.train_sec += totals.step_ms.back() / 1000.0;
+    totals.wait_ms += done.forward_wait_ms;
+    totals.losses.push_back(loss / tc.global_batch());
+    if (!std::isfinite(totals.losses.back())) {
+      // An update in flight may have failed first, naming the cause (e.g.
+      // the NaN check's table): that error wins.
+      LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
       return absl::InternalError(absl::StrFormat(
-          "step %d: the training loss is %f; lower the learning rates", step, losses.back()));
+          "step %d: the training loss is %f; lower the learning rates", step,
+          totals.losses.back()));
     }
-    recorder_->StepDone(step, step_start, Clock::now(), losses.back());  // progress line, CSV
-    if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
-      // DrainAfter(step) held, so no step is in flight.
-      LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
-      recorder_->EvalDone(step, e.auc, e.logloss);
-      if (leader) {
-        LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
-                                     step + 1, e.auc, e.logloss, e.samples);
+    recorder_->StepDone(step, step_start, Clock::now(), totals.losses.back());  // progress, CSV
+    if (drain) {
+      // Drain point: no step is in flight and every update of steps <= step
+      // is applied. Evaluation and checkpoints happen here only; a stop
+      // (finish the step, save, exit) belongs here too.
+      CHECK(done.drained);
+      if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
+        LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
+        recorder_->EvalDone(step, e.auc, e.logloss);
+        if (leader) {
+          LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
+                                       step + 1, e.auc, e.logloss, e.samples);
+        }
       }
+      LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1));
     }
-    // Due(step + 1) implies DrainAfter(step): every update is applied.
-    LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1));
     step_start = Clock::now();
-    if (!overlap && step + 1 < tc.steps()) {
-      forward[(step + 1) % 2] = sparse_executor.Submit(
-          [this, step] { return HostAndForward(step + 1, slots_[(step + 1) % 2]); });
-    }
   }
+  LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   prefetcher_.reset();  // every training step was taken
-  LEMRT_ASSIGN_OR_RETURN(EvalResult eval, Evaluate());
-  recorder_->EvalDone(tc.steps() - 1, eval.auc, eval.logloss);
-  if (leader) {
-    LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
-                                 tc.steps(), eval.auc, eval.logloss, eval.samples);
-  }
-  LEMRT_ASSIGN_OR_RETURN(ModelStats stats,
-                         ComputeModelStats(sparse_comm_, *sparse_, dense_->model().params()));
-  int64_t ids[3] = {ids_total_, ids_after_dedup_, unique_ids_};
-  LEMRT_RETURN_IF_ERROR(sparse_comm_.AllReduceSum(std::span<int64_t>(ids, 3)));
-  // The slowest rank defines the step time.
-  double slowest = train_sec;
-  {
-    std::vector<float> all;
-    LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(std::span<const float>(
-        std::vector<float>{static_cast<float>(train_sec)}), &all));
-    for (float v : all) slowest = std::max<double>(slowest, v);
-  }
-
-  summary::RunSummary s;
-  s.set_world_size(sparse_comm_.size());
-  s.set_sparse_cores_per_chip(config_.topology().sparse_cores_per_chip());
-  s.set_global_batch(tc.global_batch());
-  s.set_steps(tc.steps());
-  const int64_t steps_run = tc.steps() - first_step;
-  s.set_samples_per_sec(slowest > 0 ? steps_run * tc.global_batch() / slowest : 0);
-  double mean = 0;
-  for (double v : step_ms) mean += v;
-  s.mutable_step_time_ms()->set_mean(step_ms.empty() ? 0 : mean / step_ms.size());
-  s.mutable_step_time_ms()->set_p50(Percentile(step_ms, 0.5));
-  s.mutable_step_time_ms()->set_p99(Percentile(step_ms, 0.99));
-  if (!losses.empty()) {
-    s.mutable_train()->set_loss_last(losses.back());
-    double tail = 0;
-    const size_t n = std::min<size_t>(10, losses.size());
-    for (size_t i = losses.size() - n; i < losses.size(); ++i) tail += losses[i];
-    s.mutable_train()->set_loss_mean_last_10(tail / n);
-  }
-  s.mutable_eval()->set_auc(eval.auc);
-  s.mutable_eval()->set_logloss(eval.logloss);
-  s.mutable_eval()->set_samples(eval.samples);
-  if (eval.teacher_auc >= 0) {
-    s.mutable_eval()->mutable_teacher_auc()->set_number_value(eval.teacher_auc);
-  } else {
-    s.mutable_eval()->mutable_teacher_auc()->set_null_value(google::protobuf::NULL_VALUE);
-  }
-  s.mutable_ids()->set_total(ids[0]);
-  s.mutable_ids()->set_after_dedup(ids[1]);
-  s.mutable_ids()->set_unique_per_partition(ids[2]);
-  s.set_params_l2(stats.params_l2);
-  s.set_model_checksum(stats.checksum);
-  device::FillMemoryStats(memory_plan_, s.mutable_memory());
-  host::FillStackingStats(host::StackingPlan::FromConfig(config_), config_, s.mutable_stacking());
-  s.mutable_startup()->set_table_init_mode(table_init_mode_);
-  s.mutable_startup()->set_table_init_ms(table_init_ms_);
-  s.set_pipelining(pipelining_);
-  s.set_wall_time_sec(slowest);
-  auto* b = s.mutable_breakdown_ms();
-  const double n = std::max<double>(1, steps_run);
-  b->set_host(stage_ms_total_[0] / n);
-  b->set_sc_forward(stage_ms_total_[1] / n);
-  b->set_tc(stage_ms_total_[2] / n);
-  b->set_sc_backward(stage_ms_total_[3] / n);
-  b->set_wait(wait_ms_total / n);
-  LEMRT_RETURN_IF_ERROR(host_->Summarise(s.mutable_preprocess()));
-  LEMRT_RETURN_IF_ERROR(recorder_->Finish(sparse_comm_, &s));
-  for (const auto& stage : s.stages()) {
-    if (stage.name() == "exchange") b->set_exchange(stage.mean_ms());  // mean over chips
-  }
-  return s;
+  return Summarise(totals);
 }
 
 }  // namespace lemrt::runtime

@@ -1,21 +1,15 @@
 // Trains the configured DLRM on this chip, in lockstep with the other chips.
 // A step is host preprocessing -> SparseCore forward -> TensorCore ->
 // SparseCore backward; each stage is its own component with its own buffers
-// (a StepSlot). Two executors run them: the SparseCore executor (a thread:
-// host preprocessing, lookup, update) and the TensorCore (the calling thread).
-//
-// Schedule. Unpipelined: F(i) TC(i) B(i) F(i+1) ... With pipelining (the
-// default), the lookup of step i+1 runs while the TensorCore works on step i,
-// and the update of step i follows it on the SparseCore executor:
-//
-//   SparseCore: F(0) | F(1)  B(0) | F(2)  B(1) | F(3)  B(2) | ... | B(n-1)
-//   TensorCore:      | TC(0)      | TC(1)      | TC(2)      | ... |
-//
-// so the lookup of step j sees the updates of steps <= j-2 (the reference's
-// "gradients of step i may not be visible until step i+2"). The pipeline
-// drains (every update applied) before each evaluation, and the first
-// pipeline_warmup_steps steps run unpipelined. Each executor talks MPI on its
-// own communicator, so their collectives never mix.
+// (a StepSlot, runtime/step_slot.h). The trainer builds the stages, and its
+// step loop composes the step schedule (runtime/step_pipeline.h: which stage
+// runs where, pipelined or not, every error surfaced) with evaluation,
+// checkpoints and the summary. With pipelining the lookup of step j sees the
+// updates of steps <= j-2 (the reference's "gradients of step i may not be
+// visible until step i+2"); the pipeline drains (every update applied)
+// before each evaluation and checkpoint and after the last step. The
+// SparseCore executor and the TensorCore talk MPI on their own
+// communicators, so their collectives never mix.
 //
 // Thread-compatible; one per rank.
 #ifndef LEMRT_RUNTIME_TRAINER_H_
@@ -38,6 +32,8 @@
 #include "runtime/host_stage.h"
 #include "runtime/run_recorder.h"
 #include "runtime/sparsecore_stage.h"
+#include "runtime/step_pipeline.h"
+#include "runtime/step_slot.h"
 #include "runtime/table_serialization.h"
 #include "runtime/timed_communicator.h"
 #include "runtime/tensorcore_stage.h"
@@ -49,26 +45,6 @@ struct EvalResult {
   double logloss = 0;
   int64_t samples = 0;
   double teacher_auc = -1;  // < 0 when the data has no teacher
-};
-
-// The buffers of one step in flight, handed from stage to stage.
-struct StepSlot {
-  int64_t step = -1;
-  host::Batch batch;
-  host::PartitionedCoo coo;
-  SparseStepBuffers sparse;
-  // The step's vocabulary-dimension minibatches and their SparseCore buffers
-  // (runtime/host_stage.h); one minibatch when the step fits its limits.
-  std::vector<host::PartitionedCoo> minibatches;
-  // What the SparseCore stage runs: `minibatches`, or their serialized
-  // table groups in `table_groups` (runtime/table_serialization.h; grows,
-  // never shrinks, so a serialized step allocates nothing).
-  std::vector<host::PartitionedCoo> table_groups;
-  std::span<const host::PartitionedCoo> sc_coos;
-  std::vector<SparseStepBuffers> minibatch_sparse;
-  std::vector<float> activations;
-  std::vector<float> d_activations;
-  double loss_sum = 0;
 };
 
 class Trainer {
@@ -88,8 +64,8 @@ class Trainer {
   // any rank stop every rank with the same error.
   absl::StatusOr<summary::RunSummary> Run();
 
-  // Collective: evaluates the current model on the eval set. The pipeline
-  // must be drained (Run does that).
+  // Collective: evaluates the current model on the eval set. No step may be
+  // in flight (outside Run, or at Run's drain points).
   absl::StatusOr<EvalResult> Evaluate();
 
   const SparseCoreStage& sparse() const { return *sparse_; }
@@ -99,6 +75,15 @@ class Trainer {
   RunRecorder& recorder() { return *recorder_; }
 
  private:
+  // What the step loop accumulates on this rank for the summary.
+  struct LoopTotals {
+    int64_t first_step = 0;       // 0, or the restored step
+    std::vector<double> step_ms;  // per step run
+    std::vector<double> losses;   // global mean loss per step run
+    double wait_ms = 0;           // waiting for lookups
+    double train_sec = 0;         // sum of step_ms, seconds
+  };
+
   Trainer(const config::RunConfig& config, Communicator& sparse_comm, Communicator& dense_comm);
 
   // The stages, each on its executor. HostAndForward and Backward run on the
@@ -112,8 +97,15 @@ class Trainer {
   void ReserveStepBuffers();
   absl::Status Dense(StepSlot& slot);
   absl::Status Backward(StepSlot& slot);
-  // True when the pipeline must be empty after `step` (evaluation follows).
+  // The step schedule over this trainer's stages.
+  std::unique_ptr<StepPipeline> NewPipeline();
+  // True when the pipeline must be empty after `step`: evaluation, a
+  // checkpoint or the end of training follow it.
   bool DrainAfter(int64_t step) const;
+  // Collective, after the last step (pipeline drained): the final
+  // evaluation, model statistics and the run summary (trainer_summary.cc).
+  struct LoopTotals;
+  absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals);
 
   const config::RunConfig& config_;
   // The static memory plan checked at start-up.
@@ -141,8 +133,6 @@ class Trainer {
   // the first step is known; after host_, so it stops first).
   std::unique_ptr<HostPrefetcher> prefetcher_;
   int host_worker_threads_ = 1;
-  // Two slots: step i+1's lookup fills one while the TensorCore reads the other.
-  std::array<StepSlot, 2> slots_;
   // Milliseconds per stage over the run: host, sc_forward, tc, sc_backward.
   // Entries 0, 1, 3 are written only by SparseCore executor tasks, 2 only by
   // the TensorCore thread; read after the pipeline has drained.
@@ -150,6 +140,9 @@ class Trainer {
   int64_t ids_total_ = 0;
   int64_t ids_after_dedup_ = 0;
   int64_t unique_ids_ = 0;
+  // The step schedule and its two StepSlots; declared last so it is
+  // destroyed (joining its tasks, which use the members above) first.
+  std::unique_ptr<StepPipeline> pipeline_;
 };
 
 }  // namespace lemrt::runtime

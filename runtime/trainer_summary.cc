@@ -1,0 +1,101 @@
+// Trainer::Summarise: the final evaluation and the run summary, from the
+// step loop's totals and every component's statistics.
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "device/plan/memory_plan.h"
+#include "glog/logging.h"
+#include "host/stacking.h"
+#include "runtime/model_stats.h"
+#include "runtime/trainer.h"
+
+namespace lemrt::runtime {
+namespace {
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
+  return v[k];
+}
+
+}  // namespace
+
+absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals) {
+  const auto& tc = config_.training();
+  const bool leader = sparse_comm_.rank() == 0;
+  LEMRT_ASSIGN_OR_RETURN(EvalResult eval, Evaluate());
+  recorder_->EvalDone(tc.steps() - 1, eval.auc, eval.logloss);
+  if (leader) {
+    LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
+                                 tc.steps(), eval.auc, eval.logloss, eval.samples);
+  }
+  LEMRT_ASSIGN_OR_RETURN(ModelStats stats,
+                         ComputeModelStats(sparse_comm_, *sparse_, dense_->model().params()));
+  int64_t ids[3] = {ids_total_, ids_after_dedup_, unique_ids_};
+  LEMRT_RETURN_IF_ERROR(sparse_comm_.AllReduceSum(std::span<int64_t>(ids, 3)));
+  // The slowest rank defines the step time.
+  double slowest = totals.train_sec;
+  {
+    std::vector<float> all;
+    LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(std::span<const float>(
+        std::vector<float>{static_cast<float>(totals.train_sec)}), &all));
+    for (float v : all) slowest = std::max<double>(slowest, v);
+  }
+
+  summary::RunSummary s;
+  s.set_world_size(sparse_comm_.size());
+  s.set_sparse_cores_per_chip(config_.topology().sparse_cores_per_chip());
+  s.set_global_batch(tc.global_batch());
+  s.set_steps(tc.steps());
+  const int64_t steps_run = tc.steps() - totals.first_step;
+  s.set_samples_per_sec(slowest > 0 ? steps_run * tc.global_batch() / slowest : 0);
+  double mean = 0;
+  for (double v : totals.step_ms) mean += v;
+  s.mutable_step_time_ms()->set_mean(totals.step_ms.empty() ? 0 : mean / totals.step_ms.size());
+  s.mutable_step_time_ms()->set_p50(Percentile(totals.step_ms, 0.5));
+  s.mutable_step_time_ms()->set_p99(Percentile(totals.step_ms, 0.99));
+  if (!totals.losses.empty()) {
+    s.mutable_train()->set_loss_last(totals.losses.back());
+    double tail = 0;
+    const size_t n = std::min<size_t>(10, totals.losses.size());
+    for (size_t i = totals.losses.size() - n; i < totals.losses.size(); ++i) tail += totals.losses[i];
+    s.mutable_train()->set_loss_mean_last_10(tail / n);
+  }
+  s.mutable_eval()->set_auc(eval.auc);
+  s.mutable_eval()->set_logloss(eval.logloss);
+  s.mutable_eval()->set_samples(eval.samples);
+  if (eval.teacher_auc >= 0) {
+    s.mutable_eval()->mutable_teacher_auc()->set_number_value(eval.teacher_auc);
+  } else {
+    s.mutable_eval()->mutable_teacher_auc()->set_null_value(google::protobuf::NULL_VALUE);
+  }
+  s.mutable_ids()->set_total(ids[0]);
+  s.mutable_ids()->set_after_dedup(ids[1]);
+  s.mutable_ids()->set_unique_per_partition(ids[2]);
+  s.set_params_l2(stats.params_l2);
+  s.set_model_checksum(stats.checksum);
+  device::FillMemoryStats(memory_plan_, s.mutable_memory());
+  host::FillStackingStats(host::StackingPlan::FromConfig(config_), config_, s.mutable_stacking());
+  s.mutable_startup()->set_table_init_mode(table_init_mode_);
+  s.mutable_startup()->set_table_init_ms(table_init_ms_);
+  s.set_pipelining(pipelining_);
+  s.set_wall_time_sec(slowest);
+  auto* b = s.mutable_breakdown_ms();
+  const double n = std::max<double>(1, steps_run);
+  b->set_host(stage_ms_total_[0] / n);
+  b->set_sc_forward(stage_ms_total_[1] / n);
+  b->set_tc(stage_ms_total_[2] / n);
+  b->set_sc_backward(stage_ms_total_[3] / n);
+  b->set_wait(totals.wait_ms / n);
+  LEMRT_RETURN_IF_ERROR(host_->Summarise(s.mutable_preprocess()));
+  LEMRT_RETURN_IF_ERROR(recorder_->Finish(sparse_comm_, &s));
+  for (const auto& stage : s.stages()) {
+    if (stage.name() == "exchange") b->set_exchange(stage.mean_ms());  // mean over chips
+  }
+  return s;
+}
+
+}  // namespace lemrt::runtime
