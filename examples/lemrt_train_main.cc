@@ -16,6 +16,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "device/plan/memory_plan.h"
+#include "device/plan/memory_plan_report.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/host_prefetcher.h"

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "device/plan/memory_plan.h"
+#include "device/plan/memory_plan_report.h"
 #include "glog/logging.h"
 #include "host/stacking.h"
 #include "runtime/model_stats.h"

@@ -23,14 +23,6 @@ constexpr int64_t kSpmemBytesPerId = 16;  // column, sample, gain, unique index
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
-std::string Bytes(int64_t b) {
-  const double d = static_cast<double>(b);
-  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%d B (%.2f GiB)", b, d / (1 << 30));
-  if (b >= (int64_t{1} << 20)) return absl::StrFormat("%d B (%.2f MiB)", b, d / (1 << 20));
-  if (b >= 1024) return absl::StrFormat("%d B (%.1f KiB)", b, d / 1024);
-  return absl::StrFormat("%d B", b);
-}
-
 // Ids per sample of table `t` and the number of features that look it up.
 std::pair<int64_t, int> TableLoad(const config::RunConfig& c, int t) {
   int64_t ids = 0;
@@ -81,6 +73,14 @@ std::string StackLabel(const StackPlan& s) {
 }
 
 }  // namespace
+
+std::string FormatBytes(int64_t b) {
+  const double d = static_cast<double>(b);
+  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%d B (%.2f GiB)", b, d / (1 << 30));
+  if (b >= (int64_t{1} << 20)) return absl::StrFormat("%d B (%.2f MiB)", b, d / (1 << 20));
+  if (b >= 1024) return absl::StrFormat("%d B (%.1f KiB)", b, d / 1024);
+  return absl::StrFormat("%d B", b);
+}
 
 PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int64_t ids_per_sample,
                                            int64_t rows_per_sparse_core,
@@ -282,7 +282,7 @@ absl::Status CheckMemoryPlan(const MemoryPlan& p) {
     std::vector<std::string> largest;
     for (size_t i = 0; i < std::min<size_t>(3, by_size.size()); ++i) {
       largest.push_back(absl::StrFormat("table '%s' %s (with %d slot(s))", by_size[i]->name,
-                                        Bytes(by_size[i]->table_bytes + by_size[i]->slot_bytes),
+                                        FormatBytes(by_size[i]->table_bytes + by_size[i]->slot_bytes),
                                         by_size[i]->slots_per_param));
     }
     const char* biggest_part =
@@ -299,98 +299,12 @@ absl::Status CheckMemoryPlan(const MemoryPlan& p) {
         "HBM out of memory on each chip: needs %s but hbm_bytes is %s; tables+slots %s, stack "
         "%s (peak), heap %s (dense %s, prefetched inputs %s: prefetch depth %d); largest items: "
         "%s; %s",
-        Bytes(p.hbm_bytes_per_chip), Bytes(p.hbm_bytes), Bytes(p.tables_bytes),
-        Bytes(p.stack_bytes), Bytes(p.heap_bytes), Bytes(p.heap_dense_bytes),
-        Bytes(p.heap_inputs_bytes), p.prefetch_depth, absl::StrJoin(largest, ", "),
+        FormatBytes(p.hbm_bytes_per_chip), FormatBytes(p.hbm_bytes), FormatBytes(p.tables_bytes),
+        FormatBytes(p.stack_bytes), FormatBytes(p.heap_bytes), FormatBytes(p.heap_dense_bytes),
+        FormatBytes(p.heap_inputs_bytes), p.prefetch_depth, absl::StrJoin(largest, ", "),
         biggest_part));
   }
   return absl::OkStatus();
-}
-
-void FillMemoryStats(const MemoryPlan& p, summary::MemoryStats* out) {
-  out->set_hbm_bytes_per_chip(static_cast<double>(p.hbm_bytes_per_chip));
-  out->set_hbm_stack_bytes(static_cast<double>(p.stack_bytes));
-  out->set_hbm_heap_bytes(static_cast<double>(p.heap_bytes));
-  out->set_spmem_bytes_per_tile(static_cast<double>(p.spmem_bytes_per_tile));
-  out->set_padding_bytes(static_cast<double>(p.padding_bytes));
-  out->set_hbm_table_bytes(static_cast<double>(p.tables_bytes));
-  out->set_hbm_capacity_bytes(static_cast<double>(p.hbm_bytes));
-  out->set_packing_saved_bytes(static_cast<double>(p.packing_saved_bytes));
-  out->set_prefetch_depth(p.prefetch_depth);
-  out->set_in_flight_steps(p.in_flight_steps);
-  out->clear_stacks();
-  for (const StackPlan& s : p.stacks) {
-    summary::StackMemoryStats* o = out->add_stacks();
-    o->set_name(s.name);
-    for (const std::string& t : s.table_names) o->add_tables(t);
-    o->set_padded_dim(s.padded_dim);
-    o->set_features(s.num_features);
-    o->set_ids_per_sample(static_cast<double>(s.ids_per_sample));
-    o->set_max_ids_per_partition(static_cast<double>(s.limits.max_ids));
-    o->set_max_unique_ids_per_partition(static_cast<double>(s.limits.max_unique_ids));
-    o->set_spmem_fixed_bytes(static_cast<double>(s.spmem_fixed_bytes));
-    o->set_gather_operand_bytes(static_cast<double>(s.gather_operand_bytes));
-    o->set_spmem_bytes_per_tile(static_cast<double>(s.spmem_bytes()));
-    o->set_stack_forward_bytes(static_cast<double>(s.stack_forward_bytes));
-    o->set_stack_backward_bytes(static_cast<double>(s.stack_backward_bytes));
-    o->set_serialized(s.serialized);
-  }
-}
-
-std::string FormatMemoryPlan(const MemoryPlan& p) {
-  std::string out = absl::StrFormat(
-      "Memory plan per chip (%d chips x %d SparseCores x %d tiles)\n", p.num_chips,
-      p.sparse_cores_per_chip, p.tiles_per_sparse_core);
-  absl::StrAppend(&out, absl::StrFormat("%-12s %6s %6s %12s %12s %5s %16s %16s %14s %12s %12s\n",
-                                        "table", "dim", "padded", "vocab", "padded_vocab",
-                                        "slots", "table_bytes", "slot_bytes", "padding",
-                                        "stack_fwd", "stack_bwd"));
-  for (const TablePlan& t : p.tables) {
-    const int64_t alloc = t.table_bytes + t.slot_bytes;
-    absl::StrAppend(
-        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5d %16d %16d %8d %4.1f%% %12d %12d%s\n",
-                              t.name, t.dim, t.padded_dim, t.vocab_size, t.padded_vocab,
-                              t.slots_per_param, t.table_bytes, t.slot_bytes, t.padding_bytes,
-                              alloc > 0 ? 100.0 * t.padding_bytes / alloc : 0.0,
-                              t.stack_forward_bytes, t.stack_backward_bytes,
-                              t.rows_per_line > 1
-                                  ? absl::StrFormat("  (packed, %d rows per line)", t.rows_per_line)
-                                  : ""));
-  }
-  absl::StrAppend(&out, absl::StrFormat(
-      "Stacks (the SparseCore's unit: a stack's features are looked up as one batch; SPMEM per "
-      "tile, limit %d bytes):\n", p.spmem_bytes_per_tile_limit));
-  for (const StackPlan& s : p.stacks) {
-    absl::StrAppend(&out, absl::StrFormat(
-        "  stack '%s' [%s]: dim %d, %d feature(s), %d id(s) per sample; stack fwd %d bwd %d%s\n"
-        "    SPMEM ids %d + unique %d + rows %d = fixed %d; gather operand %d (sample_count %d);"
-        " total %d (limits: %d ids, %d unique per partition)\n",
-        s.name, absl::StrJoin(s.table_names, " "), s.padded_dim, s.num_features,
-        s.ids_per_sample, s.stack_forward_bytes, s.stack_backward_bytes,
-        s.serialized ? "  (serialized)" : "", s.spmem_ids_bytes, s.spmem_unique_bytes,
-        s.spmem_rows_bytes, s.spmem_fixed_bytes, s.gather_operand_bytes, s.gather_sample_count,
-        s.spmem_bytes(), s.limits.max_ids, s.limits.max_unique_ids));
-  }
-  const int64_t alloc = p.tables_bytes;
-  absl::StrAppend(&out, absl::StrFormat(
-      "HBM per chip: tables+slots %s, stack %s (peak; %s unserialized), heap %s (dense %s, "
-      "host inputs %s per step x prefetch depth %d (%d host queue items + %d in-flight steps) + "
-      "activations %s per step x %d in-flight steps), total %s of %s (%.1f%%)\n",
-      Bytes(p.tables_bytes), Bytes(p.stack_bytes), Bytes(p.stack_bytes_unserialized),
-      Bytes(p.heap_bytes), Bytes(p.heap_dense_bytes), Bytes(p.host_inputs_per_step),
-      p.prefetch_depth, p.host_queue_items, p.in_flight_steps, Bytes(p.activations_per_step),
-      p.in_flight_steps, Bytes(p.hbm_bytes_per_chip), Bytes(p.hbm_bytes),
-      p.hbm_bytes > 0 ? 100.0 * p.hbm_bytes_per_chip / p.hbm_bytes : 0.0));
-  absl::StrAppend(&out, absl::StrFormat(
-      "Padding: %s of %s allocated for tables+slots (%.2f%%); SPMEM per tile %d of %d bytes\n",
-      Bytes(p.padding_bytes), Bytes(alloc), alloc > 0 ? 100.0 * p.padding_bytes / alloc : 0.0,
-      p.spmem_bytes_per_tile, p.spmem_bytes_per_tile_limit));
-  if (p.packing_saved_bytes > 0) {
-    absl::StrAppend(&out, absl::StrFormat(
-        "Narrow-table packing (pack_narrow_tables) saves %s of HBM per chip (tables+slots)\n",
-        Bytes(p.packing_saved_bytes)));
-  }
-  return out;
 }
 
 }  // namespace lemrt::device

@@ -74,7 +74,6 @@
 #include "absl/status/statusor.h"
 #include "host/limits.h"
 #include "proto/config.pb.h"
-#include "proto/summary.pb.h"
 
 namespace lemrt::device {
 
@@ -199,11 +198,9 @@ absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& config);
 //     largest items).
 absl::Status CheckMemoryPlan(const MemoryPlan& plan);
 
-// The human-readable plan printed by lemrt_train --dry_run.
-std::string FormatMemoryPlan(const MemoryPlan& plan);
-
-// The summary's `memory` object.
-void FillMemoryStats(const MemoryPlan& plan, summary::MemoryStats* out);
+// "628480000 B (599.37 MiB)": bytes with a binary-unit rendering (KiB from
+// 1024, MiB, GiB), as the plan's messages and report print them.
+std::string FormatBytes(int64_t bytes);
 
 }  // namespace lemrt::device
 

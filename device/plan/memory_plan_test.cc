@@ -1,4 +1,5 @@
 #include "device/plan/memory_plan.h"
+#include "device/plan/memory_plan_report.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,0 +1,43 @@
+// The first stage of a SparseCore's lookup: the dedup of one step's partition.
+// Numbers the distinct (table, col) keys of the received entries in key order
+// (keys are table << 48 | col) and records, for each entry, the index of its
+// unique key and its role in that key's gradient sum (EntryRole,
+// row_kernels.h). The gather, the combine (SparseCore::Forward) and the
+// update (SparseCore::Backward) then work per unique key. A pure function of
+// the entries; thread-compatible on `state`.
+#ifndef LEMRT_DEVICE_SPARSECORE_PARTITION_DEDUP_H_
+#define LEMRT_DEVICE_SPARSECORE_PARTITION_DEDUP_H_
+
+#include <memory>
+#include <span>
+
+#include "device/sparsecore/step_state.h"
+#include "device/sparsecore/table_shard.h"
+#include "host/coo.h"
+
+namespace lemrt::device {
+
+// Fills, for the entries of `segments` taken in order (segment k's entries
+// are entries segment_begin[k] .. segment_begin[k + 1] - 1):
+//   segment_begin  index of each segment's first entry, then the total;
+//   unique_keys    the distinct keys, ascending;
+//   unique_offsets float offset of each key's row in the gradient
+//                  accumulator / staging buffer (prefix sums of dims[table]),
+//                  then the total;
+//   unique_rows    each key's local row in its table's shard (LocalRow);
+//   unique_single  1 when the key has exactly one entry;
+//   table_runs     index of each table's first unique key, then the count;
+//   entry_unique   each entry's unique index;
+//   entry_role     kOnlyEntry for a key's only entry, else kFirstEntry for
+//                  its earliest entry and kAddEntry for the others.
+// `dims[t]` and `shards[t]` are table t's dim and this SparseCore's shard;
+// every entry's table must index them and its col belong to that shard.
+// Reuses the state's vectors (and sort scratch) without shrinking them.
+void DedupPartition(std::span<const std::span<const host::CooEntry>> segments,
+                    std::span<const int> dims,
+                    std::span<const std::unique_ptr<TableShard>> shards,
+                    SparseCoreStepState* state);
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_SPARSECORE_PARTITION_DEDUP_H_

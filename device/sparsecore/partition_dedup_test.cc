@@ -1,0 +1,146 @@
+#include "device/sparsecore/partition_dedup.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "device/optimizers/optimizer.h"
+#include "device/sparsecore/row_kernels.h"
+#include "gtest/gtest.h"
+#include "proto/config.pb.h"
+
+namespace lemrt::device {
+namespace {
+
+using host::CooEntry;
+
+// Two tables (dims 3 and 16) sharded over 2 SparseCores; this is SparseCore
+// 1, which owns the odd columns (local row = col / 2).
+class PartitionDedupTest : public ::testing::Test {
+ protected:
+  PartitionDedupTest() {
+    for (int t = 0; t < 2; ++t) {
+      config::TableConfig table;
+      table.set_name(t == 0 ? "a" : "b");
+      table.set_vocab_size(1000);
+      table.set_dim(dims_[t]);
+      shards_.push_back(std::make_unique<TableShard>(table, t, /*global_sc=*/1, /*total_sc=*/2,
+                                                     /*seed=*/1, sgd_));
+    }
+  }
+
+  // The plain reference: a map from (table, col) to the entries that name
+  // it, in entry order; the dedup must number the map's keys in order.
+  void ExpectMatchesMap(const std::vector<std::vector<CooEntry>>& segments) {
+    std::vector<std::span<const CooEntry>> spans(segments.begin(), segments.end());
+    SparseCoreStepState state;
+    DedupPartition(spans, dims_, shards_, &state);
+
+    std::map<std::pair<int, int64_t>, std::vector<int>> ids;
+    int index = 0;
+    ASSERT_EQ(state.segment_begin.size(), segments.size() + 1);
+    for (size_t k = 0; k < segments.size(); ++k) {
+      EXPECT_EQ(state.segment_begin[k], index);
+      for (const CooEntry& e : segments[k]) ids[{e.table, e.col}].push_back(index++);
+    }
+    EXPECT_EQ(state.segment_begin.back(), index);
+    ASSERT_EQ(state.unique_keys.size(), ids.size());
+    ASSERT_EQ(state.unique_offsets.size(), ids.size() + 1);
+    ASSERT_EQ(state.entry_unique.size(), static_cast<size_t>(index));
+    std::vector<int64_t> want_runs;
+    int64_t unique = 0, offset = 0;
+    int table = -1;
+    for (const auto& [key, entries] : ids) {
+      if (key.first != table) {
+        want_runs.push_back(unique);
+        table = key.first;
+      }
+      EXPECT_EQ(state.unique_keys[unique],
+                (uint64_t{static_cast<uint32_t>(key.first)} << 48) | static_cast<uint64_t>(key.second));
+      EXPECT_EQ(UniqueKeyTable(state.unique_keys[unique]), key.first);
+      EXPECT_EQ(state.unique_rows[unique], key.second / 2);
+      EXPECT_EQ(state.unique_offsets[unique], offset);
+      EXPECT_EQ(state.unique_single[unique], entries.size() == 1 ? 1 : 0);
+      for (size_t k = 0; k < entries.size(); ++k) {
+        EXPECT_EQ(state.entry_unique[entries[k]], unique) << "entry " << entries[k];
+        EXPECT_EQ(state.entry_role[entries[k]],
+                  entries.size() == 1 ? kOnlyEntry : (k == 0 ? kFirstEntry : kAddEntry))
+            << "entry " << entries[k];
+      }
+      offset += dims_[key.first];
+      ++unique;
+    }
+    want_runs.push_back(unique);
+    EXPECT_EQ(state.unique_offsets.back(), offset);
+    EXPECT_EQ(state.table_runs, want_runs);
+  }
+
+  const std::vector<int> dims_ = {3, 16};
+  SgdOptimizer sgd_{0.1f};
+  std::vector<std::unique_ptr<TableShard>> shards_;
+};
+
+TEST_F(PartitionDedupTest, EmptyPartition) {
+  ExpectMatchesMap({});
+  ExpectMatchesMap({{}, {}});
+}
+
+TEST_F(PartitionDedupTest, OneEntry) { ExpectMatchesMap({{{7, 0, 0, 1, 1.0f}}}); }
+
+// Keys ascending over the whole partition: numbered straight from the segments.
+TEST_F(PartitionDedupTest, AscendingKeysWithRepeats) {
+  ExpectMatchesMap({{{1, 0, 0, 0, 1}, {1, 1, 0, 0, 1}, {5, 1, 0, 0, 1}},
+                    {},
+                    {{5, 2, 0, 0, 1}, {3, 0, 1, 1, 1}, {3, 1, 1, 1, 1}, {9, 1, 1, 1, 1}}});
+}
+
+// Keys that stop ascending part-way (and tables out of order): sorted first,
+// entries of one key keep their order.
+TEST_F(PartitionDedupTest, UnsortedKeysAfterASortedStart) {
+  ExpectMatchesMap({{{1, 0, 0, 0, 1}, {3, 0, 0, 0, 1}, {1, 1, 0, 0, 1}},
+                    {{9, 0, 1, 1, 1}, {5, 1, 0, 0, 1}, {9, 2, 1, 1, 1}, {3, 4, 0, 0, 1}}});
+}
+
+TEST_F(PartitionDedupTest, RandomPartitionsMatchTheMap) {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::vector<CooEntry>> segments(1 + rng() % 4);
+    for (auto& seg : segments) {
+      const int n = static_cast<int>(rng() % 50);
+      for (int i = 0; i < n; ++i) {
+        const int table = static_cast<int>(rng() % 2);
+        seg.push_back({2 * static_cast<int64_t>(rng() % (round < 10 ? 8 : 400)) + 1, i, table,
+                       table, 1.0f});
+      }
+      if (round % 2 == 0) {  // sorted segments: the one-pass path when they ascend overall
+        std::sort(seg.begin(), seg.end(), [](const CooEntry& x, const CooEntry& y) {
+          return std::pair(x.table, x.col) < std::pair(y.table, y.col);
+        });
+      }
+    }
+    ExpectMatchesMap(segments);
+  }
+}
+
+// The state's vectors are reused: a smaller partition after a larger one
+// gives the smaller one's numbering.
+TEST_F(PartitionDedupTest, ReusedStateShrinksToTheNewPartition) {
+  std::vector<CooEntry> big, small = {{3, 0, 0, 0, 1}, {3, 1, 0, 0, 1}};
+  for (int i = 0; i < 40; ++i) big.push_back({2 * i + 1, i, 0, 0, 1});
+  SparseCoreStepState state;
+  std::vector<std::span<const CooEntry>> spans = {big};
+  DedupPartition(spans, dims_, shards_, &state);
+  spans = {small};
+  DedupPartition(spans, dims_, shards_, &state);
+  EXPECT_EQ(state.unique_keys.size(), 1u);
+  EXPECT_EQ(state.unique_offsets, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(state.entry_unique, (std::vector<int32_t>{0, 0}));
+  EXPECT_EQ(state.entry_role, (std::vector<uint8_t>{kFirstEntry, kAddEntry}));
+  EXPECT_EQ(state.table_runs, (std::vector<int64_t>{0, 1}));
+}
+
+}  // namespace
+}  // namespace lemrt::device
