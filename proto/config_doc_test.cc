@@ -1,7 +1,8 @@
 // docs/configuration.md documents every field of proto/config.proto: this test
 // walks the descriptors of RunConfig (and of LimitsFile, the limits file's
 // schema) and fails naming each field path without a table row in the doc,
-// and each row that names no field. A message type used in several places is
+// and each row that names no field. Likewise every top-level field of the run
+// summary (proto/summary.proto, RunSummary) has a row in docs/observability.md. A message type used in several places is
 // documented once, at its first path in declaration order (so
 // training.dense_optimizer needs a row, its subfields do not: they are the
 // rows of tables.optimizer).
@@ -16,6 +17,7 @@
 #include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
 #include "proto/config.pb.h"
+#include "proto/summary.pb.h"
 
 namespace lemrt::config {
 namespace {
@@ -112,6 +114,30 @@ std::map<std::string, DocRow> DocumentedPaths(const std::string& text) {
   return rows;
 }
 
+std::string ReadDoc(const char* relative_path) {
+  std::ifstream in(std::string(LEMRT_SOURCE_DIR) + "/" + relative_path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Every backquoted name in the first cell of a table row (`stages[]` -> stages).
+std::set<std::string> FirstCellNames(const std::string& text) {
+  static const std::regex kName(R"(`([A-Za-z_][A-Za-z0-9_]*)(\[\])?`)");
+  std::set<std::string> names;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("| ", 0) != 0) continue;
+    const size_t end = line.find(" |", 1);
+    const std::string cell = line.substr(0, end);
+    for (std::sregex_iterator it(cell.begin(), cell.end(), kName), last; it != last; ++it) {
+      names.insert((*it)[1].str());
+    }
+  }
+  return names;
+}
+
 std::string FirstComponent(const std::string& path) {
   const size_t dot = path.find('.');
   if (path.rfind("LimitsFile.", 0) == 0) return "LimitsFile";
@@ -158,6 +184,24 @@ TEST(ConfigDocTest, EveryConfigFieldHasARowInConfigurationMd) {
              "delete the row\n";
   }
   EXPECT_TRUE(stale.empty()) << stale;
+}
+
+TEST(SummaryDocTest, EveryTopLevelSummaryFieldHasARowInObservabilityMd) {
+  const std::string text = ReadDoc("docs/observability.md");
+  ASSERT_FALSE(text.empty()) << "cannot read docs/observability.md";
+  const std::set<std::string> names = FirstCellNames(text);
+  const Descriptor* d = summary::RunSummary::descriptor();
+  std::string missing;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    if (names.count(f->name())) continue;
+    missing += "  docs/observability.md has no row for summary field `" + f->name() +
+               "` (RunSummary." + f->name() + ", field " + std::to_string(f->number()) +
+               " in proto/summary.proto). Add to the table under \"## The progress lines and "
+               "the summary JSON\":\n    | `" + f->name() + "` | <what it holds, its unit; where "
+               "it is documented> |\n";
+  }
+  EXPECT_TRUE(missing.empty()) << missing;
 }
 
 TEST(ConfigDocTest, WalkNamesNestedFieldsOnceEach) {
