@@ -19,6 +19,8 @@
 #include "glog/logging.h"
 #include "google/protobuf/text_format.h"
 #include "runtime/checkpoint/checkpoint_format.h"
+#include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/step_dirs.h"
 #include "runtime/checkpoint/npy.h"
 
 DEFINE_string(table, "", "export: the logical table to write.");

@@ -42,6 +42,9 @@ DEFINE_int64(checkpoint_every, 0,
 DEFINE_string(restore_from, "",
               "Resume from this checkpoint, or from the newest one under this directory, "
               "on any world size (sets checkpoint.restore_from).");
+DEFINE_bool(allow_config_change, false,
+            "Resume a checkpoint even though training.seed, a table's combiner or the data "
+            "source differ from the run that saved it (sets checkpoint.allow_config_change).");
 DEFINE_string(trace_json, "",
               "Rank 0 writes a Chrome trace-event JSON of the traced steps, merged from all "
               "chips (open in Perfetto or chrome://tracing).");
@@ -86,6 +89,7 @@ std::string CheckpointOverride() {
   if (!FLAGS_restore_from.empty()) {
     text += absl::StrCat(" restore_from: \"", absl::CEscape(FLAGS_restore_from), "\"");
   }
+  if (FLAGS_allow_config_change) text += " allow_config_change: true";
   return text.empty() ? "" : absl::StrCat("\ncheckpoint {", text, " }");
 }
 

@@ -541,6 +541,10 @@ class Validator {
     } else if (k.every_steps() > 0 && !k.has_dir()) {
       Fail({{"checkpoint"}, {"every_steps"}}, "is set but checkpoint.dir is not (nowhere to save)");
     }
+    if (k.keep_last() < 0) {
+      Fail({{"checkpoint"}, {"keep_last"}},
+           absl::StrCat("must be >= 0 (0 keeps every checkpoint), got ", k.keep_last()));
+    }
   }
 
   const RunConfig& c_;

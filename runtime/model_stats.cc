@@ -6,28 +6,17 @@
 
 #include "absl/strings/str_format.h"
 #include "base/random.h"
+#include "runtime/model_checksum.h"
 
 namespace lemrt::runtime {
-namespace {
-
-uint64_t HashFloats(std::span<const float> values, uint64_t seed) {
-  uint64_t h = seed;
-  for (float v : values) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    h = base::Mix64(h ^ bits);
-  }
-  return h;
-}
-
-}  // namespace
 
 absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCoreStage& sparse,
                                              std::span<const float> dense_params) {
   uint64_t row_hash_sum = 0;
   double sum_sq = 0;
-  // Rows are hashed kLanes at a time (independent Mix64 chains interleaved:
-  // the same hashes, several times faster than one chain after another);
+  // Rows are hashed (ModelRowHash) kLanes at a time (independent Mix64
+  // chains interleaved: the same hashes, several times faster than one chain
+  // after another);
   // the squares are summed row after row in the original order.
   constexpr int64_t kLanes = 8;
   for (const auto& sc : sparse.sparse_cores()) {
@@ -62,10 +51,9 @@ absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCor
   st = comm.AllReduceSum(std::span<double>(&sum_sq, 1));
   if (!st.ok()) return st;
   for (float v : dense_params) sum_sq += double{v} * v;
-  const uint64_t checksum = base::Mix64(row_hash_sum) ^ HashFloats(dense_params, 0xD5);
   ModelStats stats;
   stats.params_l2 = std::sqrt(sum_sq);
-  stats.checksum = absl::StrFormat("%016x", checksum);
+  stats.checksum = ModelChecksum(row_hash_sum, dense_params);
   return stats;
 }
 

@@ -72,6 +72,8 @@ Trainer::Trainer(const config::RunConfig& config, Communicator& sparse_comm,
       dense_comm_(dense_comm),
       pipelining_(!config.sparse_core().disable_full_embedding_pipelining()) {}
 
+Trainer::~Trainer() = default;
+
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
                                                          Communicator& sparse_comm,
                                                          Communicator& dense_comm) {
@@ -83,6 +85,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   if (!plan.ok()) return plan.status();
   if (absl::Status fit = device::CheckMemoryPlan(*plan); !fit.ok()) return fit;
   std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
+  // The checkpoint directory first: a bad one fails before any table work.
+  LEMRT_ASSIGN_OR_RETURN(t->checkpointer_, checkpoint::Checkpointer::Open(config, comm));
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
@@ -300,11 +304,11 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   const auto& tc = config_.training();
   const bool leader = sparse_comm_.rank() == 0;
   LoopTotals totals;
-  checkpoint::Checkpointer checkpointer(config_, sparse_comm_, *sparse_, *dense_);
-  LEMRT_ASSIGN_OR_RETURN(totals.first_step, checkpointer.RestoreIfConfigured());
+  checkpoint::Checkpointer& checkpointer = *checkpointer_;
+  LEMRT_ASSIGN_OR_RETURN(totals.first_step, checkpointer.RestoreIfConfigured(*sparse_, *dense_));
   // Restored at the last step: saving re-shards the checkpoint to this world size.
   if (totals.first_step == tc.steps()) {
-    LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(totals.first_step));
+    LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(totals.first_step, *sparse_, *dense_));
   }
   prefetcher_ = std::make_unique<HostPrefetcher>(
       *host_, host_worker_threads_, config_.sparse_core().maximum_parallel_iterations(),
@@ -345,7 +349,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
                                        step + 1, e.auc, e.logloss, e.samples);
         }
       }
-      LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1));
+      LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1, *sparse_, *dense_));
     }
     step_start = Clock::now();
   }

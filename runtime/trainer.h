@@ -38,6 +38,10 @@
 #include "runtime/timed_communicator.h"
 #include "runtime/tensorcore_stage.h"
 
+namespace lemrt::checkpoint {
+class Checkpointer;
+}  // namespace lemrt::checkpoint
+
 namespace lemrt::runtime {
 
 struct EvalResult {
@@ -59,6 +63,7 @@ class Trainer {
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const config::RunConfig& config,
                                                          Communicator& sparse_comm,
                                                          Communicator& dense_comm);
+  ~Trainer();
 
   // Collective: trains training.steps steps and evaluates. Data errors on
   // any rank stop every rank with the same error.
@@ -108,6 +113,8 @@ class Trainer {
   absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals);
 
   const config::RunConfig& config_;
+  // Restores, saves, keeps the checkpoint directory (locked while we live).
+  std::unique_ptr<checkpoint::Checkpointer> checkpointer_;
   // The static memory plan checked at start-up.
   device::MemoryPlan memory_plan_;
   // The threads the SparseCore tiles run on.

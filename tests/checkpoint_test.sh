@@ -139,7 +139,10 @@ sed 's/vocab_size: 5000  dim: 8/vocab_size: 5000 dim: 4/' "$config" > "$work/dim
 CONFIG="$work/dim4.pbtxt" expect_error 2 dim_mismatch "table 'b' has dim 8 in the checkpoint, 4 in the config" \
   --restore_from="$bad"
 mkdir -p "$work/empty/step-00000070"
-expect_error 2 empty "no checkpoint in" --restore_from="$work/empty"
+expect_error 2 empty "no intact checkpoint in '$work/empty'; tried '$work/empty/step-00000070': .*manifest.pbtxt' is missing" \
+  --restore_from="$work/empty"
+rmdir "$work/empty/step-00000070"
+expect_error 2 empty_dir "no checkpoint in '$work/empty'" --restore_from="$work/empty"
 expect_error 1 every_without_dir "checkpoint.every_steps" --checkpoint_every=5
 if (( fails > 0 )); then echo "FAILED: $fails error case(s)"; exit 1; fi
 echo "1 passed, 0 failed"

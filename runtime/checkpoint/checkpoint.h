@@ -4,11 +4,20 @@
 // maps the saved files and copies only the rows its SparseCores own, and the
 // ranks verify every file's checksum together. Thread-compatible; the
 // functions are collectives that every rank calls in the same order.
+//
+// Save protocol (step_dirs.h), safe against a crash of any rank at any
+// point: rank 0 creates ROOT/incomplete-step-N; every rank writes and fsyncs
+// its table files there (rank 0 also the dense file); the ranks agree that
+// all succeeded; rank 0 writes the manifest, fsyncs the directory and
+// publishes it as ROOT/step-N by one rename (exchanging it with an existing
+// step-N, which is removed only afterwards), then fsyncs ROOT. Until that
+// rename no published checkpoint has changed.
 #ifndef LEMRT_RUNTIME_CHECKPOINT_CHECKPOINT_H_
 #define LEMRT_RUNTIME_CHECKPOINT_CHECKPOINT_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -21,23 +30,15 @@
 namespace lemrt::checkpoint {
 
 struct SaveResult {
-  std::string dir;  // The step directory written.
+  std::string dir;  // The published step directory.
   int64_t bytes = 0;  // Data bytes over all files.
 };
 
-// Test hook (tests/fault_checkpoint.sh): with the environment variable
-// LEMRT_TEST_CRASH_DURING_CHECKPOINT=STEP:RANK, rank RANK SIGKILLs itself in
-// the middle of writing the checkpoint of step STEP (after its first table
-// file, with half of the next one in its temporary file), to show that a
-// crash while writing leaves the previous checkpoint restorable.
-inline constexpr char kCrashHookEnv[] = "LEMRT_TEST_CRASH_DURING_CHECKPOINT";
-
 // Collective: writes the model after `step` completed steps to
-// `root_dir`/step-NNNNNNNN (created as needed). Every rank writes its
-// SparseCores' table files; rank 0 writes the dense file and, after all
-// ranks are done, the manifest. An existing checkpoint of the same step is
-// replaced file by file. Errors (e.g. a full disk on one rank) are agreed, so
-// every rank returns the same one, and leave no manifest behind.
+// `root_dir`/step-NNNNNNNN by the protocol above (root_dir is created as
+// needed). Errors (e.g. a full disk on one rank) are agreed, so every rank
+// returns the same one; the unfinished directory is then removed and every
+// published checkpoint is as it was.
 absl::StatusOr<SaveResult> SaveCheckpoint(const std::string& root_dir, int64_t step,
                                           const config::RunConfig& config,
                                           runtime::Communicator& comm,
@@ -47,27 +48,28 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const std::string& root_dir, int64_t s
 struct RestoreResult {
   std::string dir;  // The step directory read.
   Manifest manifest;
+  // Newer checkpoints that were damaged and passed over: "'DIR': reason".
+  std::vector<std::string> skipped;
+  // Config changes accepted by checkpoint.allow_config_change
+  // (config_match.h: ConfigChangesSince).
+  std::vector<std::string> config_changes;
 };
 
-// Collective: loads the checkpoint `dir` refers to (ResolveCheckpointDir)
-// into `sparse` and `dense`, re-sharding the tables when the world size
-// differs, and checks the restored model's checksum against the manifest.
-// Errors, the same on every rank: NotFound (no checkpoint, missing file),
-// DataLoss (truncated or corrupted file, naming it), FailedPrecondition
-// (the manifest does not match `config`: names the table and the field).
+// Collective: loads checkpoint `dir` into `sparse` and `dense`, re-sharding
+// the tables when the world size differs, and checks the restored model's
+// checksum against the manifest. `dir` is a step directory (only it is
+// tried) or a root of step directories: then the newest is tried first, and
+// a damaged one (missing or corrupted files or manifest: NotFound, DataLoss)
+// is passed over for the next newest, listed in `skipped`. Errors, the same
+// on every rank: NotFound / DataLoss when no candidate is intact (naming
+// each and why), FailedPrecondition when the checkpoint does not match
+// `config` (config_match.h; never passed over, the config is what is wrong).
 // On error the model may be partly overwritten; the files never are.
 absl::StatusOr<RestoreResult> RestoreCheckpoint(const std::string& dir,
                                                 const config::RunConfig& config,
                                                 runtime::Communicator& comm,
                                                 runtime::SparseCoreStage& sparse,
                                                 runtime::TensorCoreStage& dense);
-
-// OK when checkpoint `manifest` (read from `dir`) can be restored into a run
-// of `config`: same tables (name, vocab_size, dim, optimizer), same dense
-// model and optimizer, same global batch. Else FailedPrecondition naming
-// `dir` and the first difference.
-absl::Status CheckManifestMatchesConfig(const Manifest& manifest, const std::string& dir,
-                                        const config::RunConfig& config);
 
 }  // namespace lemrt::checkpoint
 

@@ -1,6 +1,5 @@
 #include "runtime/checkpoint/checkpoint_format.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -8,50 +7,21 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <limits>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/random.h"
 #include "base/status_macros.h"
-#include "google/protobuf/text_format.h"
+#include "runtime/model_checksum.h"
 
 namespace lemrt::checkpoint {
 namespace {
 
-absl::Status Errno(const std::string& what, const std::string& path) {
+absl::Status ReadErrno(const std::string& what, const std::string& path) {
   return absl::ErrnoToStatus(errno, absl::StrCat("checkpoint: cannot ", what, " '", path, "'"));
 }
 
-bool IsFile(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-absl::Status SyncDir(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return Errno("open directory", dir);
-  const int rc = fsync(fd);
-  close(fd);
-  if (rc != 0) return Errno("fsync directory", dir);
-  return absl::OkStatus();
-}
-
-// A name of a file directly inside the checkpoint directory: a manifest
-// must not make a reader open "../elsewhere" or "/etc/passwd".
-bool PlainFileName(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
-}
-
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 // Checks one mapped table file's records: row ids and checksum, copying
 // rows out.
@@ -121,169 +91,17 @@ uint64_t RecordHash(std::span<const char> bytes) {
   return h;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return Errno("create", tmp);
-  // On failure the partial temporary goes, so a full disk is not left fuller.
-  auto fail = [&](const char* what) {
-    const absl::Status st = Errno(what, tmp);
-    close(fd);
-    unlink(tmp.c_str());
-    return st;
-  };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write");
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0) return fail("fsync");
-  if (close(fd) != 0) {
-    const absl::Status st = Errno("close", tmp);
-    unlink(tmp.c_str());
-    return st;
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const absl::Status st = Errno("rename to its final name", tmp);
-    unlink(tmp.c_str());
-    return st;
-  }
-  return SyncDir(DirOf(path));
-}
-
-absl::Status MakeDirs(const std::string& path) {
-  if (path.empty()) return absl::InvalidArgumentError("checkpoint: the directory name is empty.");
-  for (size_t pos = 1; pos <= path.size(); ++pos) {
-    if (pos < path.size() && path[pos] != '/') continue;
-    const std::string prefix = path.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return Errno("create directory", prefix);
-  }
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint: '", path, "' exists and is not a directory."));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& dir) {
-  if (IsFile(Join(dir, kManifestName))) return dir;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("checkpoint directory '", dir, "' does not exist or cannot be read."));
-  }
-  int64_t best = -1;
-  std::string best_name;
-  while (const dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.rfind("step-", 0) != 0 || name.size() <= 5) continue;
-    const std::string digits = name.substr(5);
-    // At most 18 digits: std::stoll would throw past int64 (a stray
-    // "step-99999999999999999999" must not abort a restore).
-    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    const int64_t step = std::stoll(digits);
-    if (step > best && IsFile(Join(Join(dir, name), kManifestName))) {
-      best = step;
-      best_name = name;
-    }
-  }
-  closedir(d);
-  if (best < 0) {
-    return absl::NotFoundError(absl::StrCat("no checkpoint in '", dir, "': it has no ",
-                                            kManifestName, " and no step-N directory with one."));
-  }
-  return Join(dir, best_name);
-}
-
-absl::StatusOr<Manifest> ReadManifest(const std::string& dir) {
-  const std::string path = Join(dir, kManifestName);
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("checkpoint manifest '", path, "' is missing."));
-  std::stringstream text;
-  text << in.rdbuf();
-  Manifest m;
-  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &m)) {
-    return absl::DataLossError(
-        absl::StrCat("checkpoint manifest '", path, "' is corrupted: it does not parse."));
-  }
-  auto bad = [&](std::string what) {
-    return absl::DataLossError(absl::StrCat("checkpoint manifest '", path, "' is corrupted: ",
-                                            what, "."));
-  };
-  if (m.format_version() != kFormatVersion) {
-    return bad(absl::StrFormat("format_version is %d, this build reads %d", m.format_version(),
-                               kFormatVersion));
-  }
-  if (m.total_sparse_cores() <= 0 || !m.has_dense() || !m.has_step()) {
-    return bad("total_sparse_cores, dense or step is missing");
-  }
-  for (const TableEntry& t : m.tables()) {
-    // Bounded first, so the sizes below cannot overflow (a signed overflow
-    // in (1 + slots_per_param) and records x record bytes before).
-    if (t.vocab_size() < 0 || t.dim() <= 0 || t.dim() > kMaxDim || t.slots_per_param() < 0 ||
-        t.slots_per_param() > kMaxSlotsPerParam) {
-      return bad(absl::StrFormat("table '%s' has vocab_size %d, dim %d, slots_per_param %d "
-                                 "(limits: vocab_size >= 0, dim 1..%d, slots_per_param 0..%d)",
-                                 t.name(), t.vocab_size(), t.dim(), t.slots_per_param(), kMaxDim,
-                                 kMaxSlotsPerParam));
-    }
-    if (t.files_size() != m.total_sparse_cores()) {
-      return bad(absl::StrFormat("table '%s' lists %d files, expected one per SparseCore (%d)",
-                                 t.name(), t.files_size(), m.total_sparse_cores()));
-    }
-    const int64_t rb = RecordBytes(t.dim(), t.slots_per_param());
-    for (int g = 0; g < t.files_size(); ++g) {
-      const FileEntry& f = t.files(g);
-      if (!PlainFileName(f.name())) {
-        return bad(absl::StrFormat("file %d of table '%s' is named '%s', not a file name in the "
-                                   "checkpoint directory",
-                                   g, t.name(), f.name()));
-      }
-      const int64_t records = RecordsInFile(t.vocab_size(), g, m.total_sparse_cores());
-      if (records > std::numeric_limits<int64_t>::max() / rb) {
-        return bad(absl::StrFormat("table '%s' would need more than 2^63 bytes", t.name()));
-      }
-      if (f.records() != records || f.bytes() != records * rb) {
-        return bad(absl::StrFormat("file '%s' of table '%s' has %d records / %d bytes, expected "
-                                   "%d / %d",
-                                   f.name(), t.name(), f.records(), f.bytes(), records,
-                                   records * rb));
-      }
-    }
-  }
-  const DenseEntry& d = m.dense();
-  if (!PlainFileName(d.file().name())) {
-    return bad(absl::StrFormat("the dense file is named '%s', not a file name in the checkpoint "
-                               "directory",
-                               d.file().name()));
-  }
-  if (d.num_params() < 0 || d.slots_per_param() < 0 || d.slots_per_param() > kMaxSlotsPerParam ||
-      d.num_params() > std::numeric_limits<int64_t>::max() / 4 / (1 + d.slots_per_param()) ||
-      d.file().bytes() != 4 * d.num_params() * (1 + d.slots_per_param())) {
-    return bad(absl::StrFormat("dense file size %d does not match %d params with %d slots each",
-                               d.file().bytes(), d.num_params(), d.slots_per_param()));
-  }
-  return m;
-}
-
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path, int64_t expected_bytes) {
-  const int fd = open(path.c_str(), O_RDONLY);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) {
       return absl::NotFoundError(absl::StrCat("checkpoint file '", path, "' is missing."));
     }
-    return Errno("open", path);
+    return ReadErrno("open", path);
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    const absl::Status s = Errno("stat", path);
+    const absl::Status s = ReadErrno("stat", path);
     close(fd);
     return s;
   }
@@ -300,7 +118,7 @@ absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path, int64_t exp
   }
   void* data = mmap(nullptr, expected_bytes, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
-  if (data == MAP_FAILED) return Errno("mmap", path);
+  if (data == MAP_FAILED) return ReadErrno("mmap", path);
   return MappedFile(static_cast<const char*>(data), expected_bytes);
 }
 
@@ -357,10 +175,24 @@ absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
 
 absl::Status VerifyCheckpoint(const std::string& dir, const Manifest& manifest) {
   std::vector<float> weights, slots;
-  for (const TableEntry& t : manifest.tables()) {
-    LEMRT_RETURN_IF_ERROR(ReadWholeTable(dir, manifest, t.name(), &weights, &slots));
+  uint64_t row_hash_sum = 0;
+  for (int t = 0; t < manifest.tables_size(); ++t) {
+    const TableEntry& e = manifest.tables(t);
+    LEMRT_RETURN_IF_ERROR(ReadWholeTable(dir, manifest, e.name(), &weights, &slots));
+    for (int64_t row = 0; row < e.vocab_size(); ++row) {
+      row_hash_sum += runtime::ModelRowHash(t, row, weights.data() + row * e.dim(), e.dim());
+    }
   }
-  return OpenVerified(dir, manifest.dense().file()).status();
+  LEMRT_ASSIGN_OR_RETURN(MappedFile dense, OpenVerified(dir, manifest.dense().file()));
+  std::vector<float> params(manifest.dense().num_params());
+  if (!params.empty()) std::memcpy(params.data(), dense.bytes().data(), 4 * params.size());
+  const std::string checksum = runtime::ModelChecksum(row_hash_sum, params);
+  if (checksum != manifest.model_checksum()) {
+    return absl::DataLossError(absl::StrFormat(
+        "checkpoint '%s': the saved model's checksum is %s, the manifest says %s.", dir, checksum,
+        manifest.model_checksum()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace lemrt::checkpoint

@@ -17,8 +17,9 @@
 // size maps the files and touches only the records of the rows it owns. Each
 // file's checksum is the sum (mod 2^64) of its records' hashes, so ranks that
 // read disjoint parts can add their partial sums and verify the whole.
-// Every file is written to a temporary name, fsynced and renamed; the
-// manifest comes last, so a directory without one is an unfinished write.
+// A save writes every file into DIR/incomplete-step-00001200, the manifest
+// (manifest.h) last, and publishes the whole directory by one rename
+// (step_dirs.h), so a step-N directory is always complete.
 // Functions here are thread-compatible and touch only the paths they name.
 #ifndef LEMRT_RUNTIME_CHECKPOINT_CHECKPOINT_FORMAT_H_
 #define LEMRT_RUNTIME_CHECKPOINT_CHECKPOINT_FORMAT_H_
@@ -32,11 +33,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/checkpoint.pb.h"
+#include "runtime/checkpoint/manifest.h"
 
 namespace lemrt::checkpoint {
 
-inline constexpr int kFormatVersion = 1;
-inline constexpr char kManifestName[] = "manifest.pbtxt";
+// 2: the manifest carries manifest_checksum and config_text (1 is still read).
+inline constexpr int kFormatVersion = 2;
 inline constexpr char kDenseFileName[] = "dense.bin";
 
 // "step-00001200" (at least 8 digits).
@@ -58,27 +60,10 @@ inline int64_t RecordsInFile(int64_t vocab_size, int global_sc, int total_sc) {
 // it are the file checksums.
 uint64_t RecordHash(std::span<const char> bytes);
 
-// Writes `bytes` to `path` atomically: `path`.tmp, fsync, rename, fsync of
-// the directory. Errors name the path and the failing call (errno text).
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes);
-
-// Creates `path` and its missing parents (mkdir -p). Errors name the path.
-absl::Status MakeDirs(const std::string& path);
-
-// The checkpoint directory `dir` refers to: `dir` itself when it holds a
-// manifest, else its step-N subdirectory with the highest N that holds one
-// (step directories without a manifest are unfinished writes and skipped).
-// NotFound names `dir` when there is none.
-absl::StatusOr<std::string> ResolveCheckpointDir(const std::string& dir);
-
-// Bounds ReadManifest enforces on a table, so that no size overflows.
+// Bounds ReadManifest (manifest.h) enforces on a table, so that no size
+// overflows.
 inline constexpr int kMaxDim = 1 << 20;         // Floats per row.
 inline constexpr int kMaxSlotsPerParam = 16;
-
-// Reads and parses `dir`/manifest.pbtxt and checks it is self-consistent
-// (version, file counts, sizes within the bounds above, file names plain
-// names inside `dir`). DataLoss / NotFound errors name the file.
-absl::StatusOr<Manifest> ReadManifest(const std::string& dir);
 
 // A read-only memory map of a whole file. Empty files map to an empty span.
 class MappedFile {
@@ -119,8 +104,10 @@ absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
                             const std::string& table_name, std::vector<float>* weights,
                             std::vector<float>* slots);
 
-// Verifies every file of checkpoint `dir` (single process): sizes, row ids
-// and checksums. DataLoss / NotFound errors name the file.
+// Verifies every file of checkpoint `dir` (single process): sizes, row ids,
+// checksums, and the model checksum of the rows and dense parameters
+// against the manifest's model_checksum (the check restore ends with).
+// DataLoss / NotFound errors name the file.
 absl::Status VerifyCheckpoint(const std::string& dir, const Manifest& manifest);
 
 }  // namespace lemrt::checkpoint

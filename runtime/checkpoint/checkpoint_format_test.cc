@@ -13,6 +13,10 @@
 #include "google/protobuf/text_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/checkpoint/durable_files.h"
+#include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/step_dirs.h"
+#include "runtime/model_checksum.h"
 
 namespace lemrt::checkpoint {
 namespace {
@@ -38,6 +42,7 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
   Manifest m;
   m.set_format_version(kFormatVersion);
   m.set_step(7);
+  uint64_t row_hash_sum = 0;
   m.set_world_size(1);
   m.set_sparse_cores_per_chip(total_sc);
   m.set_total_sparse_cores(total_sc);
@@ -61,6 +66,7 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
       std::memcpy(bytes.data() + k * rb, &row, 8);
       std::memcpy(bytes.data() + k * rb + 8, v, 16);
       sum += RecordHash(std::span<const char>(bytes.data() + k * rb, rb));
+      row_hash_sum += runtime::ModelRowHash(0, row, v, 2);
     }
     f->set_checksum(sum);
     EXPECT_TRUE(WriteFileAtomically(dir + "/" + f->name(), bytes).ok());
@@ -77,9 +83,8 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
   d->mutable_file()->set_bytes(12);
   d->mutable_file()->set_checksum(RecordHash(dense_bytes));
   EXPECT_TRUE(WriteFileAtomically(dir + "/" + kDenseFileName, dense_bytes).ok());
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(m, &text);
-  EXPECT_TRUE(WriteFileAtomically(dir + "/" + kManifestName, text).ok());
+  m.set_model_checksum(runtime::ModelChecksum(row_hash_sum, dense));
+  EXPECT_TRUE(WriteManifest(dir, m).ok());
   return m;
 }
 
@@ -129,7 +134,7 @@ TEST(CheckpointFormatTest, ResolvePicksNewestCompleteStep) {
   }
   ASSERT_TRUE(WriteFileAtomically(root + "/step-00000020/" + kManifestName, "x").ok());
   ASSERT_TRUE(WriteFileAtomically(root + "/step-00000100/" + kManifestName, "x").ok());
-  // step 300 has no manifest: an unfinished save.
+  // step 300 has no manifest (a damaged checkpoint): skipped.
   auto dir = ResolveCheckpointDir(root);
   ASSERT_TRUE(dir.ok()) << dir.status();
   EXPECT_EQ(*dir, root + "/step-00000100");
@@ -204,24 +209,100 @@ TEST(CheckpointFormatTest, DetectsCorruptionTruncationAndMissingFiles) {
   EXPECT_THAT(st.message(), HasSubstr(kManifestName));
 }
 
+// Rewrites `dir`'s manifest as `m`, with a fresh manifest checksum (so the
+// checks behind the checksum are reached).
+void RewriteManifest(const std::string& dir, const Manifest& m) {
+  ASSERT_TRUE(WriteManifest(dir, m).ok());
+}
+
+// Rewrites `dir`'s manifest as `m`, text as is (no new checksum).
+void WriteManifestText(const std::string& dir, const Manifest& m) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(m, &text);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/" + kManifestName, text).ok());
+}
+
 TEST(CheckpointFormatTest, ManifestWithWrongFileCountIsCorrupted) {
   const std::string dir = TempDir();
   Manifest m = WriteFakeCheckpoint(dir, 11, 2);
   m.mutable_tables(0)->mutable_files()->RemoveLast();
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(m, &text);
-  ASSERT_TRUE(WriteFileAtomically(dir + "/" + kManifestName, text).ok());
+  RewriteManifest(dir, m);
   const absl::Status st = ReadManifest(dir).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(st.message(), HasSubstr("lists 1 files"));
 }
 
+// The manifest checksum covers every field: an edited step (30 -> 20 once
+// resumed at the wrong step) or file checksum is refused; so is a format-2
+// manifest without the checksum. Format 1 (no checksum) is still read.
+TEST(CheckpointFormatTest, ManifestChecksumCoversEveryField) {
+  const std::string dir = TempDir();
+  const Manifest good = WriteFakeCheckpoint(dir, 11, 2);
+  auto read = ReadManifest(dir);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(read->has_manifest_checksum());
+  EXPECT_EQ(read->manifest_checksum(), ManifestChecksum(*read));
+  Manifest m = *read;
+  m.set_step(6);
+  WriteManifestText(dir, m);
+  absl::Status st = ReadManifest(dir).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr("manifest_checksum"));
+  m = *read;
+  m.mutable_tables(0)->mutable_files(1)->set_checksum(12345);
+  WriteManifestText(dir, m);
+  EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("damaged or edited"));
+  m = *read;
+  m.set_model_checksum("0000000000000000");
+  WriteManifestText(dir, m);
+  EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("damaged or edited"));
+  m = *read;
+  m.clear_manifest_checksum();
+  WriteManifestText(dir, m);
+  EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("manifest_checksum is missing"));
+  m.set_format_version(1);
+  WriteManifestText(dir, m);
+  EXPECT_TRUE(ReadManifest(dir).ok());
+  m.set_format_version(3);
+  RewriteManifest(dir, m);
+  EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("format_version is 3"));
+}
 
-// Rewrites `dir`'s manifest as `m`.
-void WriteManifest(const std::string& dir, const Manifest& m) {
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(m, &text);
-  ASSERT_TRUE(WriteFileAtomically(dir + "/" + kManifestName, text).ok());
+// A manifest in a step-N directory must say step N, and data.next_step must
+// be the step: both are checked without the checksum (format 1 too).
+TEST(CheckpointFormatTest, ManifestStepMatchesItsDirectory) {
+  const std::string root = TempDir();
+  const std::string dir = root + "/" + StepDirName(7);
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  Manifest m = WriteFakeCheckpoint(dir, 11, 2);
+  EXPECT_TRUE(ReadManifest(dir).ok());
+  const std::string moved = root + "/" + StepDirName(30);
+  ASSERT_EQ(rename(dir.c_str(), moved.c_str()), 0);
+  absl::Status st = ReadManifest(moved).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr("it is in directory step-00000030 but says step 7"));
+  m.set_format_version(1);
+  m.mutable_data()->set_next_step(8);
+  ASSERT_EQ(rename(moved.c_str(), dir.c_str()), 0);
+  WriteManifestText(dir, m);
+  EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("data.next_step is 8"));
+}
+
+// Verify ends where restore ends: a model checksum that does not match the
+// files is refused even when every file matches its own checksum.
+TEST(CheckpointFormatTest, VerifyChecksTheModelChecksum) {
+  const std::string dir = TempDir();
+  Manifest m = WriteFakeCheckpoint(dir, 11, 2);
+  auto read = ReadManifest(dir);
+  ASSERT_TRUE(read.ok());
+  EXPECT_TRUE(VerifyCheckpoint(dir, *read).ok());
+  m.set_model_checksum("0123456789abcdef");
+  RewriteManifest(dir, m);
+  read = ReadManifest(dir);
+  ASSERT_TRUE(read.ok());
+  const absl::Status st = VerifyCheckpoint(dir, *read);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr("the manifest says 0123456789abcdef"));
 }
 
 // Sizes that overflowed int32 / int64 arithmetic (undefined behaviour before
@@ -240,7 +321,7 @@ TEST(CheckpointFormatTest, ManifestWithOverflowingSizesIsCorrupted) {
     m.mutable_tables(0)->set_vocab_size(c.vocab);
     m.mutable_tables(0)->set_dim(c.dim);
     m.mutable_tables(0)->set_slots_per_param(c.spp);
-    WriteManifest(dir, m);
+    RewriteManifest(dir, m);
     const absl::Status st = ReadManifest(dir).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << c.vocab << " " << c.dim << " " << c.spp;
     EXPECT_THAT(st.message(), HasSubstr("table 't0'"));
@@ -248,12 +329,12 @@ TEST(CheckpointFormatTest, ManifestWithOverflowingSizesIsCorrupted) {
   Manifest m = good;
   m.mutable_dense()->set_num_params(int64_t{1} << 62);
   m.mutable_dense()->set_slots_per_param(3);
-  WriteManifest(dir, m);
+  RewriteManifest(dir, m);
   EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("dense file size"));
   m = good;
   m.mutable_dense()->set_slots_per_param(-1);
   m.mutable_dense()->mutable_file()->set_bytes(0);
-  WriteManifest(dir, m);
+  RewriteManifest(dir, m);
   EXPECT_EQ(ReadManifest(dir).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -264,13 +345,13 @@ TEST(CheckpointFormatTest, ManifestFileNamesStayInTheDirectory) {
   for (const char* name : {"../table-000-sc-00000.bin", "/etc/passwd", "", ".."}) {
     Manifest m = good;
     m.mutable_tables(0)->mutable_files(0)->set_name(name);
-    WriteManifest(dir, m);
+    RewriteManifest(dir, m);
     const absl::Status st = ReadManifest(dir).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << name;
     EXPECT_THAT(st.message(), HasSubstr("not a file name in the checkpoint directory"));
     m = good;
     m.mutable_dense()->mutable_file()->set_name(name);
-    WriteManifest(dir, m);
+    RewriteManifest(dir, m);
     EXPECT_EQ(ReadManifest(dir).status().code(), absl::StatusCode::kDataLoss) << name;
   }
 }
@@ -284,7 +365,7 @@ TEST(CheckpointFormatTest, HugeTableFailsOnItsFilesNotOnAllocation) {
   m.mutable_tables(0)->set_vocab_size(vocab);
   m.mutable_tables(0)->mutable_files(0)->set_records(vocab);
   m.mutable_tables(0)->mutable_files(0)->set_bytes(vocab * RecordBytes(2, 1));
-  WriteManifest(dir, m);
+  RewriteManifest(dir, m);
   auto read = ReadManifest(dir);
   ASSERT_TRUE(read.ok()) << read.status();
   std::vector<float> w, s;

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
-#include "runtime/checkpoint/checkpoint_format.h"
+#include "runtime/checkpoint/durable_files.h"
 
 namespace lemrt::checkpoint {
 

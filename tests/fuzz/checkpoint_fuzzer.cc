@@ -8,8 +8,8 @@
 // it names with a plain name gets `bytes` bytes (at most 64 KiB) cut from the
 // data bytes (repeated; zeros when there are none), one byte short when
 // control bit 0 is set; with control bit 1 the manifest is rewritten with the
-// true checksums of those files, so the row-id checks and copies past the
-// checksum are reached too. Errors are fine; crashes, hangs, sanitizer
+// true checksums of those files (and its own manifest_checksum, when it has
+// one), so the row-id checks and copies past the checksums are reached too. Errors are fine; crashes, hangs, sanitizer
 // reports and huge allocations are not.
 #include <algorithm>
 #include <cstddef>
@@ -21,6 +21,8 @@
 #include "google/protobuf/text_format.h"
 #include "proto/checkpoint.pb.h"
 #include "runtime/checkpoint/checkpoint_format.h"
+#include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/step_dirs.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace lemrt::checkpoint {
@@ -97,7 +99,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Manifest parsed;
   if (google::protobuf::TextFormat::ParseFromString(manifest_text, &parsed)) {
     WriteFiles(*dir, &parsed, blob, control);
-    if (control & 2) google::protobuf::TextFormat::PrintToString(parsed, &manifest_text);
+    if (control & 2) {
+      if (parsed.has_manifest_checksum()) parsed.set_manifest_checksum(ManifestChecksum(parsed));
+      google::protobuf::TextFormat::PrintToString(parsed, &manifest_text);
+    }
   }
   dir->Write(kManifestName, manifest_text);
 

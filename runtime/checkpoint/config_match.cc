@@ -1,0 +1,145 @@
+#include "runtime/checkpoint/config_match.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "device/optimizers/optimizer.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace lemrt::checkpoint {
+namespace {
+
+absl::Status Mismatch(const std::string& dir, std::string what) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("checkpoint '", dir, "' does not match the config: ", what, "."));
+}
+
+// The saved run config, parsed leniently (fields this build does not know
+// are skipped); nullopt-like false when there is none or it does not parse.
+bool SavedConfig(const Manifest& m, config::RunConfig* out) {
+  if (!m.has_config_text()) return false;
+  google::protobuf::TextFormat::Parser parser;
+  parser.AllowUnknownField(true);
+  return parser.ParseFromString(m.config_text(), out);
+}
+
+// What identifies the training data: the source message without the fields
+// that only name evaluation data (eval_path, ...).
+config::DataConfig DataIdentity(const config::DataConfig& data) {
+  config::DataConfig d = data;
+  d.clear_max_table_rows();  // reflected in vocab_size, checked as a shape
+  google::protobuf::Message* source = nullptr;
+  if (d.has_synthetic()) source = d.mutable_synthetic();
+  if (d.has_criteo()) source = d.mutable_criteo();
+  if (d.has_binary()) source = d.mutable_binary();
+  if (source != nullptr) {
+    const google::protobuf::Descriptor* desc = source->GetDescriptor();
+    for (int i = 0; i < desc->field_count(); ++i) {
+      if (desc->field(i)->name().rfind("eval", 0) == 0) {
+        source->GetReflection()->ClearField(source, desc->field(i));
+      }
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string DataSourceName(const config::RunConfig& config) {
+  if (config.data().has_criteo()) return "criteo";
+  if (config.data().has_binary()) return "binary";
+  return "synthetic";
+}
+
+absl::Status CheckManifestMatchesConfig(const Manifest& manifest, const std::string& dir,
+                                        const config::RunConfig& config,
+                                        int64_t num_dense_params) {
+  if (manifest.tables_size() != config.tables_size()) {
+    return Mismatch(dir, absl::StrFormat("it has %d tables, the config %d",
+                                         manifest.tables_size(), config.tables_size()));
+  }
+  for (int t = 0; t < config.tables_size(); ++t) {
+    const TableEntry& a = manifest.tables(t);
+    const config::TableConfig& b = config.tables(t);
+    if (a.name() != b.name()) {
+      return Mismatch(dir, absl::StrFormat("table %d is '%s' in the checkpoint, '%s' in the config",
+                                           t, a.name(), b.name()));
+    }
+    auto field = [&](const char* name, auto x, auto y) {
+      return Mismatch(dir, absl::StrCat("table '", a.name(), "' has ", name, " ", x,
+                                        " in the checkpoint, ", y, " in the config"));
+    };
+    const auto opt =
+        device::CreateOptimizer(b.optimizer(), config.training().embedding_learning_rate());
+    if (a.vocab_size() != b.vocab_size()) return field("vocab_size", a.vocab_size(), b.vocab_size());
+    if (a.dim() != b.dim()) return field("dim", a.dim(), b.dim());
+    if (a.optimizer() != opt->name()) return field("optimizer", a.optimizer(), opt->name());
+    if (a.slots_per_param() != opt->slots_per_param()) {
+      return field("slots_per_param", a.slots_per_param(), opt->slots_per_param());
+    }
+  }
+  const auto dense_opt = device::CreateOptimizer(config.training().dense_optimizer(),
+                                                 config.training().dense_learning_rate());
+  if (manifest.dense().optimizer() != dense_opt->name()) {
+    return Mismatch(dir, absl::StrCat("the dense optimizer is ", manifest.dense().optimizer(),
+                                      " in the checkpoint, ", dense_opt->name(), " in the config"));
+  }
+  if (manifest.dense().num_params() != num_dense_params) {
+    return Mismatch(dir, absl::StrFormat("it has %d dense parameters, the model %d",
+                                         manifest.dense().num_params(), num_dense_params));
+  }
+  if (manifest.global_batch() != config.training().global_batch()) {
+    return Mismatch(dir, absl::StrCat("training.global_batch is ", manifest.global_batch(),
+                                      " in the checkpoint, ", config.training().global_batch(),
+                                      " in the config (the data position is counted in "
+                                      "steps of the global batch)"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> ConfigChangesSince(const Manifest& manifest,
+                                            const config::RunConfig& config) {
+  std::vector<std::string> changes;
+  if (manifest.has_seed() && manifest.seed() != config.training().seed()) {
+    changes.push_back(
+        absl::StrCat("training.seed ", manifest.seed(), " -> ", config.training().seed()));
+  }
+  if (manifest.data().has_source() && manifest.data().source() != DataSourceName(config)) {
+    changes.push_back(absl::StrCat("data source ", manifest.data().source(), " -> ",
+                                   DataSourceName(config)));
+  }
+  config::RunConfig saved;
+  if (!SavedConfig(manifest, &saved)) return changes;
+  for (const config::TableConfig& old_table : saved.tables()) {
+    for (const config::TableConfig& table : config.tables()) {
+      if (table.name() == old_table.name() && table.combiner() != old_table.combiner()) {
+        changes.push_back(absl::StrCat("table '", table.name(), "' combiner ",
+                                       config::TableConfig::Combiner_Name(old_table.combiner()),
+                                       " -> ",
+                                       config::TableConfig::Combiner_Name(table.combiner())));
+      }
+    }
+  }
+  const config::DataConfig old_data = DataIdentity(saved.data());
+  const config::DataConfig new_data = DataIdentity(config.data());
+  if (DataSourceName(saved) == DataSourceName(config) &&
+      !google::protobuf::util::MessageDifferencer::Equivalent(old_data, new_data)) {
+    changes.push_back(absl::StrCat("data {", old_data.ShortDebugString(), "} -> {",
+                                   new_data.ShortDebugString(), "}"));
+  }
+  return changes;
+}
+
+absl::Status CheckResumeConfig(const Manifest& manifest, const std::string& dir,
+                               const config::RunConfig& config) {
+  const std::vector<std::string> changes = ConfigChangesSince(manifest, config);
+  if (changes.empty() || config.checkpoint().allow_config_change()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "checkpoint '", dir, "' was saved by a run with another config (",
+      absl::StrJoin(changes, "; "),
+      "), so resuming would not continue that run; restore the old values, or pass "
+      "--allow_config_change (checkpoint { allow_config_change: true }) to resume anyway."));
+}
+
+}  // namespace lemrt::checkpoint

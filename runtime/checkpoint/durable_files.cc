@@ -1,0 +1,125 @@
+#include "runtime/checkpoint/durable_files.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace lemrt::checkpoint {
+namespace {
+
+absl::Status Errno(const std::string& what, const std::string& path) {
+  return absl::ErrnoToStatus(errno, absl::StrCat("checkpoint: cannot ", what, " '", path, "'"));
+}
+
+// Writes all of `bytes` to `fd` and fsyncs it; errors name `path`.
+absl::Status WriteAndSync(int fd, const std::string& path, std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("write", path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) return Errno("fsync", path);
+  return absl::OkStatus();
+}
+
+int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
+  return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+}  // namespace
+
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+absl::Status WriteFileDurably(const std::string& path, std::string_view bytes) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("create", path);
+  absl::Status st = WriteAndSync(fd, path, bytes);
+  if (close(fd) != 0 && st.ok()) st = Errno("close", path);
+  if (!st.ok()) unlink(path.c_str());
+  return st;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  const std::string tmp = path + ".tmp";
+  absl::Status st = WriteFileDurably(tmp, bytes);
+  if (!st.ok()) return st;
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    st = Errno("rename to its final name", tmp);
+    unlink(tmp.c_str());
+    return st;
+  }
+  return SyncDir(DirOf(path));
+}
+
+absl::Status SyncDir(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("open directory", dir);
+  const int rc = fsync(fd);
+  close(fd);
+  if (rc != 0) return Errno("fsync directory", dir);
+  return absl::OkStatus();
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError("checkpoint: the directory name is empty.");
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos < path.size() && path[pos] != '/') continue;
+    const std::string prefix = path.substr(0, pos);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return Errno("create directory", prefix);
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint: '", path, "' exists and is not a directory."));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoveTree(const std::string& path) {
+  if (!PathExists(path)) return absl::OkStatus();
+  // Depth first, links not followed; 16 descriptors at most.
+  if (nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS) != 0) return Errno("remove", path);
+  return absl::OkStatus();
+}
+
+absl::Status RenameDir(const std::string& from, const std::string& to) {
+  if (rename(from.c_str(), to.c_str()) != 0) {
+    return absl::ErrnoToStatus(
+        errno, absl::StrCat("checkpoint: cannot rename '", from, "' to '", to, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExchangeDirs(const std::string& a, const std::string& b) {
+  if (renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) {
+    return absl::OkStatus();
+  }
+  if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
+    return absl::UnimplementedError(
+        absl::StrCat("checkpoint: the file system of '", a, "' cannot exchange directories"));
+  }
+  return absl::ErrnoToStatus(
+      errno, absl::StrCat("checkpoint: cannot exchange '", a, "' with '", b, "'"));
+}
+
+}  // namespace lemrt::checkpoint
