@@ -6,6 +6,8 @@
 // documented once, at its first path in declaration order (so
 // training.dense_optimizer needs a row, its subfields do not: they are the
 // rows of tables.optimizer).
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -31,6 +33,7 @@ struct FieldPath {
   std::string path;   // e.g. "tables.optimizer.adam.beta1"
   std::string where;  // e.g. "OptimizerConfig.Adam.beta1 (field 1)"
   std::string default_text;
+  const FieldDescriptor* field = nullptr;
 };
 
 std::string DefaultText(const FieldDescriptor* f) {
@@ -78,7 +81,7 @@ void Walk(const Descriptor* d, const std::string& prefix, std::set<std::string>*
     out->push_back({path,
                     d->full_name().substr(d->file()->package().size() + 1) + "." + f->name() +
                         " (field " + std::to_string(f->number()) + ")",
-                    DefaultText(f)});
+                    DefaultText(f), f});
     if (f->type() != FieldDescriptor::TYPE_MESSAGE || f->is_map()) continue;
     const Descriptor* m = f->message_type();
     if (!visited->insert(m->full_name()).second) continue;
@@ -97,7 +100,8 @@ std::vector<FieldPath> AllFieldPaths() {
 
 struct DocRow {
   int line = 0;
-  std::string heading;  // the "## ..." section the row is in
+  std::string heading;       // the "## ..." section the row is in
+  std::string default_cell;  // the row's second cell
 };
 
 // Rows of the doc's tables whose first cell is a backquoted field path.
@@ -109,7 +113,9 @@ std::map<std::string, DocRow> DocumentedPaths(const std::string& text) {
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.rfind("## ", 0) == 0) heading = line;
     std::smatch m;
-    if (std::regex_search(line, m, kRow)) rows.emplace(m[1].str(), DocRow{n, heading});
+    if (!std::regex_search(line, m, kRow)) continue;
+    const std::string rest = m.suffix().str();
+    rows.emplace(m[1].str(), DocRow{n, heading, rest.substr(0, rest.find('|'))});
   }
   return rows;
 }
@@ -184,6 +190,52 @@ TEST(ConfigDocTest, EveryConfigFieldHasARowInConfigurationMd) {
              "delete the row\n";
   }
   EXPECT_TRUE(stale.empty()) << stale;
+}
+
+// Whether a row's default cell states the proto's explicit default: the enum
+// value's or bool's name, or a number equal to it (1e-8 and 1e-08 alike).
+bool CellStatesDefault(const FieldDescriptor* f, const std::string& cell) {
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return cell.find(f->default_value_bool() ? "true" : "false") != std::string::npos;
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return cell.find(f->default_value_enum()->name()) != std::string::npos;
+    case FieldDescriptor::CPPTYPE_STRING:
+      return cell.find(f->default_value_string()) != std::string::npos;
+    default:
+      break;
+  }
+  double want = 0;
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: want = f->default_value_int32(); break;
+    case FieldDescriptor::CPPTYPE_INT64: want = static_cast<double>(f->default_value_int64()); break;
+    case FieldDescriptor::CPPTYPE_UINT32: want = f->default_value_uint32(); break;
+    case FieldDescriptor::CPPTYPE_UINT64: want = static_cast<double>(f->default_value_uint64()); break;
+    case FieldDescriptor::CPPTYPE_FLOAT: want = f->default_value_float(); break;
+    case FieldDescriptor::CPPTYPE_DOUBLE: want = f->default_value_double(); break;
+    default: return true;
+  }
+  static const std::regex kNumber(R"((^|[^A-Za-z0-9_.])(-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?))");
+  for (std::sregex_iterator it(cell.begin(), cell.end(), kNumber), last; it != last; ++it) {
+    const double got = std::stod((*it)[2].str());
+    if (std::abs(got - want) <= 1e-5 * std::abs(want)) return true;  // float precision
+  }
+  return false;
+}
+
+TEST(ConfigDocTest, RowsStateTheProtoDefaults) {
+  const std::map<std::string, DocRow> rows = DocumentedPaths(ReadDoc(kDoc));
+  std::string wrong;
+  for (const FieldPath& f : AllFieldPaths()) {
+    const auto row = rows.find(f.path);
+    if (row == rows.end() || !f.field->has_default_value() || f.field->is_repeated()) continue;
+    if (CellStatesDefault(f.field, row->second.default_cell)) continue;
+    wrong += "  " + std::string(kDoc) + ":" + std::to_string(row->second.line) + ": `" + f.path +
+             "` has default " + f.default_text + " in proto/config.proto (" + f.where +
+             "), but the row's default column says '" + row->second.default_cell +
+             "': update the row (or the proto)\n";
+  }
+  EXPECT_TRUE(wrong.empty()) << wrong;
 }
 
 TEST(SummaryDocTest, EveryTopLevelSummaryFieldHasARowInObservabilityMd) {
