@@ -17,3 +17,21 @@ lemrt_build() {
 # on PATH may lack it); the plotting scripts run under it.
 LEMRT_PYTHON=python3
 python3 -c "import matplotlib" 2>/dev/null || LEMRT_PYTHON=/usr/bin/python3
+
+# lemrt_unit_targets DIR: prints the build targets of DIR's `unit`-labelled
+# tests, one per line (test name = target name, except X_fuzz_replay ->
+# X_fuzzer). DIR must be configured.
+lemrt_unit_targets() {
+  (cd "$1" && ctest -L unit --show-only=json-v1) | python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["tests"]:
+    n = t["name"]
+    print(n[:-len("_fuzz_replay")] + "_fuzzer" if n.endswith("_fuzz_replay") else n)' | sort -u
+}
+
+# lemrt_other_isa_level: the x86-64 level the sanitizer stage builds for, so
+# that CI tests a second instruction set besides -march=native: x86-64-v3
+# (AVX2 + FMA) on a machine with AVX-512, x86-64-v2 (SSE4.2) otherwise.
+lemrt_other_isa_level() {
+  if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then echo x86-64-v3; else echo x86-64-v2; fi
+}

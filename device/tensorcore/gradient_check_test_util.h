@@ -1,5 +1,6 @@
-// Test-only helpers for the TensorCore unit tests: seeded random buffers and a
-// central finite-difference gradient check. Header-only; thread-compatible.
+// Test-only helpers for the TensorCore unit tests: seeded random buffers, a
+// central finite-difference gradient check, and the rounding-error bound of a
+// float sum. Header-only; thread-compatible.
 #ifndef LEMRT_DEVICE_TENSORCORE_GRADIENT_CHECK_TEST_UTIL_H_
 #define LEMRT_DEVICE_TENSORCORE_GRADIENT_CHECK_TEST_UTIL_H_
 
@@ -15,6 +16,20 @@
 #include "gtest/gtest.h"
 
 namespace lemrt::device::test_util {
+
+// Unit roundoff of float (round to nearest).
+inline constexpr double kFloatUnitRoundoff = 0x1.0p-24;
+
+// Bound on |computed - exact| for a float result built from terms whose
+// absolute values sum to `abs_sum` with at most `roundings` rounding steps
+// along any term's path (a product and a k-term sum: k + 1): gamma(roundings)
+// x abs_sum with gamma(k) = k u / (1 - k u) (Higham, "Accuracy and Stability
+// of Numerical Algorithms", section 3.1). Holds for any summation order and
+// with or without fused multiply-adds, i.e. on every x86-64 level.
+inline double FloatSumErrorBound(int roundings, double abs_sum) {
+  const double ku = roundings * kFloatUnitRoundoff;
+  return ku / (1.0 - ku) * abs_sum;
+}
 
 // `n` values uniform in [lo, hi) from a generator seeded with `seed`.
 inline std::vector<float> RandomVector(int64_t n, uint32_t seed,
@@ -47,6 +62,16 @@ struct GradientCheckOptions {
 // for ReLU kinks). `analytic` must not alias anything `loss` writes (copy
 // model gradients out first). x is restored afterwards. `name` labels
 // failures.
+//
+// `loss` must be computed in double precision from x (a plain reference of
+// the forward pass, not the float kernel under test): a central difference
+// turns the loss's rounding error delta into an error of delta / eps in the
+// slope. A float forward pass carries delta ~ u x sum |terms| (u = 2^-24),
+// which at eps = 1e-3 is 1e-4 and more for wide layers -- the size of the
+// tolerances below, so such a check passes or fails with the instruction set
+// (a width-128 dot interaction failed it with AVX2 and passed with AVX-512).
+// With a double reference delta / eps is ~1e-13, and what is compared is the
+// analytic float gradient itself.
 inline void ExpectGradientMatches(std::span<float> x,
                                   std::span<const float> analytic,
                                   const std::function<double()>& loss,

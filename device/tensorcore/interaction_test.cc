@@ -1,5 +1,6 @@
 #include "device/tensorcore/interaction.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@ namespace lemrt::device {
 namespace {
 
 using test_util::ExpectGradientMatches;
+using test_util::FloatSumErrorBound;
 using test_util::RandomVector;
 
 std::vector<double> ReferenceForward(int n, int d, int64_t batch,
@@ -28,6 +30,38 @@ std::vector<double> ReferenceForward(int n, int d, int64_t batch,
     }
   }
   return out;
+}
+
+// The exact gradient of sum_o g[o] * out[o] for sample b, in double:
+// d z_i = [i == 0] g[0:d] + sum_{j != i} g_ij z_j. Also returns, per
+// coordinate, the sum of the terms' absolute values (for the rounding bound).
+void ReferenceBackward(int n, int d, int64_t batch, const std::vector<float>& in,
+                       const std::vector<float>& g, std::vector<double>* d_in,
+                       std::vector<double>* abs_terms) {
+  const int out_width = d + n * (n - 1) / 2;
+  d_in->assign(in.size(), 0.0);
+  abs_terms->assign(in.size(), 0.0);
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* z = in.data() + b * n * d;
+    const float* gb = g.data() + b * out_width;
+    double* dz = d_in->data() + b * n * d;
+    double* abs_dz = abs_terms->data() + b * n * d;
+    for (int k = 0; k < d; ++k) {
+      dz[k] = gb[k];
+      abs_dz[k] = std::abs(double{gb[k]});
+    }
+    int pair = d;
+    for (int i = 0; i < n; ++i) {
+      for (int j = i + 1; j < n; ++j, ++pair) {
+        for (int k = 0; k < d; ++k) {
+          dz[i * d + k] += double{gb[pair]} * z[j * d + k];
+          dz[j * d + k] += double{gb[pair]} * z[i * d + k];
+          abs_dz[i * d + k] += std::abs(double{gb[pair]} * z[j * d + k]);
+          abs_dz[j * d + k] += std::abs(double{gb[pair]} * z[i * d + k]);
+        }
+      }
+    }
+  }
 }
 
 TEST(DotInteractionTest, Widths) {
@@ -50,9 +84,47 @@ TEST_P(DotInteractionWidthTest, ForwardMatchesNaiveReference) {
     interaction.Forward(batch, in.data(), out.data());
     const std::vector<double> want = ReferenceForward(n, d, batch, in);
     ASSERT_EQ(want.size(), out.size());
-    for (size_t i = 0; i < out.size(); ++i) {
-      EXPECT_NEAR(out[i], want[i], 1e-5) << "n=" << n << " i=" << i;
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* z = in.data() + b * n * d;
+      const int64_t o = b * interaction.output_width();
+      for (int k = 0; k < d; ++k) EXPECT_EQ(out[o + k], z[k]) << "n=" << n;
+      int64_t pair = o + d;
+      for (int i = 0; i < n; ++i) {
+        for (int j = i + 1; j < n; ++j, ++pair) {
+          double abs_sum = 0.0;
+          for (int k = 0; k < d; ++k) abs_sum += std::abs(double{z[i * d + k]} * z[j * d + k]);
+          // A d-term float dot product: one rounding per product, d - 1 in the sum.
+          EXPECT_NEAR(out[pair], want[pair], FloatSumErrorBound(d, abs_sum))
+              << "n=" << n << " pair output " << pair;
+        }
+      }
     }
+  }
+}
+
+// The analytic gradient against the exact one (double), within the rounding
+// bound of the kernel's float arithmetic: sound on every instruction set.
+TEST_P(DotInteractionWidthTest, BackwardMatchesDoubleReference) {
+  const int d = GetParam();
+  for (int n : {1, 2, 4, 27}) {
+    const int64_t batch = 3;
+    const DotInteraction interaction(n, d);
+    const std::vector<float> in = RandomVector(batch * n * d, 10);
+    const std::vector<float> g = RandomVector(batch * interaction.output_width(), 11);
+    std::vector<float> d_in(in.size(), 55.0f);  // Must be overwritten.
+    interaction.Backward(batch, in.data(), g.data(), d_in.data());
+    std::vector<double> want, abs_terms;
+    ReferenceBackward(n, d, batch, in, g, &want, &abs_terms);
+    int failures = 0;
+    for (size_t i = 0; i < d_in.size(); ++i) {
+      // Each coordinate sums at most n terms (g[k] and n - 1 products).
+      const double bound = FloatSumErrorBound(n + 1, abs_terms[i]);
+      if (std::abs(d_in[i] - want[i]) > bound && ++failures <= 10) {
+        ADD_FAILURE() << "n=" << n << " d_in[" << i << "] = " << d_in[i] << ", exact "
+                      << want[i] << ", rounding bound " << bound;
+      }
+    }
+    EXPECT_EQ(failures, 0) << "n=" << n;
   }
 }
 
@@ -64,9 +136,9 @@ TEST_P(DotInteractionWidthTest, BackwardMatchesFiniteDifferences) {
       std::vector<float> in = RandomVector(batch * n * d, 8);
       const std::vector<float> c =
           RandomVector(batch * interaction.output_width(), 9);
-      std::vector<float> out(c.size());
+      // The loss from the double reference (gradient_check_test_util.h).
       auto loss = [&] {
-        interaction.Forward(batch, in.data(), out.data());
+        const std::vector<double> out = ReferenceForward(n, d, batch, in);
         double sum = 0.0;
         for (size_t i = 0; i < out.size(); ++i) sum += double{c[i]} * out[i];
         return sum;
