@@ -158,7 +158,9 @@ TEST(BinaryReaderTest, ShardsAndShufflesDeterministically) {
         seen.insert(begin + epoch0.back());
       }
       records += n;
-      if (n >= 8) EXPECT_NE(epoch0, epoch1) << "world " << world << " rank " << rank;
+      if (n >= 8) {
+        EXPECT_NE(epoch0, epoch1) << "world " << world << " rank " << rank;
+      }
       std::vector<int64_t> sorted = epoch0;
       std::sort(sorted.begin(), sorted.end());
       for (int64_t p = 0; p < n; ++p) EXPECT_EQ(sorted[p], p);
