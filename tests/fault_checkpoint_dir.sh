@@ -76,15 +76,19 @@ expect_same_error all_damaged 2 "no intact checkpoint in '$work/bad'; tried '$wo
 # --- Lock: a second job on a running job's directory is refused, naming it;
 # once that job is killed, the next one takes the lock over with a warning.
 timeout 120 "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" \
-  --override='training { steps: 100000000 log_every: 10 eval_samples: 0 }' \
+  --override='training { steps: 1000000 log_every: 10 eval_samples: 0 }' \
   --checkpoint_dir="$work/lock" > "$work/lock_a.log" 2>&1 &
 job=$!
 for _ in $(seq 300); do grep -q "step 10/" "$work/lock_a.log" && break; sleep 0.1; done
 holder=$(cat "$work/lock/lemrt.lock" 2>/dev/null)
+if ! grep -q "step 10/" "$work/lock_a.log"; then
+  echo "FAIL lock: the job holding the lock did not reach step 10"; tail -n 20 "$work/lock_a.log"
+  failed=$((failed + 1))
+fi
 expect_same_error lock_refuses_second_job 2 "checkpoint directory '$work/lock' is in use by another job (pid [0-9]* on host" \
   --config="$config" --override="$override" --checkpoint_dir="$work/lock"
 mpirun_pid=$(pgrep -P "$job" | head -n 1)
-kill -KILL $(pgrep -P "$mpirun_pid" -x lemrt_train) 2>/dev/null
+[ -n "$mpirun_pid" ] && kill -KILL $(pgrep -P "$mpirun_pid" -x lemrt_train) 2>/dev/null
 wait "$job"
 if train 2 "$work/lock_c.log" --checkpoint_dir="$work/lock" \
    && grep -q "taking over the lock of '$work/lock' from a job that ended without releasing it ($holder)" "$work/lock_c.log" \
@@ -109,9 +113,9 @@ else
 fi
 
 # --- Checkpoint directories that cannot take files fail before step 0 (a
-# run of 10^8 steps would time out otherwise): a regular file, and a
+# run of 10^6 steps would time out otherwise): a regular file, and a
 # read-only file system (when this user may mount one).
-long='training { steps: 100000000 log_every: 0 eval_samples: 0 }'
+long='training { steps: 1000000 log_every: 0 eval_samples: 0 }'
 : > "$work/plainfile"
 expect_same_error dir_is_a_file 2 "'$work/plainfile' exists and is not a directory" \
   --config="$config" --override="$long" --checkpoint_dir="$work/plainfile"
