@@ -20,6 +20,7 @@
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/host_prefetcher.h"
+#include "runtime/output_paths.h"
 #include "runtime/quantized_eval.h"
 #include "runtime/run_report.h"
 #include "runtime/summary_writer.h"
@@ -145,6 +146,10 @@ absl::Status Run(int rank, int world_size, bool thread_multiple) {
   if (!sparse_comm.ok()) return sparse_comm.status();
   auto dense_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
   if (!dense_comm.ok()) return dense_comm.status();
+  // Outputs written at the end are checked now, not after the whole run.
+  absl::Status outputs =
+      lemrt::runtime::CheckOutputPaths(*config, FLAGS_summary_json, **sparse_comm);
+  if (!outputs.ok()) return outputs;
   auto trainer = lemrt::runtime::Trainer::Create(*config, **sparse_comm, **dense_comm);
   if (!trainer.ok()) return trainer.status();
   auto summary = (*trainer)->Run();

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/text_file.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
@@ -86,11 +87,9 @@ absl::StatusOr<PartitionLimits> ResolveLimits(const config::RunConfig& config) {
   if (sc.limits_file().empty()) return out;
 
   const std::string& path = sc.limits_file();
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the limits file '", path, "'"));
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<config::LimitsFile> file = ParseLimitsFile(text.str(), path);
+  absl::StatusOr<std::string> text = base::ReadTextFile(path, config::kMaxConfigBytes, "limits file");
+  if (!text.ok()) return text.status();
+  absl::StatusOr<config::LimitsFile> file = ParseLimitsFile(*text, path);
   if (!file.ok()) return file.status();
   for (int i = 0; i < file->tables_size(); ++i) {
     const config::TableLimits& e = file->tables(i);

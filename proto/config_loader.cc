@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/text_file.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -79,19 +80,41 @@ absl::Status ParseText(std::string_view text, std::string_view source, bool merg
   return absl::OkStatus();
 }
 
-// Location of `path` in a parse tree, or of its deepest present ancestor.
-std::optional<std::pair<int, int>> Locate(const TextFormat::ParseInfoTree* tree,
-                                          const FieldPath& path) {
+// Where a parse tree places a field path: the line and column of the
+// deepest field of `path` it holds, and how many fields of `path` deep that
+// is (0: none).
+struct Location {
+  int line = 0;
+  int column = 0;
+  size_t depth = 0;
+};
+
+// Location of `path` (indices into the merged config) in `tree`, the parse
+// tree of one text. `before` is what was parsed before that text (null for
+// the first): its entries of a repeated field come first in the merged
+// config, so the text's own entry k is merged entry k + their count.
+Location Locate(const TextFormat::ParseInfoTree* tree, const FieldPath& path,
+                const google::protobuf::Message* before) {
   const Descriptor* desc = RunConfig::descriptor();
-  std::optional<std::pair<int, int>> found;
+  Location found;
   for (size_t i = 0; i < path.size() && tree != nullptr && desc != nullptr; ++i) {
     const FieldDescriptor* fd = desc->FindFieldByName(path[i].field);
     if (fd == nullptr) break;
-    const int index = fd->is_repeated() ? std::max(path[i].index, 0) : -1;
+    int index = -1;
+    if (fd->is_repeated()) {
+      const int earlier = before == nullptr ? 0 : before->GetReflection()->FieldSize(*before, fd);
+      index = std::max(path[i].index, 0) - earlier;
+      if (index < 0) break;  // an entry of the earlier text
+    }
     auto loc = tree->GetLocation(fd, index);
     if (loc.line < 0) break;
-    found = std::make_pair(loc.line + 1, loc.column + 1);
+    found = {loc.line + 1, loc.column + 1, i + 1};
     if (fd->type() != FieldDescriptor::TYPE_MESSAGE) break;
+    if (before != nullptr) {
+      // Below a singular message the earlier text's fields still come
+      // first; below a repeated entry of this text there are none.
+      before = fd->is_repeated() ? nullptr : &before->GetReflection()->GetMessage(*before, fd);
+    }
     tree = tree->GetTreeForNested(fd, index);
     desc = fd->message_type();
   }
@@ -597,6 +620,7 @@ absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view so
   TextFormat::ParseInfoTree override_tree;
   absl::Status st = ParseText(text, source_name, /*merge=*/false, &file_tree, &config);
   if (!st.ok()) return st;
+  const RunConfig from_file = config;
   if (!override_text.empty()) {
     st = ParseText(override_text, "--override", /*merge=*/true, &override_tree, &config);
     if (!st.ok()) return st;
@@ -610,11 +634,15 @@ absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view so
   std::optional<ConfigError> error = Validator(config, world_size).Run();
   if (!error.has_value()) return config;
 
+  // The text that holds more of the offending field's path set it (the
+  // override, when both hold all of it: it was merged last).
   std::string where(source_name);
-  if (auto loc = Locate(&override_tree, error->path)) {
-    where = absl::StrFormat("--override:%d:%d", loc->first, loc->second);
-  } else if (auto loc = Locate(&file_tree, error->path)) {
-    where = absl::StrFormat("%s:%d:%d", source_name, loc->first, loc->second);
+  const Location in_override = Locate(&override_tree, error->path, &from_file);
+  const Location in_file = Locate(&file_tree, error->path, nullptr);
+  if (in_override.depth > 0 && in_override.depth >= in_file.depth) {
+    where = absl::StrFormat("--override:%d:%d", in_override.line, in_override.column);
+  } else if (in_file.depth > 0) {
+    where = absl::StrFormat("%s:%d:%d", source_name, in_file.line, in_file.column);
   }
   return absl::InvalidArgumentError(
       absl::StrCat(where, ": ", PathString(error->path), ": ", error->message));
@@ -622,11 +650,9 @@ absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view so
 
 absl::StatusOr<RunConfig> LoadConfig(const std::string& path, std::string_view override_text,
                                      int world_size) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config file '", path, "'"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseConfig(text.str(), path, override_text, world_size);
+  absl::StatusOr<std::string> text = base::ReadTextFile(path, kMaxConfigBytes, "config file");
+  if (!text.ok()) return text.status();
+  return ParseConfig(*text, path, override_text, world_size);
 }
 
 }  // namespace lemrt::config

@@ -4,6 +4,7 @@
 #ifndef LEMRT_PROTO_CONFIG_LOADER_H_
 #define LEMRT_PROTO_CONFIG_LOADER_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,9 @@
 #include "proto/config.pb.h"
 
 namespace lemrt::config {
+
+// Config files (and limits files) larger than this are refused unread.
+inline constexpr int64_t kMaxConfigBytes = int64_t{16} << 20;
 
 // Reads `path` (text format), merges `override_text` into it with text-format
 // merge semantics (scalars replace, repeated fields append, messages merge),
@@ -20,6 +24,9 @@ namespace lemrt::config {
 //   semantic errors: "<path>:<line>:<col>: <field path>: <what is wrong>"
 //                    (location of the offending field, or of "--override" when
 //                    the override set it; just the file when unset).
+//   the file:        NotFound when it cannot be read, InvalidArgument when it
+//                    is not a regular file (a directory, a FIFO) or larger
+//                    than kMaxConfigBytes.
 absl::StatusOr<RunConfig> LoadConfig(const std::string& path,
                                      std::string_view override_text,
                                      int world_size);

@@ -100,6 +100,39 @@ TEST(ConfigLoaderTest, NumChipsMustMatchWorldSize) {
   EXPECT_THAT(ErrorOf("topology { num_chips: 4 }", 3), HasSubstr("--override:1:"));
 }
 
+// An error in a field the config file set is reported at the file, also when
+// the override touches the same section (`training { steps: N }` used to
+// move a file's training error to --override:1:1); a field the override set
+// is reported at the override; appended repeated entries count after the
+// file's.
+TEST(ConfigLoaderTest, ErrorsPointAtTheTextThatSetTheField) {
+  std::string file = kValid;
+  file.replace(file.find("global_batch: 64"), 16, "global_batch: 60");
+  auto c = ParseConfig(file, "model.pbtxt", "training { steps: 5 }", 2);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("model.pbtxt:9:3: training.global_batch"));
+  c = ParseConfig(kValid, "model.pbtxt", "training { steps: 5 global_batch: 60 }", 2);
+  EXPECT_THAT(c.status().message(), HasSubstr("--override:1:21: training.global_batch"));
+  // tables[1] is the file's, tables[2] the override's first entry.
+  c = ParseConfig(std::string(kValid) + "tables { name: \"t2\" vocab_size: 5 dim: 0 }",
+                  "model.pbtxt", "tables { name: \"t3\" vocab_size: 5 dim: 8 }", 2);
+  EXPECT_THAT(c.status().message(), HasSubstr("model.pbtxt:12:35: tables[2].dim"));
+  c = ParseConfig(kValid, "model.pbtxt",
+                  "tables { name: \"t2\" vocab_size: 5 dim: 8 }\n"
+                  "tables { name: \"t3\" vocab_size: 5 dim: 0 }",
+                  2);
+  EXPECT_THAT(c.status().message(), HasSubstr("--override:2:"));
+  EXPECT_THAT(c.status().message(), HasSubstr("tables[3].dim"));
+}
+
+TEST(ConfigLoaderTest, ConfigFileMustBeARegularFileOfBoundedSize) {
+  auto c = LoadConfig("/tmp", "", 1);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("config file '/tmp' is a directory"));
+  c = LoadConfig("/nonexistent.pbtxt", "", 1);
+  EXPECT_THAT(c.status().message(), HasSubstr("cannot read config file '/nonexistent.pbtxt'"));
+}
+
 TEST(ConfigLoaderTest, GlobalBatchDivisibleByTotalSparseCores) {
   std::string e = ErrorOf("training { global_batch: 60 }", 2);
   EXPECT_THAT(e, HasSubstr("training.global_batch"));
