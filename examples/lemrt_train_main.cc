@@ -4,7 +4,10 @@
 //   mpirun -np 4 build/bin/lemrt_train --config=examples/configs/dlrm_synthetic.pbtxt
 //       [--override='training { steps: 50 }'] [--summary_json=out/summary.json]
 #include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -13,6 +16,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "device/plan/memory_plan.h"
@@ -58,6 +62,32 @@ DEFINE_string(metrics_csv, "",
               "Rank 0 writes one CSV row per logged or evaluated step here.");
 
 namespace {
+
+// The first stop signal's number, 0 until one arrives: the one piece of
+// global state signal handling cannot avoid, written only by OnStopSignal
+// and read by the trainer once per step (Trainer::set_stop_signal).
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+// SIGTERM, SIGINT, SIGUSR1: the first asks every rank to finish its step,
+// save and exit (the trainer agrees on it over the ranks); a second aborts
+// at once. Only async-signal-safe calls.
+extern "C" void OnStopSignal(int signal) {
+  if (g_stop_signal != 0) {
+    static const char kMessage[] =
+        "lemrt_train: a second stop signal: exiting now, without a checkpoint\n";
+    (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+    _exit(128 + signal);
+  }
+  g_stop_signal = signal;
+}
+
+void InstallStopHandlers() {
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int signal : {SIGTERM, SIGINT, SIGUSR1}) sigaction(signal, &action, nullptr);
+}
 
 // The tracing and metrics flags as a text-format override.
 absl::StatusOr<std::string> ObservabilityOverride() {
@@ -122,7 +152,19 @@ class MpiSession {
   int provided_ = 0;
 };
 
-absl::Status Run(int rank, int world_size, bool thread_multiple) {
+// The sentence a stopped run ends with, on rank 0.
+std::string StopSentence(const lemrt::summary::RunSummary& summary,
+                         const lemrt::config::RunConfig& config) {
+  const auto& stop = summary.stopped();
+  std::string text = absl::StrFormat("stopped by %s after step %d of %d (every rank finished it); ",
+                                     stop.signal(), stop.steps_completed(), summary.steps());
+  if (stop.checkpoint().empty()) return text + "no checkpoint saved (no --checkpoint_dir)";
+  return absl::StrCat(text, "checkpoint saved: ", stop.checkpoint(), "; resume with --restore_from=",
+                      config.checkpoint().dir());
+}
+
+// Runs the job; `*stop_signal` is set when a stop signal ended it early.
+absl::Status Run(int rank, int world_size, bool thread_multiple, int* stop_signal) {
   if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
   auto observability = ObservabilityOverride();
   if (!observability.ok()) return observability.status();
@@ -152,8 +194,21 @@ absl::Status Run(int rank, int world_size, bool thread_multiple) {
   if (!outputs.ok()) return outputs;
   auto trainer = lemrt::runtime::Trainer::Create(*config, **sparse_comm, **dense_comm);
   if (!trainer.ok()) return trainer.status();
+  (*trainer)->set_stop_signal(&g_stop_signal);
   auto summary = (*trainer)->Run();
   if (!summary.ok()) return summary.status();
+  if (summary->has_stopped()) {
+    *stop_signal = (*trainer)->stopped_by();
+    if (rank == 0) {
+      std::printf("%s", lemrt::runtime::SummaryTable(*summary).c_str());
+      std::fflush(stdout);
+      if (!FLAGS_summary_json.empty()) {
+        LEMRT_RETURN_IF_ERROR(lemrt::runtime::WriteSummaryJson(*summary, FLAGS_summary_json));
+      }
+      std::fprintf(stderr, "lemrt_train: %s\n", StopSentence(*summary, *config).c_str());
+    }
+    return absl::OkStatus();
+  }
   if (FLAGS_eval_quantized) {
     absl::Status q = lemrt::runtime::EvaluateInt8Tables(*config, **trainer, **sparse_comm,
                                                         &*summary);
@@ -190,10 +245,14 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (rank != 0) FLAGS_minloglevel = google::GLOG_WARNING;
-  const absl::Status st = Run(rank, world_size, mpi.multiple());
+  InstallStopHandlers();
+  int stop_signal = 0;
+  const absl::Status st = Run(rank, world_size, mpi.multiple(), &stop_signal);
   if (!st.ok()) {
     std::fprintf(stderr, "lemrt_train: error: %s\n", std::string(st.message()).c_str());
     return 1;
   }
-  return 0;
+  // Stopped early (checkpoint saved, summary written): the shell's
+  // "ended by this signal" status, so schedulers see an unfinished run.
+  return stop_signal != 0 ? 128 + stop_signal : 0;
 }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/auc.h"
 #include "glog/logging.h"
@@ -300,6 +302,30 @@ std::unique_ptr<StepPipeline> Trainer::NewPipeline() {
   return std::make_unique<StepPipeline>(o, std::move(stages));
 }
 
+absl::Status Trainer::Stop(int64_t step, LoopTotals* totals) {
+  LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
+  // Ranks may have caught different signals (or none): name the highest.
+  int64_t signal = stop_signal_ != nullptr ? *stop_signal_ : 0;
+  LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceMax(std::span<int64_t>(&signal, 1)));
+  totals->stop_signal = static_cast<int>(signal);
+  stopped_by_ = totals->stop_signal;
+  const char* abbrev = sigabbrev_np(totals->stop_signal);
+  totals->stop_signal_name =
+      abbrev != nullptr ? absl::StrCat("SIG", abbrev) : absl::StrCat("signal ", signal);
+  totals->end_step = step + 1;
+  if (sparse_comm_.rank() == 0) {
+    LOG(WARNING) << absl::StrFormat("%s: every rank stops after step %d of %d",
+                                    totals->stop_signal_name, step + 1,
+                                    config_.training().steps());
+  }
+  // A drain point may have saved this step already.
+  const bool saved = DrainAfter(step) && checkpoint::Checkpointer::Due(config_, step + 1);
+  if (config_.checkpoint().has_dir() && !saved) {
+    LEMRT_RETURN_IF_ERROR(checkpointer_->Save(step + 1, *sparse_, *dense_));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<summary::RunSummary> Trainer::Run() {
   const auto& tc = config_.training();
   const bool leader = sparse_comm_.rank() == 0;
@@ -321,8 +347,12 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   for (int64_t step = totals.first_step; step < tc.steps(); ++step) {
     const bool drain = DrainAfter(step);
     LEMRT_ASSIGN_OR_RETURN(const PipelineStep done, pipeline_->Step(step, drain));
-    double loss = done.slot->loss_sum;
-    LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceSum(std::span<double>(&loss, 1)));
+    // The stop request rides on the loss all-reduce: every rank learns of a
+    // signal to any rank after the same step.
+    double reduced[2] = {done.slot->loss_sum,
+                         stop_signal_ != nullptr && *stop_signal_ != 0 ? 1.0 : 0.0};
+    LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceSum(std::span<double>(reduced, 2)));
+    const double loss = reduced[0];
     totals.step_ms.push_back(MsSince(step_start));
     totals.train_sec += totals.step_ms.back() / 1000.0;
     totals.wait_ms += done.forward_wait_ms;
@@ -351,8 +381,13 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
       }
       LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1, *sparse_, *dense_));
     }
+    if (reduced[1] > 0) {
+      LEMRT_RETURN_IF_ERROR(Stop(step, &totals));
+      break;
+    }
     step_start = Clock::now();
   }
+  if (totals.stop_signal == 0) totals.end_step = tc.steps();
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   prefetcher_.reset();  // every training step was taken
   return Summarise(totals);

@@ -16,6 +16,7 @@
 #define LEMRT_RUNTIME_TRAINER_H_
 
 #include <array>
+#include <csignal>
 #include <memory>
 #include <span>
 #include <vector>
@@ -66,8 +67,20 @@ class Trainer {
   ~Trainer();
 
   // Collective: trains training.steps steps and evaluates. Data errors on
-  // any rank stop every rank with the same error.
+  // any rank stop every rank with the same error. A stop request (see
+  // set_stop_signal) on any rank makes every rank finish the same step,
+  // save a checkpoint (with checkpoint.dir) and return the summary early,
+  // with `stopped` set and no final evaluation.
   absl::StatusOr<summary::RunSummary> Run();
+
+  // Where Run reads stop requests: a signal number written asynchronously
+  // (by a signal handler), 0 while there is none. Read once per step and
+  // agreed over the ranks with the step's loss all-reduce (no extra
+  // collective). Must outlive Run; null (the default) never stops.
+  void set_stop_signal(const volatile std::sig_atomic_t* signal) { stop_signal_ = signal; }
+  // After Run: the signal that stopped it, agreed over the ranks (the
+  // highest number caught); 0 when it ran to the end.
+  int stopped_by() const { return stopped_by_; }
 
   // Collective: evaluates the current model on the eval set. No step may be
   // in flight (outside Run, or at Run's drain points).
@@ -87,6 +100,9 @@ class Trainer {
     std::vector<double> losses;   // global mean loss per step run
     double wait_ms = 0;           // waiting for lookups
     double train_sec = 0;         // sum of step_ms, seconds
+    int64_t end_step = 0;         // steps done at the end (< steps when stopped)
+    int stop_signal = 0;          // the signal that stopped the run, or 0
+    std::string stop_signal_name; // "SIGTERM"
   };
 
   Trainer(const config::RunConfig& config, Communicator& sparse_comm, Communicator& dense_comm);
@@ -112,7 +128,12 @@ class Trainer {
   struct LoopTotals;
   absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals);
 
+  // At a stop request agreed after `step`: drains, saves, records the stop.
+  absl::Status Stop(int64_t step, LoopTotals* totals);
+
   const config::RunConfig& config_;
+  const volatile std::sig_atomic_t* stop_signal_ = nullptr;
+  int stopped_by_ = 0;
   // Restores, saves, keeps the checkpoint directory (locked while we live).
   std::unique_ptr<checkpoint::Checkpointer> checkpointer_;
   // The static memory plan checked at start-up.

@@ -9,6 +9,7 @@
 #include "device/plan/memory_plan_report.h"
 #include "glog/logging.h"
 #include "host/stacking.h"
+#include "runtime/checkpoint/checkpointer.h"
 #include "runtime/model_stats.h"
 #include "runtime/trainer.h"
 
@@ -27,11 +28,17 @@ double Percentile(std::vector<double> v, double p) {
 absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals) {
   const auto& tc = config_.training();
   const bool leader = sparse_comm_.rank() == 0;
-  LEMRT_ASSIGN_OR_RETURN(EvalResult eval, Evaluate());
-  recorder_->EvalDone(tc.steps() - 1, eval.auc, eval.logloss);
-  if (leader) {
-    LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
-                                 tc.steps(), eval.auc, eval.logloss, eval.samples);
+  // A stopped run (a preemption) skips the final evaluation: the time left
+  // before the scheduler's kill is better spent saving.
+  const bool stopped = totals.stop_signal != 0;
+  EvalResult eval;
+  if (!stopped) {
+    LEMRT_ASSIGN_OR_RETURN(eval, Evaluate());
+    recorder_->EvalDone(tc.steps() - 1, eval.auc, eval.logloss);
+    if (leader) {
+      LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
+                                   tc.steps(), eval.auc, eval.logloss, eval.samples);
+    }
   }
   LEMRT_ASSIGN_OR_RETURN(ModelStats stats,
                          ComputeModelStats(sparse_comm_, *sparse_, dense_->model().params()));
@@ -51,7 +58,12 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
   s.set_sparse_cores_per_chip(config_.topology().sparse_cores_per_chip());
   s.set_global_batch(tc.global_batch());
   s.set_steps(tc.steps());
-  const int64_t steps_run = tc.steps() - totals.first_step;
+  const int64_t steps_run = totals.end_step - totals.first_step;
+  if (stopped) {
+    s.mutable_stopped()->set_signal(totals.stop_signal_name);
+    s.mutable_stopped()->set_steps_completed(totals.end_step);
+    s.mutable_stopped()->set_checkpoint(checkpointer_->last_saved());
+  }
   s.set_samples_per_sec(slowest > 0 ? steps_run * tc.global_batch() / slowest : 0);
   double mean = 0;
   for (double v : totals.step_ms) mean += v;

@@ -3,7 +3,8 @@
 # failure, never a stuck CI.
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# KEEP_WORK=1 keeps the work directory (logs, checkpoints) for debugging.
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 config="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
 failed=0
 passed=0

@@ -4,12 +4,12 @@
 # field error is reported at the file's line even when --override touches
 # the same section; outputs written at the end of a run (--summary_json,
 # --trace_json, --metrics_csv) that cannot be written fail before step 0 (the
-# runs here have 10^8 steps, so a late check would time out). Every job ends
+# runs here have 10^6 steps, so a late check would time out). Every job ends
 # non-zero within 30 s with the same sentence on every rank.
 # Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
 source "$(dirname "$0")/fault_lib.sh"
-long='training { steps: 100000000 log_every: 0 eval_samples: 0 }'
+long='training { steps: 1000000 log_every: 0 eval_samples: 0 }'
 
 mkdir -p "$work/confdir"
 expect_same_error config_is_a_directory 2 "config file '$work/confdir' is a directory, not a regular file" \
