@@ -250,7 +250,7 @@ void BM_Update(benchmark::State& state) {
   TableShard& shard = f.sc->mutable_shard(0);
   // The update reads gradients, rows and slots and writes rows and slots:
   // (3 + 2 s) P bytes of traffic, what a memcpy of half as many bytes moves.
-  const int s = f.opt->slots_per_param();
+  const double s = static_cast<double>(f.opt->SlotFloats(dim)) / dim;
   const double copy_bytes = (3 + 2 * s) * bytes / 2;
   // Into the table from the first id's row (moved back as far as the copy
   // needs to stay inside the table), the pages the kernel updates.
@@ -265,7 +265,7 @@ void BM_Update(benchmark::State& state) {
     const float* gr = f.grads.data();
     for (const host::CooEntry& e : f.entries) {
       f.opt->Apply(shard.mutable_row(e.col), shard.mutable_row_slots(e.col),
-                   std::span<const float>(gr, dim), 1);
+                   std::span<const float>(gr, dim), 1, f.opt->learning_rate());
       gr += dim;
     }
     benchmark::ClobberMemory();

@@ -5,7 +5,7 @@
 //   lemrt_ckpt export DIR --table=NAME --out=FILE.npy [--slots]
 //                                       one logical table as a [vocab x dim]
 //                                       float32 .npy (--slots: its optimizer
-//                                       slots, [vocab x slots_per_param*dim])
+//                                       slots, [vocab x slot floats per row])
 //
 // DIR is a step directory or a directory of them (the newest complete one).
 #include <cstdio>
@@ -41,14 +41,14 @@ absl::Status Inspect(const std::string& dir, const Manifest& m) {
   std::printf("batch, seed  %ld, %lu\n", static_cast<long>(m.global_batch()),
               static_cast<unsigned long>(m.seed()));
   std::printf("checksum     %s\n", m.model_checksum().c_str());
-  std::printf("%-16s %12s %5s %-10s %12s\n", "table", "rows", "dim", "optimizer", "bytes");
+  std::printf("%-16s %12s %5s %-15s %12s\n", "table", "rows", "dim", "optimizer", "bytes");
   for (const TableEntry& t : m.tables()) {
     int64_t bytes = 0;
     for (const FileEntry& f : t.files()) bytes += f.bytes();
-    std::printf("%-16s %12ld %5d %-10s %12ld\n", t.name().c_str(), static_cast<long>(t.vocab_size()),
+    std::printf("%-16s %12ld %5d %-15s %12ld\n", t.name().c_str(), static_cast<long>(t.vocab_size()),
                 t.dim(), t.optimizer().c_str(), static_cast<long>(bytes));
   }
-  std::printf("%-16s %12ld %5s %-10s %12ld\n", "(dense)", static_cast<long>(m.dense().num_params()),
+  std::printf("%-16s %12ld %5s %-15s %12ld\n", "(dense)", static_cast<long>(m.dense().num_params()),
               "", m.dense().optimizer().c_str(), static_cast<long>(m.dense().file().bytes()));
   if (FLAGS_full) {
     std::string text;
@@ -66,7 +66,7 @@ absl::Status Export(const std::string& dir, const Manifest& m) {
   LEMRT_RETURN_IF_ERROR(ReadWholeTable(dir, m, FLAGS_table, &weights, FLAGS_slots ? &slots : nullptr));
   for (const TableEntry& t : m.tables()) {
     if (t.name() != FLAGS_table) continue;
-    const int64_t cols = FLAGS_slots ? int64_t{t.dim()} * t.slots_per_param() : t.dim();
+    const int64_t cols = FLAGS_slots ? SlotFloatsPerRecord(t) : t.dim();
     LEMRT_RETURN_IF_ERROR(
         WriteNpy(FLAGS_out, t.vocab_size(), cols, FLAGS_slots ? slots : weights));
     std::printf("wrote %s: table '%s' %s, %ld x %ld float32\n", FLAGS_out.c_str(),

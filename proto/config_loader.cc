@@ -184,7 +184,35 @@ class Validator {
         Fail(path, absl::StrCat("must be > 0, got ", o.adagrad().initial_accumulator()));
       }
     }
+    CheckRowwiseAdagradAndWeightDecay(path, o);
     CheckAdamAndFtrl(std::move(path), o);
+  }
+
+  void CheckRowwiseAdagradAndWeightDecay(const FieldPath& path, const OptimizerConfig& o) {
+    auto at = [&](std::initializer_list<const char*> fields) {
+      FieldPath p = path;
+      for (const char* f : fields) p.push_back({f});
+      return p;
+    };
+    if (o.has_rowwise_adagrad()) {
+      const auto& r = o.rowwise_adagrad();
+      if (path.front().field != "tables") {
+        Fail(at({"rowwise_adagrad"}),
+             "row-wise Adagrad is for embedding tables only (one accumulator per row); use "
+             "sgd, adagrad or adam for dense parameters");
+      } else if (!(std::isfinite(r.initial_accumulator()) && r.initial_accumulator() >= 0)) {
+        Fail(at({"rowwise_adagrad", "initial_accumulator"}),
+             absl::StrCat("must be a finite number >= 0, got ", r.initial_accumulator()));
+      } else if (!Positive(r.epsilon())) {
+        Fail(at({"rowwise_adagrad", "epsilon"}), absl::StrCat("must be > 0, got ", r.epsilon()));
+      }
+    }
+    if (!(std::isfinite(o.weight_decay()) && o.weight_decay() >= 0)) {
+      Fail(at({"weight_decay"}),
+           absl::StrCat("must be a finite number >= 0 (0 = none), got ", o.weight_decay()));
+    } else if (o.weight_decay() > 0 && o.has_ftrl()) {
+      Fail(at({"weight_decay"}), "FTRL regularises with its own l2 (ftrl.l2); remove weight_decay");
+    }
   }
 
   void CheckAdamAndFtrl(FieldPath path, const OptimizerConfig& o) {
@@ -382,6 +410,14 @@ class Validator {
         Fail({{"model"}, {"top_mlp", i}}, absl::StrCat("must be > 0, got ", m.top_mlp(i)));
       }
     }
+    if (m.has_dcn_v2() || m.has_concat()) {
+      Fail({{"model"}, {m.has_dcn_v2() ? "dcn_v2" : "concat"}},
+           "is not implemented yet (only the dot interaction is)");
+    }
+    if (m.bottom_mlp_dropout() != 0 || m.top_mlp_dropout() != 0) {
+      Fail({{"model"}, {m.bottom_mlp_dropout() != 0 ? "bottom_mlp_dropout" : "top_mlp_dropout"}},
+           "is not implemented yet");
+    }
   }
 
   void CheckTraining() {
@@ -407,9 +443,59 @@ class Validator {
            absl::StrCat("must be a finite number > 0, got ", t.embedding_learning_rate()));
     }
     if (t.has_dense_optimizer()) CheckOptimizer(at("dense_optimizer"), t.dense_optimizer());
+    if (t.has_learning_rate_schedule()) {
+      CheckSchedule("learning_rate_schedule", t.learning_rate_schedule(), t.steps());
+    }
+    if (t.has_dense_learning_rate_schedule()) {
+      CheckSchedule("dense_learning_rate_schedule", t.dense_learning_rate_schedule(), t.steps());
+    }
+    if (t.has_embedding_learning_rate_schedule()) {
+      CheckSchedule("embedding_learning_rate_schedule", t.embedding_learning_rate_schedule(),
+                    t.steps());
+    }
     if (t.eval_every() < 0) Fail(at("eval_every"), "must be >= 0");
+    if (t.early_stop_evals() != 0) Fail(at("early_stop_evals"), "is not implemented yet");
     if (t.eval_samples() < 0) Fail(at("eval_samples"), "must be >= 0");
     if (t.log_every() < 0) Fail(at("log_every"), "must be >= 0");
+  }
+
+  // A learning-rate schedule (device/optimizers/lr_schedule.h) of a run of
+  // `steps` steps.
+  void CheckSchedule(const char* name, const LearningRateScheduleConfig& s, int64_t steps) {
+    auto at = [&](const char* f) { return FieldPath{{"training"}, {name}, {f}}; };
+    using Sched = LearningRateScheduleConfig;
+    if (s.warmup_steps() < 0) {
+      Fail(at("warmup_steps"), absl::StrCat("must be >= 0 steps, got ", s.warmup_steps()));
+      return;
+    }
+    if (s.decay() == Sched::CONSTANT) {
+      for (const char* f : {"decay_start_step", "decay_steps", "power", "end_factor"}) {
+        if (s.GetReflection()->HasField(s, s.GetDescriptor()->FindFieldByName(f))) {
+          Fail(at(f), "is set but decay is CONSTANT (no decay); set decay: LINEAR, POLYNOMIAL "
+                      "or COSINE, or remove it");
+          return;
+        }
+      }
+      return;
+    }
+    const int64_t start = s.has_decay_start_step() ? s.decay_start_step() : s.warmup_steps();
+    if (start < s.warmup_steps()) {
+      Fail(at("decay_start_step"),
+           absl::StrFormat("is %d, inside the warm-up (warmup_steps %d); the decay starts at or "
+                           "after the warm-up's end",
+                           start, s.warmup_steps()));
+    } else if (s.has_decay_steps() && s.decay_steps() <= 0) {
+      Fail(at("decay_steps"), absl::StrCat("must be > 0 steps, got ", s.decay_steps()));
+    } else if (!s.has_decay_steps() && steps - start <= 0) {
+      Fail(at(s.has_decay_start_step() ? "decay_start_step" : "decay"),
+           absl::StrFormat("the decay would start at step %d but the run has %d steps "
+                           "(training.steps); set decay_steps or an earlier decay_start_step",
+                           start, steps));
+    } else if (!Positive(s.power())) {
+      Fail(at("power"), absl::StrCat("must be > 0, got ", s.power()));
+    } else if (!(s.end_factor() >= 0 && s.end_factor() <= 1)) {
+      Fail(at("end_factor"), absl::StrCat("must be in [0, 1], got ", s.end_factor()));
+    }
   }
 
   void CheckSparseCore() {
@@ -523,6 +609,10 @@ class Validator {
       Fail({{"data"}, {"synthetic"}, {"zipf_exponent"}},
            absl::StrCat("must be > 0, got ", s.zipf_exponent()));
     }
+    if (!std::isfinite(s.teacher_cross_scale())) {
+      Fail({{"data"}, {"synthetic"}, {"teacher_cross_scale"}},
+           absl::StrCat("must be a finite number, got ", s.teacher_cross_scale()));
+    }
   }
 
   // Trace bounds only mean something with a trace; a path must name a file.
@@ -553,6 +643,7 @@ class Validator {
   void CheckCheckpoint() {
     if (!c_.has_checkpoint()) return;
     const CheckpointConfig& k = c_.checkpoint();
+    if (k.keep_best()) Fail({{"checkpoint"}, {"keep_best"}}, "is not implemented yet");
     if (k.has_dir() && k.dir().empty()) {
       Fail({{"checkpoint"}, {"dir"}}, "is empty; name a directory or leave it unset");
     }

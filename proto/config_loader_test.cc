@@ -207,5 +207,43 @@ TEST(ConfigLoaderTest, StepBufferReserveMustNotBeNegative) {
               HasSubstr("sparse_core.step_buffer_reserve_mib: must be >= 0 MiB (0 = off), got -1"));
 }
 
+TEST(ConfigLoaderTest, RowwiseAdagradAndWeightDecayAreChecked) {
+  EXPECT_EQ(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 combiner: SUM optimizer { rowwise_adagrad {} weight_decay: 0.01 } }"),
+            "");
+  EXPECT_THAT(ErrorOf("training { dense_optimizer { rowwise_adagrad {} } }"),
+              HasSubstr("training.dense_optimizer.rowwise_adagrad: row-wise Adagrad is for "
+                        "embedding tables only"));
+  EXPECT_THAT(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 combiner: SUM optimizer { rowwise_adagrad { epsilon: 0 } } }"),
+              HasSubstr("rowwise_adagrad.epsilon: must be > 0"));
+  EXPECT_THAT(
+      ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 combiner: SUM optimizer { rowwise_adagrad { initial_accumulator: -1 } } }"),
+      HasSubstr("rowwise_adagrad.initial_accumulator: must be a finite number >= 0"));
+  EXPECT_THAT(ErrorOf("training { dense_optimizer { weight_decay: -0.1 } }"),
+              HasSubstr("training.dense_optimizer.weight_decay: must be a finite number >= 0"));
+  EXPECT_THAT(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 combiner: SUM optimizer { ftrl {} weight_decay: 0.1 } }"),
+              HasSubstr("FTRL regularises with its own l2"));
+}
+
+TEST(ConfigLoaderTest, LearningRateSchedulesAreChecked) {
+  EXPECT_EQ(ErrorOf("training { learning_rate_schedule { warmup_steps: 3 decay: COSINE } }"), "");
+  EXPECT_THAT(ErrorOf("training { learning_rate_schedule { warmup_steps: -1 } }"),
+              HasSubstr("--override:1:"));  // the override's location: it set the field
+  EXPECT_THAT(ErrorOf("training { dense_learning_rate_schedule { warmup_steps: -1 } }"),
+              HasSubstr("training.dense_learning_rate_schedule.warmup_steps: must be >= 0"));
+  EXPECT_THAT(ErrorOf("training { learning_rate_schedule { decay_steps: 5 } }"),
+              HasSubstr("decay_steps: is set but decay is CONSTANT"));
+  EXPECT_THAT(ErrorOf("training { embedding_learning_rate_schedule { warmup_steps: 5 decay: "
+                      "LINEAR decay_start_step: 2 } }"),
+              HasSubstr("decay_start_step: is 2, inside the warm-up"));
+  EXPECT_THAT(ErrorOf("training { learning_rate_schedule { warmup_steps: 10 decay: LINEAR } }"),
+              HasSubstr("the decay would start at step 10 but the run has 10 steps"));
+  EXPECT_THAT(ErrorOf("training { learning_rate_schedule { decay: POLYNOMIAL power: 0 } }"),
+              HasSubstr("power: must be > 0"));
+  EXPECT_THAT(ErrorOf("training { learning_rate_schedule { decay: COSINE end_factor: 2 } }"),
+              HasSubstr("end_factor: must be in [0, 1]"));
+  EXPECT_THAT(ErrorOf("training { learning_rate_schedule { decay: LINEAR decay_steps: 0 } }"),
+              HasSubstr("decay_steps: must be > 0"));
+}
+
 }  // namespace
 }  // namespace lemrt::config

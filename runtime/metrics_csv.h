@@ -7,7 +7,10 @@
 // excluded), eval_auc and eval_logloss (empty when the step was not
 // evaluated), then mean ms per step since the previous row of host,
 // sc_forward, tc, sc_backward, exchange (inside the SparseCore stages) and the
-// whole step, on rank 0.
+// whole step, on rank 0; then the learning rates that step ran at (after the
+// schedules: device/optimizers/lr_schedule.h): the dense optimizer's, and
+// training.embedding_learning_rate's (tables with their own learning_rate
+// are scaled by the same factor).
 #ifndef LEMRT_RUNTIME_METRICS_CSV_H_
 #define LEMRT_RUNTIME_METRICS_CSV_H_
 
@@ -23,7 +26,7 @@ namespace lemrt::runtime {
 
 inline constexpr char kMetricsCsvHeader[] =
     "step,loss,samples_per_sec,eval_auc,eval_logloss,host_ms,sc_forward_ms,tc_ms,"
-    "sc_backward_ms,exchange_ms,step_ms";
+    "sc_backward_ms,exchange_ms,step_ms,dense_lr,embedding_lr";
 
 struct MetricsRow {
   int64_t step = 0;
@@ -33,6 +36,7 @@ struct MetricsRow {
   std::optional<double> eval_logloss;
   double host_ms = 0, sc_forward_ms = 0, tc_ms = 0, sc_backward_ms = 0, exchange_ms = 0;
   double step_ms = 0;
+  double dense_lr = 0, embedding_lr = 0;
 };
 
 // The row as CSV text (no newline).

@@ -32,6 +32,8 @@ TEST(MetricsCsvTest, HeaderAndRows) {
   a.sc_backward_ms = 4;
   a.exchange_ms = 0.5;
   a.step_ms = 10;
+  a.dense_lr = 0.05;
+  a.embedding_lr = 0.125;
   MetricsRow b = a;
   b.step = 20;
   b.eval_auc = 0.75;
@@ -42,7 +44,7 @@ TEST(MetricsCsvTest, HeaderAndRows) {
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], kMetricsCsvHeader);
   const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
-  EXPECT_EQ(header.size(), 11u);
+  EXPECT_EQ(header.size(), 13u);
   const std::vector<std::string> ra = absl::StrSplit(lines[1], ',');
   const std::vector<std::string> rb = absl::StrSplit(lines[2], ',');
   ASSERT_EQ(ra.size(), header.size());
@@ -54,6 +56,9 @@ TEST(MetricsCsvTest, HeaderAndRows) {
   EXPECT_DOUBLE_EQ(std::stod(rb[4]), 0.45);
   EXPECT_DOUBLE_EQ(std::stod(ra[7]), 3);  // tc_ms
   EXPECT_DOUBLE_EQ(std::stod(ra[10]), 10);
+  EXPECT_EQ(header[11], "dense_lr");
+  EXPECT_DOUBLE_EQ(std::stod(ra[11]), 0.05);
+  EXPECT_DOUBLE_EQ(std::stod(ra[12]), 0.125);
   std::remove(path.c_str());
 }
 

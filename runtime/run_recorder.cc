@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "device/optimizers/lr_schedule.h"
 #include "device/sparsecore/sparse_core.h"
 #include "glog/logging.h"
 #include "proto/config_loader.h"
@@ -223,6 +224,13 @@ MetricsRow RunRecorder::WindowRowLocked(int64_t step, double loss) const {
   }
   if (n > 0) row.step_ms = step_sum / n;
   if (step_sum > 0) row.samples_per_sec = n * config_.training().global_batch() / (step_sum / 1e3);
+  const auto& tc = config_.training();
+  row.dense_lr = device::LearningRateSchedule::ForDense(tc).Rate(
+      tc.dense_optimizer().has_learning_rate() ? tc.dense_optimizer().learning_rate()
+                                               : tc.dense_learning_rate(),
+      step);
+  row.embedding_lr =
+      device::LearningRateSchedule::ForEmbeddings(tc).Rate(tc.embedding_learning_rate(), step);
   if (complete > 0) {
     row.host_ms = stage_sum[kHost] / complete;
     row.sc_forward_ms = stage_sum[kScForward] / complete;

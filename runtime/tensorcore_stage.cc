@@ -16,8 +16,7 @@ absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
   const int64_t local_batch = config.training().global_batch() / comm.size();
   auto model = device::DlrmDense::Create(shape, local_batch, config.training().seed());
   if (!model.ok()) return model.status();
-  auto optimizer = device::CreateOptimizer(config.training().dense_optimizer(),
-                                           config.training().dense_learning_rate());
+  auto optimizer = device::CreateDenseOptimizer(config);
   return std::unique_ptr<TensorCoreStage>(new TensorCoreStage(
       comm, std::move(*model), std::move(optimizer), config.training().global_batch()));
 }
@@ -28,7 +27,7 @@ TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::Dlr
     : comm_(comm),
       model_(std::move(model)),
       optimizer_(std::move(optimizer)),
-      slots_(model_->num_params() * optimizer_->slots_per_param()),
+      slots_(optimizer_->SlotFloats(model_->num_params())),
       loss_scale_(1.0f / static_cast<float>(global_batch)) {
   optimizer_->InitSlots(slots_);
 }
@@ -41,7 +40,9 @@ absl::StatusOr<double> TensorCoreStage::Step(const host::Batch& batch,
                               batch.labels.data(), loss_scale_, d_activations.data());
   absl::Status st = comm_.AllReduceSum(model_->mutable_grads());
   if (!st.ok()) return st;
-  optimizer_->Apply(model_->params(), slots_, model_->grads(), ++updates_);
+  ++updates_;
+  optimizer_->Apply(model_->params(), slots_, model_->grads(), updates_,
+                    optimizer_->LearningRateAt(updates_));
   return loss;
 }
 

@@ -101,9 +101,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   t->host_worker_threads_ =
       HostWorkerThreads(config, LocalRanksFromEnvironment(comm.size()));
   std::vector<const device::Optimizer*> optimizers;
-  for (const auto& table : config.tables()) {
-    t->table_optimizers_.push_back(
-        device::CreateOptimizer(table.optimizer(), config.training().embedding_learning_rate()));
+  for (int table = 0; table < config.tables_size(); ++table) {
+    t->table_optimizers_.push_back(device::CreateTableOptimizer(config, table));
     optimizers.push_back(t->table_optimizers_.back().get());
   }
   auto recorder = RunRecorder::Create(config, comm.rank(), comm.size());

@@ -6,8 +6,8 @@
 #    stage per traced step (per SparseCore for the SparseCore stages, and the
 #    four all-to-alls on Exchange), none outside the traced steps;
 #  - the metrics CSV has the documented columns, one row per logged or
-#    evaluated step, eval columns exactly on evaluated steps, and its last
-#    loss / AUC equal the summary's;
+#    evaluated step, eval columns exactly on evaluated steps, the learning
+#    rates of a warm-up schedule, and its last loss / AUC equal the summary's;
 #  - the summary's per-table counters add up to its global id counters;
 #  - the host queue (host worker threads) shows as a "host queue" counter on
 #    every chip, the summary has a host_wait stage, and the host-bound
@@ -26,7 +26,8 @@ trap 'rm -rf "$work"' EXIT
 config="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
 
 timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$LEMRT_BIN/lemrt_train" \
-  --config="$config" --override='training { log_every: 10 eval_every: 25 }' \
+  --config="$config" \
+  --override='training { log_every: 10 eval_every: 25 dense_learning_rate_schedule { warmup_steps: 20 } }' \
   --trace_json="$work/trace.json" --trace_steps=3:6 --metrics_csv="$work/metrics.csv" \
   --summary_json="$work/summary.json" > "$work/run.log" 2>&1 \
   || { cat "$work/run.log"; echo "FAILED: lemrt_train with tracing"; exit 1; }
@@ -76,7 +77,7 @@ for r in range(W):
 rows = list(csv.DictReader(open(f"{w}/metrics.csv")))
 header = open(f"{w}/metrics.csv").readline().strip().split(",")
 want = ["step", "loss", "samples_per_sec", "eval_auc", "eval_logloss", "host_ms", "sc_forward_ms",
-        "tc_ms", "sc_backward_ms", "exchange_ms", "step_ms"]
+        "tc_ms", "sc_backward_ms", "exchange_ms", "step_ms", "dense_lr", "embedding_lr"]
 if header != want: fails.append(f"CSV header {header}")
 steps = [int(r["step"]) for r in rows]
 if steps != [10, 20, 25, 30, 40, 50]: fails.append(f"CSV steps {steps}")
@@ -84,6 +85,12 @@ for r in rows:
     evaluated = int(r["step"]) in (25, 50)
     if (r["eval_auc"] != "") != evaluated: fails.append(f"eval columns on row {r}")
     if not float(r["step_ms"]) > 0 or not float(r["samples_per_sec"]) > 0: fails.append(f"row {r}")
+# The dense rate warms up over 20 steps (the override), the embedding rate is constant.
+top = float(rows[-1]["dense_lr"])
+for r in rows:
+    want_lr = top * min(1.0, int(r["step"]) / 20)
+    if abs(float(r["dense_lr"]) - want_lr) > 1e-6 * top: fails.append(f"dense_lr on row {r}")
+    if r["embedding_lr"] != rows[0]["embedding_lr"]: fails.append(f"embedding_lr on row {r}")
 last = rows[-1]
 if abs(float(last["loss"]) - s["train"]["loss_last"]) > 1e-6: fails.append("CSV loss != summary")
 if abs(float(last["eval_auc"]) - s["eval"]["auc"]) > 1e-6: fails.append("CSV AUC != summary")

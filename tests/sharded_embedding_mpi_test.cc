@@ -55,6 +55,27 @@ model { num_dense_features: 1 bottom_mlp: 8 top_mlp: 1 }
 training { global_batch: 48 embedding_learning_rate: 0.5 seed: 6 }
 )pb";
 
+// Row-wise Adagrad (one accumulator per row), L2 and decoupled weight decay
+// and a warm-up schedule (a different learning rate each step): t0 is read
+// by two features, so its rows see repeated ids within and across samples.
+constexpr char kRowwiseConfig[] = R"pb(
+topology { sparse_cores_per_chip: 2 }
+tables { name: "t0" vocab_size: 30 dim: 8 combiner: SUM
+         optimizer { rowwise_adagrad {} weight_decay: 0.01 } }
+tables { name: "t1" vocab_size: 20 dim: 20 combiner: MEAN
+         optimizer { rowwise_adagrad { initial_accumulator: 0.1 } learning_rate: 0.3
+                     weight_decay: 0.02 weight_decay_mode: DECOUPLED } }
+tables { name: "t2" vocab_size: 7 dim: 16 combiner: SQRTN
+         optimizer { adagrad {} weight_decay: 0.05 } }
+features { name: "f0" table: "t0" max_sequence_length: 4 }
+features { name: "f1" table: "t1" max_sequence_length: 3 }
+features { name: "f2" table: "t0" max_sequence_length: 2 }
+features { name: "f3" table: "t2" max_sequence_length: 5 }
+model { num_dense_features: 1 bottom_mlp: 8 top_mlp: 1 }
+training { global_batch: 48 embedding_learning_rate: 0.5 seed: 5
+           embedding_learning_rate_schedule { warmup_steps: 3 } }
+)pb";
+
 // Ids of global sample g, feature f, at step `step` (duplicates likely).
 std::vector<int64_t> SampleIds(const config::RunConfig& c, int step, int64_t g, int f) {
   base::CounterRng rng(base::HashKeys({99, static_cast<uint64_t>(step), static_cast<uint64_t>(g),
@@ -120,7 +141,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
   std::vector<std::unique_ptr<device::Optimizer>> opts;
   std::vector<const device::Optimizer*> opt_ptrs;
   for (const auto& t : c.tables()) {
-    opts.push_back(device::CreateOptimizer(t.optimizer(), c.training().embedding_learning_rate()));
+    opts.push_back(device::CreateTableOptimizer(c, static_cast<int>(opts.size())));
     opt_ptrs.push_back(opts.back().get());
   }
   SparseCoreStage stage(c, **comm, opt_ptrs);
@@ -134,8 +155,11 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
       device::InitialRow(tc, t, j, c.training().seed(),
                          std::span<float>(ref[t].data() + j * tc.dim(), tc.dim()));
     }
-    ref_slots[t].resize(ref[t].size() * opts[t]->slots_per_param());
-    opts[t]->InitSlots(ref_slots[t]);
+    const int64_t row_slots = opts[t]->SlotFloats(tc.dim());
+    ref_slots[t].resize(tc.vocab_size() * row_slots);
+    for (int64_t j = 0; j < tc.vocab_size(); ++j) {
+      opts[t]->InitSlots(std::span<float>(ref_slots[t].data() + j * row_slots, row_slots));
+    }
   }
 
   const int64_t GB = c.training().global_batch();
@@ -230,14 +254,14 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
     // Reference update: touched rows only, as the SparseCores do.
     for (int t = 0; t < c.tables_size(); ++t) {
       const int dim = c.tables(t).dim();
-      const int ns = opts[t]->slots_per_param();
+      const int64_t ns = opts[t]->SlotFloats(dim);
       for (int64_t j = 0; j < c.tables(t).vocab_size(); ++j) {
         if (!touched[t][j]) continue;
         std::vector<float> g(dim);
         for (int k = 0; k < dim; ++k) g[k] = static_cast<float>(grad[t][j * dim + k]);
         opts[t]->Apply(std::span<float>(ref[t].data() + j * dim, dim),
-                       std::span<float>(ref_slots[t].data() + j * dim * ns, dim * ns), g,
-                       step + 1);
+                       std::span<float>(ref_slots[t].data() + j * ns, ns), g, step + 1,
+                       opts[t]->LearningRateAt(step + 1));
       }
     }
     for (const auto& sc : stage.sparse_cores()) {
@@ -249,6 +273,11 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
           for (int k = 0; k < shard.dim(); ++k) {
             EXPECT_NEAR(shard.row(r)[k], ref[t][j * shard.dim() + k], 1e-6)
                 << "step " << step << " table " << t << " row " << j;
+          }
+          const std::span<const float> slots = shard.row_slots(r);
+          for (size_t k = 0; k < slots.size(); ++k) {
+            EXPECT_NEAR(slots[k], ref_slots[t][j * slots.size() + k], 1e-5)
+                << "step " << step << " table " << t << " row " << j << " slot " << k;
           }
         }
       }
@@ -270,6 +299,15 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
 }
 
 TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) { RunAgainstDenseReference(0); }
+
+// Row-wise Adagrad, weight decay and a learning-rate schedule through the
+// SparseCores: each row updated once per step with its summed gradient and
+// the step's rate, alone and in minibatches.
+TEST(ShardedEmbeddingTest, RowwiseAdagradAndWeightDecayMatchDenseReference) {
+  RunAgainstDenseReference(0, kRowwiseConfig);
+  RunAgainstDenseReference(3, kRowwiseConfig);
+  RunAgainstDenseReference(0, kRowwiseConfig, /*serialized_tables=*/2);
+}
 
 // Vocabulary-dimension minibatching (at most 3 distinct rows per partition)
 // gives the same lookups and updates.

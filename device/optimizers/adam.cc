@@ -11,14 +11,21 @@ namespace {
 
 // The element loop, with restrict parameters so that it vectorises
 // (elementwise.h).
+template <WeightDecay kDecay>
 __attribute__((noinline)) void AdamLoop(float* __restrict w, float* __restrict m,
                                          float* __restrict v, const float* __restrict g, size_t n,
                                          float lr, float beta1, float beta2, float c1, float c2,
-                                         float epsilon) {
+                                         float epsilon, float wd) {
+  const float decay = lr * wd;
   ForEachElement(n, [=](size_t i) {
-    m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
-    v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
-    w[i] -= lr * (m[i] * c1) / (std::sqrt(v[i] * c2) + epsilon);
+    const float gi = kDecay == WeightDecay::kL2 ? g[i] + wd * w[i] : g[i];
+    m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+    if constexpr (kDecay == WeightDecay::kDecoupled) {
+      w[i] = w[i] - decay * w[i] - lr * (m[i] * c1) / (std::sqrt(v[i] * c2) + epsilon);
+    } else {
+      w[i] -= lr * (m[i] * c1) / (std::sqrt(v[i] * c2) + epsilon);
+    }
   });
 }
 
@@ -29,7 +36,7 @@ void AdamOptimizer::InitSlots(std::span<float> slots) const {
 }
 
 void AdamOptimizer::Apply(std::span<float> params, std::span<float> slots,
-                          std::span<const float> grad, int64_t step) const {
+                          std::span<const float> grad, int64_t step, float lr) const {
   DCHECK_EQ(params.size(), grad.size());
   DCHECK_EQ(slots.size(), 2 * params.size());
   DCHECK_GE(step, 1);
@@ -39,8 +46,20 @@ void AdamOptimizer::Apply(std::span<float> params, std::span<float> slots,
   const double t = static_cast<double>(step);
   const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(double{beta1_}, t)));
   const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(double{beta2_}, t)));
-  AdamLoop(params.data(), slots.data(), slots.data() + n, grad.data(), n, lr_, beta1_, beta2_, c1,
-           c2, epsilon_);
+  float* w = params.data();
+  float* m = slots.data();
+  float* v = slots.data() + n;
+  const float* g = grad.data();
+  const float wd = weight_decay();
+  switch (weight_decay_kind()) {
+    case WeightDecay::kNone:
+      return AdamLoop<WeightDecay::kNone>(w, m, v, g, n, lr, beta1_, beta2_, c1, c2, epsilon_, wd);
+    case WeightDecay::kL2:
+      return AdamLoop<WeightDecay::kL2>(w, m, v, g, n, lr, beta1_, beta2_, c1, c2, epsilon_, wd);
+    case WeightDecay::kDecoupled:
+      return AdamLoop<WeightDecay::kDecoupled>(w, m, v, g, n, lr, beta1_, beta2_, c1, c2, epsilon_,
+                                               wd);
+  }
 }
 
 }  // namespace lemrt::device

@@ -43,16 +43,16 @@ void FtrlOptimizer::InitSlots(std::span<float> slots) const {
 }
 
 void FtrlOptimizer::Apply(std::span<float> params, std::span<float> slots,
-                          std::span<const float> grad, int64_t) const {
+                          std::span<const float> grad, int64_t, float lr) const {
   DCHECK_EQ(params.size(), grad.size());
   DCHECK_EQ(slots.size(), 2 * params.size());
   const size_t n_params = params.size();
   if (power_ == -0.5f) {
     FtrlLoop<true>(params.data(), slots.data(), slots.data() + n_params, grad.data(), n_params,
-                   power_, lr_, l1_, l2_, beta_);
+                   power_, lr, l1_, l2_, beta_);
   } else {
     FtrlLoop<false>(params.data(), slots.data(), slots.data() + n_params, grad.data(), n_params,
-                    power_, lr_, l1_, l2_, beta_);
+                    power_, lr, l1_, l2_, beta_);
   }
 }
 

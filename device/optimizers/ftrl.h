@@ -13,11 +13,12 @@ namespace lemrt::device {
 //   z += g - (n'^-p - n^-p) / lr * w
 //   w  = |z| <= l1 ? 0 : (sign(z) l1 - z) / ((n'^-p + beta) / lr + 2 l2)
 //   n  = n'
+// (lr = the scheduled rate of the step; no weight decay: l2 is FTRL's own.)
 class FtrlOptimizer : public Optimizer {
  public:
   FtrlOptimizer(float learning_rate, float learning_rate_power, float initial_accumulator,
-                float l1, float l2, float beta)
-      : lr_(learning_rate),
+                float l1, float l2, float beta, const LearningRateSchedule& schedule = {})
+      : Optimizer(WithSchedule(learning_rate, schedule)),
         power_(learning_rate_power),
         initial_(initial_accumulator),
         l1_(l1),
@@ -26,12 +27,15 @@ class FtrlOptimizer : public Optimizer {
   int slots_per_param() const override { return 2; }
   void InitSlots(std::span<float> slots) const override;
   void Apply(std::span<float> params, std::span<float> slots, std::span<const float> grad,
-             int64_t step) const override;
+             int64_t step, float learning_rate) const override;
   std::string name() const override { return "ftrl"; }
-  float learning_rate() const override { return lr_; }
 
  private:
-  float lr_;
+  static OptimizerOptions WithSchedule(float learning_rate, const LearningRateSchedule& schedule) {
+    OptimizerOptions o = OptimizerOptions::Constant(learning_rate);
+    o.schedule = schedule;
+    return o;
+  }
   float power_;
   float initial_;
   float l1_;

@@ -2,6 +2,7 @@
 
 #include "device/optimizers/adam.h"
 #include "device/optimizers/ftrl.h"
+#include "device/optimizers/rowwise_adagrad.h"
 
 #include <cmath>
 #include <cstring>
@@ -17,7 +18,7 @@ TEST(OptimizerTest, SgdStep) {
   SgdOptimizer sgd(0.5f);
   std::vector<float> w = {1.0f, -2.0f, 3.0f};
   std::vector<float> g = {0.2f, 0.4f, -1.0f};
-  sgd.Apply(w, {}, g, 1);
+  sgd.Apply(w, {}, g, 1, sgd.learning_rate());
   EXPECT_FLOAT_EQ(w[0], 0.9f);
   EXPECT_FLOAT_EQ(w[1], -2.2f);
   EXPECT_FLOAT_EQ(w[2], 3.5f);
@@ -32,7 +33,7 @@ TEST(OptimizerTest, AdagradMatchesReferenceOverSteps) {
   double rw[2] = {1.0, -1.0}, ra[2] = {0.1, 0.1};
   const float grads[3][2] = {{0.5f, -0.2f}, {0.1f, 0.3f}, {-0.4f, 0.0f}};
   for (const auto& g : grads) {
-    ada.Apply(w, a, std::span<const float>(g, 2), 1);
+    ada.Apply(w, a, std::span<const float>(g, 2), 1, ada.learning_rate());
     for (int i = 0; i < 2; ++i) {
       ra[i] += double(g[i]) * g[i];
       rw[i] -= 0.1 * g[i] / (std::sqrt(ra[i]) + 1e-10);
@@ -54,6 +55,7 @@ TEST(OptimizerTest, FactoryUsesDefaultLearningRate) {
   auto ada = CreateOptimizer(c, 0.3f);
   EXPECT_EQ(ada->name(), "adagrad");
   EXPECT_EQ(ada->slots_per_param(), 1);
+  EXPECT_EQ(ada->SlotFloats(16), 16);
   EXPECT_FLOAT_EQ(ada->learning_rate(), 0.05f);
 }
 
@@ -66,7 +68,7 @@ TEST(OptimizerTest, AdamFirstStepIsSignTimesLearningRate) {
   adam.InitSlots(s);
   for (float v : s) EXPECT_EQ(v, 0.0f);
   std::vector<float> g = {0.3f, -2.0f, 0.0f};
-  adam.Apply(w, s, g, 1);
+  adam.Apply(w, s, g, 1, adam.learning_rate());
   EXPECT_NEAR(w[0], 1.0f - 0.01f, 1e-6);
   EXPECT_NEAR(w[1], -1.0f + 0.01f, 1e-6);
   EXPECT_FLOAT_EQ(w[2], 0.5f);
@@ -85,7 +87,7 @@ TEST(OptimizerTest, AdamMatchesReferenceOverSteps) {
   int t = 0;
   for (const auto& g : grads) {
     ++t;
-    adam.Apply(w, s, std::span<const float>(g, 2), t);
+    adam.Apply(w, s, std::span<const float>(g, 2), t, adam.learning_rate());
     for (int i = 0; i < 2; ++i) {
       rm[i] = b1 * rm[i] + (1 - b1) * g[i];
       rv[i] = b2 * rv[i] + (1 - b2) * double(g[i]) * g[i];
@@ -113,7 +115,7 @@ TEST(OptimizerTest, FtrlHandComputedStep) {
   EXPECT_FLOAT_EQ(s[0], 0.1f);
   EXPECT_FLOAT_EQ(s[2], 0.0f);
   std::vector<float> g = {0.6f, 0.05f};  // |z| = 0.05 <= l1: stays 0
-  ftrl.Apply(w, s, g, 1);
+  ftrl.Apply(w, s, g, 1, ftrl.learning_rate());
   EXPECT_NEAR(s[0], 0.46, 1e-6);
   EXPECT_NEAR(s[2], 0.6, 1e-6);
   EXPECT_NEAR(w[0], (0.1 - 0.6) / ((std::sqrt(0.46) + 0.3) / 0.5 + 0.4), 1e-6);
@@ -129,7 +131,7 @@ TEST(OptimizerTest, FtrlMatchesReferenceOverStepsWithGeneralPower) {
   double rw[2] = {0.1, -0.2}, rn[2] = {n0, n0}, rz[2] = {0, 0};
   const float grads[3][2] = {{0.5f, -0.2f}, {0.1f, 0.3f}, {-0.4f, 0.02f}};
   for (const auto& g : grads) {
-    ftrl.Apply(w, s, std::span<const float>(g, 2), 1);
+    ftrl.Apply(w, s, std::span<const float>(g, 2), 1, ftrl.learning_rate());
     for (int i = 0; i < 2; ++i) {
       const double nn = rn[i] + double(g[i]) * g[i];
       rz[i] += g[i] - (std::pow(nn, -p) - std::pow(rn[i], -p)) / lr * rw[i];
@@ -221,7 +223,7 @@ TEST(OptimizerTest, VectorisedApplyMatchesThePlainLoopBitForBit) {
     {
       SgdOptimizer sgd(0.3f);
       std::vector<float> w = w0, rw = w0;
-      sgd.Apply(w, {}, g, 1);
+      sgd.Apply(w, {}, g, 1, sgd.learning_rate());
       PlainSgd(0.3f, rw, g);
       expect_same("sgd", w, rw);
     }
@@ -229,7 +231,7 @@ TEST(OptimizerTest, VectorisedApplyMatchesThePlainLoopBitForBit) {
       AdagradOptimizer ada(0.2f, 0.1f, 1e-7f);
       std::vector<float> w = w0, rw = w0, a = pos, ra = pos;
       for (int step = 0; step < 3; ++step) {
-        ada.Apply(w, a, g, 1);
+        ada.Apply(w, a, g, 1, ada.learning_rate());
         PlainAdagrad(0.2f, 1e-7f, rw, ra, g);
       }
       expect_same("adagrad weights", w, rw);
@@ -239,7 +241,7 @@ TEST(OptimizerTest, VectorisedApplyMatchesThePlainLoopBitForBit) {
       AdamOptimizer adam(0.01f, 0.9f, 0.999f, 1e-8f);
       std::vector<float> w = w0, rw = w0, s(2 * n, 0.0f), rs(2 * n, 0.0f);
       for (int64_t t = 1; t <= 3; ++t) {
-        adam.Apply(w, s, g, t);
+        adam.Apply(w, s, g, t, adam.learning_rate());
         PlainAdam(0.01f, 0.9f, 0.999f, 1e-8f, t, rw, rs, g);
       }
       expect_same("adam weights", w, rw);
@@ -251,13 +253,152 @@ TEST(OptimizerTest, VectorisedApplyMatchesThePlainLoopBitForBit) {
       ftrl.InitSlots(s);
       rs = s;
       for (int step = 0; step < 3; ++step) {
-        ftrl.Apply(w, s, g, 1);
+        ftrl.Apply(w, s, g, 1, ftrl.learning_rate());
         PlainFtrl(0.5f, power, 0.02f, 0.2f, 0.3f, rw, rs, g);
       }
       expect_same("ftrl weights", w, rw);
       expect_same("ftrl slots", s, rs);
     }
   }
+}
+
+// Row-wise Adagrad against a plain per-row loop in double precision: the
+// accumulator gains the mean square of the row's gradient, every element
+// moves by lr / (sqrt(a) + eps) times its gradient. Row lengths around the
+// 16-lane blocks; several steps, so the accumulator's history matters; each
+// weight-decay form.
+TEST(OptimizerTest, RowwiseAdagradMatchesPlainRowLoop) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const float lr = 0.05f, eps = 1e-8f, init = 0.02f, wd = 0.1f;
+  for (const bool decoupled : {false, true}) {
+    for (const float decay : {0.0f, wd}) {
+      OptimizerOptions o = OptimizerOptions::Constant(lr);
+      o.weight_decay = decay;
+      o.decoupled_weight_decay = decoupled;
+      RowwiseAdagradOptimizer opt(o, init, eps);
+      EXPECT_EQ(opt.slots_per_param(), 0);
+      EXPECT_EQ(opt.row_slots(), 1);
+      for (size_t n : {1, 3, 15, 16, 17, 33, 128}) {
+        EXPECT_EQ(opt.SlotFloats(static_cast<int64_t>(n)), 1);
+        std::vector<float> w(n), a(1);
+        opt.InitSlots(a);
+        EXPECT_EQ(a[0], init);
+        for (float& v : w) v = u(rng);
+        std::vector<double> rw(w.begin(), w.end());
+        double ra = init;
+        for (int step = 1; step <= 4; ++step) {
+          std::vector<float> g(n);
+          for (float& v : g) v = 0.3f * u(rng);
+          // A row whose gradient is zero in one step keeps its weights
+          // (apart from the decay).
+          if (step == 3) std::fill(g.begin(), g.end(), 0.0f);
+          const float rate = 0.5f * step;  // a scheduled rate per step
+          opt.Apply(w, a, g, step, rate);
+          std::vector<double> gd(n);
+          for (size_t i = 0; i < n; ++i) {
+            gd[i] = g[i] + (decay > 0 && !decoupled ? double{decay} * rw[i] : 0.0);
+          }
+          double sq = 0;
+          for (double v : gd) sq += v * v;
+          ra += sq / n;
+          const double mult = rate / (std::sqrt(ra) + eps);
+          for (size_t i = 0; i < n; ++i) {
+            const double shrink = decay > 0 && decoupled ? double{rate} * decay * rw[i] : 0.0;
+            rw[i] = rw[i] - shrink - mult * gd[i];
+          }
+        }
+        EXPECT_NEAR(a[0], ra, 1e-6 * ra) << "n " << n;
+        for (size_t i = 0; i < n; ++i) {
+          EXPECT_NEAR(w[i], rw[i], 2e-6) << "n " << n << " i " << i << " decay " << decay
+                                         << " decoupled " << decoupled;
+        }
+      }
+    }
+  }
+}
+
+// One row-wise accumulator per row however wide: an element's step shrinks
+// when the row's other elements have large gradients (the mean square is
+// shared), unlike per-element Adagrad.
+TEST(OptimizerTest, RowwiseAdagradSharesTheAccumulatorOverTheRow) {
+  RowwiseAdagradOptimizer opt(1.0f, 0.0f, 1e-8f);
+  std::vector<float> w = {0.0f, 0.0f}, a = {0.0f};
+  const std::vector<float> g = {1.0f, 3.0f};
+  opt.Apply(w, a, g, 1, 1.0f);
+  EXPECT_FLOAT_EQ(a[0], 5.0f);  // (1 + 9) / 2
+  EXPECT_NEAR(w[0], -1.0 / std::sqrt(5.0), 1e-6);
+  EXPECT_NEAR(w[1], -3.0 / std::sqrt(5.0), 1e-6);
+}
+
+// Weight decay in SGD, Adagrad and Adam against plain double loops: L2
+// replaces g by g + wd w everywhere, decoupled subtracts lr wd w from the
+// old w beside the unregularised step. For SGD both forms are the same.
+TEST(OptimizerTest, WeightDecayMatchesPlainLoops) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const size_t n = 37;
+  const float lr = 0.1f, wd = 0.2f;
+  for (const bool decoupled : {false, true}) {
+    OptimizerOptions o = OptimizerOptions::Constant(lr);
+    o.weight_decay = wd;
+    o.decoupled_weight_decay = decoupled;
+    SgdOptimizer sgd(o);
+    AdagradOptimizer ada(o, 0.1f, 1e-7f);
+    AdamOptimizer adam(o, 0.9f, 0.99f, 1e-8f);
+    EXPECT_EQ(sgd.weight_decay_kind(), decoupled ? WeightDecay::kDecoupled : WeightDecay::kL2);
+    std::vector<float> w0(n);
+    for (float& v : w0) v = u(rng);
+    std::vector<float> ws = w0, wa = w0, wm = w0, sa(n, 0.1f), sm(2 * n, 0.0f);
+    std::vector<double> rs(w0.begin(), w0.end()), ra = rs, rm = rs, raa(n, 0.1), rmm(n), rvv(n);
+    for (int t = 1; t <= 3; ++t) {
+      std::vector<float> g(n);
+      for (float& v : g) v = 0.5f * u(rng);
+      sgd.Apply(ws, {}, g, t, lr);
+      ada.Apply(wa, sa, g, t, lr);
+      adam.Apply(wm, sm, g, t, lr);
+      const double c1 = 1.0 / (1.0 - std::pow(0.9, t)), c2 = 1.0 / (1.0 - std::pow(0.99, t));
+      for (size_t i = 0; i < n; ++i) {
+        auto grad = [&](double w) { return g[i] + (decoupled ? 0.0 : double{wd} * w); };
+        auto shrink = [&](double w) { return decoupled ? double{lr} * wd * w : 0.0; };
+        rs[i] = rs[i] - shrink(rs[i]) - lr * grad(rs[i]);
+        const double ga = grad(ra[i]);
+        raa[i] += ga * ga;
+        ra[i] = ra[i] - shrink(ra[i]) - lr * ga / (std::sqrt(raa[i]) + 1e-7);
+        const double gm = grad(rm[i]);
+        rmm[i] = 0.9 * rmm[i] + 0.1 * gm;
+        rvv[i] = 0.99 * rvv[i] + 0.01 * gm * gm;
+        rm[i] = rm[i] - shrink(rm[i]) - lr * rmm[i] * c1 / (std::sqrt(rvv[i] * c2) + 1e-8);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(ws[i], rs[i], 1e-6) << "sgd " << i;
+      EXPECT_NEAR(wa[i], ra[i], 1e-6) << "adagrad " << i;
+      EXPECT_NEAR(wm[i], rm[i], 1e-5) << "adam " << i;
+    }
+  }
+}
+
+// The factory passes weight decay, the schedule and row-wise Adagrad on.
+TEST(OptimizerTest, FactoryBuildsRowwiseAdagradWithDecayAndSchedule) {
+  config::OptimizerConfig c;
+  c.mutable_rowwise_adagrad();
+  c.set_weight_decay(0.25f);
+  c.set_weight_decay_mode(config::OptimizerConfig::DECOUPLED);
+  config::LearningRateScheduleConfig warmup;
+  warmup.set_warmup_steps(4);
+  auto opt = CreateOptimizer(c, 0.8f, LearningRateSchedule(warmup, 100));
+  EXPECT_EQ(opt->name(), "rowwise_adagrad");
+  EXPECT_EQ(opt->SlotFloats(128), 1);
+  EXPECT_FLOAT_EQ(opt->weight_decay(), 0.25f);
+  EXPECT_EQ(opt->weight_decay_kind(), WeightDecay::kDecoupled);
+  EXPECT_FLOAT_EQ(opt->learning_rate(), 0.8f);
+  EXPECT_FLOAT_EQ(opt->LearningRateAt(1), 0.2f);  // training step 0: 1/4
+  EXPECT_FLOAT_EQ(opt->LearningRateAt(4), 0.8f);
+  EXPECT_EQ(opt->LearningRateAt(50), 0.8f);
+  std::vector<float> slots(1);
+  opt->InitSlots(slots);
+  EXPECT_EQ(slots[0], 0.0f);  // FBGEMM's default accumulator start
 }
 
 }  // namespace

@@ -147,7 +147,9 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     tp.vocab_size = tc.vocab_size();
     tp.padded_vocab = RoundUp(tc.vocab_size(), n);
     tp.rows_per_chip = tp.padded_vocab / n * p.sparse_cores_per_chip;
-    tp.slots_per_param = CreateOptimizer(tc.optimizer(), 1.0f)->slots_per_param();
+    const auto optimizer = CreateOptimizer(tc.optimizer(), 1.0f);
+    tp.slots_per_param = optimizer->slots_per_param();
+    tp.row_slots = optimizer->row_slots();
     tp.table_bytes = tp.rows_per_chip * tp.padded_dim * kF32;
     if (c.sparse_core().pack_narrow_tables() && tc.dim() <= kFloatsPerLine / 2) {
       int width = 1;
@@ -157,8 +159,12 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
       p.packing_saved_bytes += (tp.table_bytes - packed) * (1 + tp.slots_per_param);
       tp.table_bytes = packed;
     }
-    tp.slot_bytes = tp.slots_per_param * tp.table_bytes;
-    const int64_t unpadded_all_chips = tp.vocab_size * tp.dim * kF32 * (1 + tp.slots_per_param);
+    // Per-row slots are one dense vector of rows_per_chip x row_slots
+    // floats, rounded up to a whole line.
+    tp.slot_bytes = tp.slots_per_param * tp.table_bytes +
+                    RoundUp(tp.rows_per_chip * tp.row_slots * kF32, kFloatsPerLine * kF32);
+    const int64_t unpadded_all_chips =
+        tp.vocab_size * (tp.dim * (1 + tp.slots_per_param) + tp.row_slots) * kF32;
     const int64_t unpadded = unpadded_all_chips / p.num_chips;
     tp.padding_bytes = tp.table_bytes + tp.slot_bytes - unpadded;
     p.unpadded_bytes += unpadded;
@@ -205,9 +211,9 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   for (int i = 0; i < serialized; ++i) p.stacks[order[i]].serialized = true;
   p.stack_bytes = std::max(PeakStack(p.stacks, true), PeakStack(p.stacks, false));
 
-  const int dense_slots =
-      CreateOptimizer(c.training().dense_optimizer(), 1.0f)->slots_per_param();
-  p.heap_dense_bytes = dense_params * (2 + dense_slots) * kF32;
+  const int64_t dense_slot_floats =
+      CreateOptimizer(c.training().dense_optimizer(), 1.0f)->SlotFloats(dense_params);
+  p.heap_dense_bytes = (dense_params * 2 + dense_slot_floats) * kF32;
   int64_t ids_per_sample = 0, activation_width = 0;
   for (const auto& f : c.features()) {
     ids_per_sample += f.max_sequence_length();
@@ -281,9 +287,9 @@ absl::Status CheckMemoryPlan(const MemoryPlan& p) {
     });
     std::vector<std::string> largest;
     for (size_t i = 0; i < std::min<size_t>(3, by_size.size()); ++i) {
-      largest.push_back(absl::StrFormat("table '%s' %s (with %d slot(s))", by_size[i]->name,
+      largest.push_back(absl::StrFormat("table '%s' %s (with %s slot(s))", by_size[i]->name,
                                         FormatBytes(by_size[i]->table_bytes + by_size[i]->slot_bytes),
-                                        by_size[i]->slots_per_param));
+                                        SlotLabel(*by_size[i])));
     }
     const char* biggest_part =
         p.tables_bytes >= std::max(p.stack_bytes, p.heap_bytes)
@@ -305,6 +311,12 @@ absl::Status CheckMemoryPlan(const MemoryPlan& p) {
         biggest_part));
   }
   return absl::OkStatus();
+}
+
+std::string SlotLabel(const TablePlan& t) {
+  if (t.row_slots > 0 && t.slots_per_param == 0) return absl::StrFormat("%d/row", t.row_slots);
+  if (t.row_slots > 0) return absl::StrFormat("%d+%d/row", t.slots_per_param, t.row_slots);
+  return absl::StrFormat("%d", t.slots_per_param);
 }
 
 }  // namespace lemrt::device

@@ -10,7 +10,9 @@
 //   padded_vocab    = vocab_size rounded up to a multiple of N; each chip holds
 //                     padded_vocab / N x S rows.
 //   table bytes     = rows per chip x padded_dim x 4; slots = the table
-//                     optimizer's slots_per_param x table bytes.
+//                     optimizer's slots_per_param x table bytes + its
+//                     row_slots x rows per chip x 4 (row-wise Adagrad: one
+//                     float per row), rounded up to a 32 B line.
 //   packing         = sparse_core.pack_narrow_tables: a table of dim <= 4
 //                     stores rows at the next power-of-two width w (1, 2, 4
 //                     floats), rows_per_line = 8 / w rows per 32 B line, so
@@ -35,7 +37,8 @@
 //   xla_sc_num_serialized_tables_to_optimize_hbm stacks with the largest
 //   stack run one after another afterwards (runtime/table_serialization.h):
 //   max(phase) of max(sum(concurrent), max(serialized)).
-//   heap = dense parameters x (1 + dense slots + 1 gradient) x 4
+//   heap = dense parameters x (1 + 1 gradient) x 4 + the dense optimizer's
+//          slot floats (SlotFloats(dense parameters)) x 4
 //        + host inputs per step x prefetch depth
 //        + activations per step x in-flight steps, where
 //          in-flight steps = the trainer's StepSlots holding a step: 2 with
@@ -110,6 +113,7 @@ struct TablePlan {
   int64_t padded_vocab = 0;           // rows, multiple of N
   int64_t rows_per_chip = 0;          // padded_vocab / N x S
   int slots_per_param = 0;
+  int row_slots = 0;                  // optimizer slot floats per row
   int rows_per_line = 1;              // > 1: packed narrow table
   int64_t table_bytes = 0;            // per chip, padded (or packed)
   int64_t slot_bytes = 0;             // per chip, padded
@@ -201,6 +205,10 @@ absl::Status CheckMemoryPlan(const MemoryPlan& plan);
 // "628480000 B (599.37 MiB)": bytes with a binary-unit rendering (KiB from
 // 1024, MiB, GiB), as the plan's messages and report print them.
 std::string FormatBytes(int64_t bytes);
+
+// A table's optimizer state as the report prints it: "2" (slots per
+// parameter), "1/row" (per-row slots), "1+1/row", "0".
+std::string SlotLabel(const TablePlan& table);
 
 }  // namespace lemrt::device
 

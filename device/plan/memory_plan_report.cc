@@ -49,9 +49,9 @@ std::string FormatMemoryPlan(const MemoryPlan& p) {
   for (const TablePlan& t : p.tables) {
     const int64_t alloc = t.table_bytes + t.slot_bytes;
     absl::StrAppend(
-        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5d %16d %16d %8d %4.1f%% %12d %12d%s\n",
+        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5s %16d %16d %8d %4.1f%% %12d %12d%s\n",
                               t.name, t.dim, t.padded_dim, t.vocab_size, t.padded_vocab,
-                              t.slots_per_param, t.table_bytes, t.slot_bytes, t.padding_bytes,
+                              SlotLabel(t), t.table_bytes, t.slot_bytes, t.padding_bytes,
                               alloc > 0 ? 100.0 * t.padding_bytes / alloc : 0.0,
                               t.stack_forward_bytes, t.stack_backward_bytes,
                               t.rows_per_line > 1

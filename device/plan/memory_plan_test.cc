@@ -65,6 +65,30 @@ TEST(MemoryPlanTest, VocabPaddedToSparseCoreCountWithSlots) {
   EXPECT_EQ(t.padding_bytes, 2 * 256 - 320);
 }
 
+// Row-wise Adagrad keeps one float per row: 1000 rows on 4 SparseCores pad
+// to 1000 per chip, so its slots are 4000 bytes (a whole number of 32-byte
+// lines) where per-parameter Adagrad's would be a table's worth.
+TEST(MemoryPlanTest, RowwiseAdagradHasOneSlotFloatPerRow) {
+  auto c = Load(R"pb(tables { name: "r" vocab_size: 1000 dim: 64 combiner: SUM
+                              optimizer { rowwise_adagrad {} } }
+                     tables { name: "e" vocab_size: 1001 dim: 64 combiner: SUM
+                              optimizer { rowwise_adagrad {} } }
+                     features { name: "f" table: "r" }
+                     features { name: "g" table: "e" })pb");
+  MemoryPlan p = BuildMemoryPlan(c, /*dense_params=*/100);
+  const TablePlan& t = p.tables[0];
+  EXPECT_EQ(t.slots_per_param, 0);
+  EXPECT_EQ(t.row_slots, 1);
+  EXPECT_EQ(t.table_bytes, 1000 * 64 * 4);
+  EXPECT_EQ(t.slot_bytes, 1000 * 4);
+  EXPECT_EQ(t.padding_bytes, 0);
+  // 1001 rows pad to 1004 per chip: 4016 bytes of accumulators, 4032 in lines.
+  EXPECT_EQ(p.tables[1].slot_bytes, 4032);
+  EXPECT_THAT(FormatMemoryPlan(p), HasSubstr("1/row"));
+  // The dense optimizer (SGD) has no slots: parameters and gradients only.
+  EXPECT_EQ(p.heap_dense_bytes, 100 * 2 * 4);
+}
+
 TEST(MemoryPlanTest, StackFormulasAndSerialization) {
   auto c = Load(R"pb(tables { name: "a" vocab_size: 1000 dim: 16 combiner: SUM }
                      tables { name: "b" vocab_size: 1000 dim: 5 combiner: SUM }

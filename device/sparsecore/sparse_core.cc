@@ -60,6 +60,7 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
                                                    config.training().seed(), *optimizers[t],
                                                    initialize_tables));
   }
+  table_lr_.resize(shards_.size());
 }
 
 template <typename Fn>
@@ -348,6 +349,10 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
   // Each tile applies the optimizer to its share of the unique rows (local
   // rows from the gather of the same step), prefetching rows and slots ahead.
   CHECK_EQ(state->unique_rows.size(), state->unique_keys.size());
+  // Each table's scheduled learning rate for this step, once.
+  for (size_t t = 0; t < shards_.size(); ++t) {
+    table_lr_[t] = shards_[t]->optimizer().LearningRateAt(step);
+  }
   RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
     const uint64_t* keys = state->unique_keys.data();
     const int64_t* rows = state->unique_rows.data();
@@ -369,7 +374,8 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
         if (shard.dim() <= kSingleRowFloats) grad = single;
         ScaleRow(shard.dim(), state->unique_gain[u], state->unique_grad[u], grad);
       }
-      shard.Update(rows[u], std::span<const float>(grad, shard.dim()), step);
+      shard.Update(rows[u], std::span<const float>(grad, shard.dim()), step,
+                   table_lr_[KeyTable(keys[u])]);
     }
   });
   if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_backward");

@@ -106,6 +106,8 @@ class SparseCore {
                                  std::span<const float* const> values, const char* what,
                                  const char* stage, int64_t step) const;
   int64_t updates_ = 0;
+  // Per table, the learning rate of the step Backward runs (scratch).
+  std::vector<float> table_lr_;
   std::vector<int> dims_;
   std::vector<std::unique_ptr<TableShard>> shards_;
 };

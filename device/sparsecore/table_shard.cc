@@ -63,7 +63,7 @@ TableShard::TableShard(const config::TableConfig& table, int table_index, int gl
       reciprocal_(total_sc >= 2 && total_sc <= (1 << 16)
                       ? ~uint64_t{0} / static_cast<uint64_t>(total_sc) + 1
                       : 0),
-      slot_stride_(int64_t{optimizer.slots_per_param()} * table.dim()),
+      slot_stride_(optimizer.SlotFloats(table.dim())),
       optimizer_(optimizer),
       weights_(local_rows_ * dim_),
       slots_(local_rows_ * slot_stride_) {

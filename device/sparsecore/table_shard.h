@@ -3,8 +3,9 @@
 // local row j / N (N = SparseCores over all chips). Thread-compatible.
 //
 //   weights_: [local_rows x dim] floats
-//   slots_:   [local_rows x slots_per_param x dim] floats (row-major, so one
-//             row's slots are contiguous and slot-major, as Optimizer expects)
+//   slots_:   [local_rows x SlotFloats(dim)] floats (row-major, so one row's
+//             slots are contiguous and laid out as Optimizer expects:
+//             slots_per_param x dim slot-major, then the row slots)
 #ifndef LEMRT_DEVICE_SPARSECORE_TABLE_SHARD_H_
 #define LEMRT_DEVICE_SPARSECORE_TABLE_SHARD_H_
 
@@ -47,13 +48,15 @@ class TableShard {
   const float* row(int64_t local_row) const { return weights_.data() + local_row * dim_; }
 
   // Applies the optimizer to one row with gradient `grad` (dim floats) as
-  // update number `step` (1-based, see Optimizer::Apply).
-  void Update(int64_t local_row, std::span<const float> grad, int64_t step) {
+  // update number `step` (1-based) at `learning_rate` (see Optimizer::Apply).
+  void Update(int64_t local_row, std::span<const float> grad, int64_t step,
+              float learning_rate) {
     optimizer_.Apply(std::span<float>(weights_.data() + local_row * dim_, dim_),
                      std::span<float>(slots_.data() + local_row * slot_stride_, slot_stride_),
-                     grad, step);
+                     grad, step, learning_rate);
   }
-  // One row's slots (slots_per_param x dim floats, slot-major).
+  const Optimizer& optimizer() const { return optimizer_; }
+  // One row's slots (Optimizer::SlotFloats(dim) floats).
   std::span<const float> row_slots(int64_t local_row) const {
     return std::span<const float>(slots_.data() + local_row * slot_stride_, slot_stride_);
   }

@@ -27,8 +27,8 @@ absl::Status ReadErrno(const std::string& what, const std::string& path) {
 // rows out.
 absl::Status CheckTableFile(const std::string& path, std::span<const char> bytes,
                             const FileEntry& file, int64_t first_row, int64_t row_stride, int dim,
-                            int slot_floats, float* weights, float* slots) {
-  const int64_t rb = 8 + 4 * int64_t{dim + slot_floats};
+                            int64_t slot_floats, float* weights, float* slots) {
+  const int64_t rb = 8 + 4 * (int64_t{dim} + slot_floats);
   const char* p = bytes.data();
   uint64_t sum = 0;
   for (int64_t k = 0; k < file.records(); ++k, p += rb) {
@@ -43,7 +43,7 @@ absl::Status CheckTableFile(const std::string& path, std::span<const char> bytes
     sum += RecordHash(std::span<const char>(p, rb));
     std::memcpy(weights + row * dim, p + 8, 4 * int64_t{dim});
     if (slots != nullptr && slot_floats > 0) {
-      std::memcpy(slots + row * slot_floats, p + 8 + 4 * int64_t{dim}, 4 * int64_t{slot_floats});
+      std::memcpy(slots + row * slot_floats, p + 8 + 4 * int64_t{dim}, 4 * slot_floats);
     }
   }
   return CheckChecksum(path, sum, file.checksum());
@@ -149,7 +149,7 @@ absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
   for (const TableEntry& t : manifest.tables()) {
     names.push_back(t.name());
     if (t.name() != table_name) continue;
-    const int slot_floats = t.slots_per_param() * t.dim();
+    const int64_t slot_floats = SlotFloatsPerRecord(t);
     // Every file is mapped (and its size checked) before the rows are
     // allocated, so a manifest claiming a huge table fails on its files.
     std::vector<MappedFile> files;

@@ -8,10 +8,13 @@
 // Table file g of table t (N = SparseCores at save time) holds the table's
 // global rows g, g + N, g + 2N, ... as fixed-size little-endian records:
 //
-//   +------------------+----------------------+---------------------------+
-//   | int64 global row | float weights[dim]   | float slots[spp x dim]    |
-//   +------------------+----------------------+---------------------------+
-//   record bytes = 8 + 4 x dim x (1 + spp)   (spp = optimizer slots/param)
+//   +------------------+--------------------+-------------------------------+
+//   | int64 global row | float weights[dim] | float slots[spp x dim + rs]   |
+//   +------------------+--------------------+-------------------------------+
+//   record bytes = 8 + 4 x (dim x (1 + spp) + rs)
+//   (spp = optimizer slots per parameter, slot-major; rs = slots per row,
+//   e.g. row-wise Adagrad's accumulator, TableEntry.row_slots; formats 1
+//   and 2 have no rs)
 //
 // so row j is record j / N of file j % N: a rank restoring on another world
 // size maps the files and touches only the records of the rows it owns. Each
@@ -37,8 +40,9 @@
 
 namespace lemrt::checkpoint {
 
-// 2: the manifest carries manifest_checksum and config_text (1 is still read).
-inline constexpr int kFormatVersion = 2;
+// 2: the manifest carries manifest_checksum and config_text; 3: tables may
+// have per-row slots (row_slots). 1 and 2 are still read.
+inline constexpr int kFormatVersion = 3;
 inline constexpr char kDenseFileName[] = "dense.bin";
 
 // "step-00001200" (at least 8 digits).
@@ -46,9 +50,12 @@ std::string StepDirName(int64_t step);
 // "table-003-sc-00012.bin".
 std::string TableFileName(int table_index, int global_sc);
 
-// Bytes of one table record.
-inline int64_t RecordBytes(int dim, int slots_per_param) {
-  return 8 + 4 * int64_t{dim} * (1 + slots_per_param);
+// Slot floats of one record of table `t`, and the record's bytes.
+inline int64_t SlotFloatsPerRecord(const TableEntry& t) {
+  return int64_t{t.dim()} * t.slots_per_param() + t.row_slots();
+}
+inline int64_t RecordBytes(const TableEntry& t) {
+  return 8 + 4 * (int64_t{t.dim()} + SlotFloatsPerRecord(t));
 }
 
 // Records of table file g: the rows j < vocab_size with j % total_sc == g.
@@ -64,6 +71,7 @@ uint64_t RecordHash(std::span<const char> bytes);
 // overflows.
 inline constexpr int kMaxDim = 1 << 20;         // Floats per row.
 inline constexpr int kMaxSlotsPerParam = 16;
+inline constexpr int kMaxRowSlots = 16;
 
 // A read-only memory map of a whole file. Empty files map to an empty span.
 class MappedFile {
@@ -98,7 +106,7 @@ absl::StatusOr<MappedFile> OpenVerified(const std::string& dir, const FileEntry&
 // Reads every record of every file of table `table_name` from checkpoint
 // `dir` with `manifest` (single process), verifying the checksums and row
 // ids, into `weights` [vocab_size x dim] and, when not null, `slots`
-// [vocab_size x spp x dim]. NotFound for an unknown table name (listing the
+// [vocab_size x SlotFloatsPerRecord]. NotFound for an unknown table name (listing the
 // names); DataLoss naming the file for a bad file.
 absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
                             const std::string& table_name, std::vector<float>* weights,

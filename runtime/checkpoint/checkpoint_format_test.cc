@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -52,7 +53,7 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
   t->set_dim(2);
   t->set_optimizer("adagrad");
   t->set_slots_per_param(1);
-  const int64_t rb = RecordBytes(2, 1);
+  const int64_t rb = RecordBytes(*t);
   for (int g = 0; g < total_sc; ++g) {
     FileEntry* f = t->add_files();
     f->set_name(TableFileName(0, g));
@@ -91,7 +92,14 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
 TEST(CheckpointFormatTest, NamesAndSizes) {
   EXPECT_EQ(StepDirName(120), "step-00000120");
   EXPECT_EQ(TableFileName(3, 12), "table-003-sc-00012.bin");
-  EXPECT_EQ(RecordBytes(16, 1), 8 + 4 * 32);
+  TableEntry e;
+  e.set_dim(16);
+  e.set_slots_per_param(1);
+  EXPECT_EQ(RecordBytes(e), 8 + 4 * 32);
+  e.set_slots_per_param(0);
+  e.set_row_slots(1);  // row-wise Adagrad: one accumulator per row
+  EXPECT_EQ(SlotFloatsPerRecord(e), 1);
+  EXPECT_EQ(RecordBytes(e), 8 + 4 * 17);
   // Rows 0..9 on 4 SparseCores: 3, 3, 2, 2; on more SparseCores than rows: 1 or 0.
   EXPECT_EQ(RecordsInFile(10, 0, 4), 3);
   EXPECT_EQ(RecordsInFile(10, 1, 4), 3);
@@ -263,9 +271,39 @@ TEST(CheckpointFormatTest, ManifestChecksumCoversEveryField) {
   m.set_format_version(1);
   WriteManifestText(dir, m);
   EXPECT_TRUE(ReadManifest(dir).ok());
-  m.set_format_version(3);
+  m.set_format_version(kFormatVersion + 1);
   RewriteManifest(dir, m);
-  EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("format_version is 3"));
+  EXPECT_THAT(ReadManifest(dir).status().message(),
+              HasSubstr(absl::StrCat("format_version is ", kFormatVersion + 1)));
+}
+
+// Per-row slots (format version 3): the same bytes read as 2 weights then 2
+// row slots when the manifest says slots_per_param 0, row_slots 2. A
+// manifest of an older version with row slots is corrupted, as are row slots
+// past the bound.
+TEST(CheckpointFormatTest, RowSlots) {
+  const std::string dir = TempDir();
+  const Manifest good = WriteFakeCheckpoint(dir, 11, 2);
+  Manifest m = good;
+  m.mutable_tables(0)->set_slots_per_param(0);
+  m.mutable_tables(0)->set_row_slots(2);
+  RewriteManifest(dir, m);
+  auto read = ReadManifest(dir);
+  ASSERT_TRUE(read.ok()) << read.status();
+  std::vector<float> w, slots;
+  ASSERT_TRUE(ReadWholeTable(dir, *read, "t0", &w, &slots).ok());
+  ASSERT_EQ(slots.size(), 22u);
+  for (int row = 0; row < 11; ++row) {
+    EXPECT_EQ(slots[2 * row], row / 10.0f);
+    EXPECT_EQ(slots[2 * row + 1], row / 10.0f);
+  }
+  m.set_format_version(2);
+  RewriteManifest(dir, m);
+  EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("row_slots in a format_version 2"));
+  m = good;
+  m.mutable_tables(0)->set_row_slots(kMaxRowSlots + 1);
+  RewriteManifest(dir, m);
+  EXPECT_EQ(ReadManifest(dir).status().code(), absl::StatusCode::kDataLoss);
 }
 
 // A manifest in a step-N directory must say step N, and data.next_step must
@@ -364,7 +402,7 @@ TEST(CheckpointFormatTest, HugeTableFailsOnItsFilesNotOnAllocation) {
   const int64_t vocab = int64_t{1} << 40;
   m.mutable_tables(0)->set_vocab_size(vocab);
   m.mutable_tables(0)->mutable_files(0)->set_records(vocab);
-  m.mutable_tables(0)->mutable_files(0)->set_bytes(vocab * RecordBytes(2, 1));
+  m.mutable_tables(0)->mutable_files(0)->set_bytes(vocab * RecordBytes(m.tables(0)));
   RewriteManifest(dir, m);
   auto read = ReadManifest(dir);
   ASSERT_TRUE(read.ok()) << read.status();

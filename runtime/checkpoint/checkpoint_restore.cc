@@ -36,8 +36,8 @@ absl::Status RestoreTable(const std::string& dir, const Manifest& m, int t,
                            MappedFile::Open(Join(dir, e.files(g).name()), e.files(g).bytes()));
     files.push_back(std::move(f));
   }
-  const int64_t rb = RecordBytes(e.dim(), e.slots_per_param());
-  const int64_t slot_floats = int64_t{e.dim()} * e.slots_per_param();
+  const int64_t rb = RecordBytes(e);
+  const int64_t slot_floats = SlotFloatsPerRecord(e);
   for (const auto& sc : sparse.sparse_cores()) {
     device::TableShard& shard = sc->mutable_shard(t);
     for (int64_t r = 0; r < shard.local_rows(); ++r) {

@@ -37,23 +37,23 @@ Manifest SkeletonManifest(const config::RunConfig& config, int world_size, int64
   m.set_seed(config.training().seed());
   for (int t = 0; t < config.tables_size(); ++t) {
     const config::TableConfig& tc = config.tables(t);
-    const auto opt =
-        device::CreateOptimizer(tc.optimizer(), config.training().embedding_learning_rate());
+    const auto opt = device::CreateTableOptimizer(config, t);
     TableEntry* e = m.add_tables();
     e->set_name(tc.name());
     e->set_vocab_size(tc.vocab_size());
     e->set_dim(tc.dim());
     e->set_optimizer(opt->name());
     e->set_slots_per_param(opt->slots_per_param());
+    if (opt->row_slots() > 0) e->set_row_slots(opt->row_slots());
     for (int g = 0; g < total_sc; ++g) {
       FileEntry* f = e->add_files();
       f->set_name(TableFileName(t, g));
       f->set_records(RecordsInFile(tc.vocab_size(), g, total_sc));
-      f->set_bytes(f->records() * RecordBytes(tc.dim(), opt->slots_per_param()));
+      f->set_bytes(f->records() * RecordBytes(*e));
     }
   }
-  const auto dense_opt = device::CreateOptimizer(config.training().dense_optimizer(),
-                                                 config.training().dense_learning_rate());
+  const auto dense_opt = device::CreateDenseOptimizer(config);
+  CHECK_EQ(dense_opt->row_slots(), 0) << "row slots are for tables (validated config)";
   DenseEntry* d = m.mutable_dense();
   d->set_num_params(num_params);
   d->set_optimizer(dense_opt->name());
@@ -81,8 +81,8 @@ absl::Status WriteLocalTables(const std::string& dir, const Manifest& m,
       // them (table stacking rotates them, host/stacking.h): layout-free.
       const int g = static_cast<int>(shard.GlobalRow(0));
       const TableEntry& e = m.tables(t);
-      const int64_t rb = RecordBytes(e.dim(), e.slots_per_param());
-      const int64_t slot_bytes = 4 * int64_t{e.dim()} * e.slots_per_param();
+      const int64_t rb = RecordBytes(e);
+      const int64_t slot_bytes = 4 * SlotFloatsPerRecord(e);
       CHECK_EQ(shard.local_rows(), e.files(g).records());
       buffer.resize(shard.local_rows() * rb);
       uint64_t sum = 0;

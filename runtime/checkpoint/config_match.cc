@@ -70,17 +70,16 @@ absl::Status CheckManifestMatchesConfig(const Manifest& manifest, const std::str
       return Mismatch(dir, absl::StrCat("table '", a.name(), "' has ", name, " ", x,
                                         " in the checkpoint, ", y, " in the config"));
     };
-    const auto opt =
-        device::CreateOptimizer(b.optimizer(), config.training().embedding_learning_rate());
+    const auto opt = device::CreateTableOptimizer(config, t);
     if (a.vocab_size() != b.vocab_size()) return field("vocab_size", a.vocab_size(), b.vocab_size());
     if (a.dim() != b.dim()) return field("dim", a.dim(), b.dim());
     if (a.optimizer() != opt->name()) return field("optimizer", a.optimizer(), opt->name());
     if (a.slots_per_param() != opt->slots_per_param()) {
       return field("slots_per_param", a.slots_per_param(), opt->slots_per_param());
     }
+    if (a.row_slots() != opt->row_slots()) return field("row_slots", a.row_slots(), opt->row_slots());
   }
-  const auto dense_opt = device::CreateOptimizer(config.training().dense_optimizer(),
-                                                 config.training().dense_learning_rate());
+  const auto dense_opt = device::CreateDenseOptimizer(config);
   if (manifest.dense().optimizer() != dense_opt->name()) {
     return Mismatch(dir, absl::StrCat("the dense optimizer is ", manifest.dense().optimizer(),
                                       " in the checkpoint, ", dense_opt->name(), " in the config"));

@@ -107,17 +107,23 @@ absl::Status CheckManifestFields(const Manifest& m, const std::string& dir, cons
   for (const TableEntry& t : m.tables()) {
     // Bounded first, so the sizes below cannot overflow.
     if (t.vocab_size() < 0 || t.dim() <= 0 || t.dim() > kMaxDim || t.slots_per_param() < 0 ||
-        t.slots_per_param() > kMaxSlotsPerParam) {
-      return bad(absl::StrFormat("table '%s' has vocab_size %d, dim %d, slots_per_param %d "
-                                 "(limits: vocab_size >= 0, dim 1..%d, slots_per_param 0..%d)",
-                                 t.name(), t.vocab_size(), t.dim(), t.slots_per_param(), kMaxDim,
-                                 kMaxSlotsPerParam));
+        t.slots_per_param() > kMaxSlotsPerParam || t.row_slots() < 0 ||
+        t.row_slots() > kMaxRowSlots) {
+      return bad(absl::StrFormat("table '%s' has vocab_size %d, dim %d, slots_per_param %d, "
+                                 "row_slots %d (limits: vocab_size >= 0, dim 1..%d, "
+                                 "slots_per_param 0..%d, row_slots 0..%d)",
+                                 t.name(), t.vocab_size(), t.dim(), t.slots_per_param(),
+                                 t.row_slots(), kMaxDim, kMaxSlotsPerParam, kMaxRowSlots));
+    }
+    if (m.format_version() < 3 && t.has_row_slots()) {
+      return bad(absl::StrFormat("table '%s' has row_slots in a format_version %d manifest",
+                                 t.name(), m.format_version()));
     }
     if (t.files_size() != m.total_sparse_cores()) {
       return bad(absl::StrFormat("table '%s' lists %d files, expected one per SparseCore (%d)",
                                  t.name(), t.files_size(), m.total_sparse_cores()));
     }
-    const int64_t rb = RecordBytes(t.dim(), t.slots_per_param());
+    const int64_t rb = RecordBytes(t);
     for (int g = 0; g < t.files_size(); ++g) {
       const FileEntry& f = t.files(g);
       if (!PlainFileName(f.name())) {

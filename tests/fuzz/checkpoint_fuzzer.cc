@@ -64,7 +64,8 @@ void WriteFiles(fuzz::FuzzDir& dir, Manifest* m, std::string_view data, uint8_t 
   const bool short_by_one = control & 1;
   for (TableEntry& t : *m->mutable_tables()) {
     const int64_t rb = 8 + 4 * (int64_t{std::clamp(t.dim(), 0, 1 << 20)} *
-                                (1 + int64_t{std::clamp(t.slots_per_param(), 0, 64)}));
+                                    (1 + int64_t{std::clamp(t.slots_per_param(), 0, 64)}) +
+                                int64_t{std::clamp(t.row_slots(), 0, 64)});
     for (FileEntry& f : *t.mutable_files()) {
       if (!PlainName(f.name())) continue;
       const std::string bytes = Contents(f.bytes(), data, &cursor, short_by_one);
