@@ -17,6 +17,7 @@ constexpr uint64_t kSampleTag = 0x73616d706c65ULL;  // "sample"
 constexpr uint64_t kWeightTag = 0x776569676874ULL;  // "weight"
 constexpr uint64_t kHiddenTag = 0x68696464656eULL;  // "hidden"
 constexpr uint64_t kDenseTag = 0x64656e7365ULL;     // "dense"
+constexpr uint64_t kCrossTag = 0x63726f7373ULL;     // "cross"
 constexpr int kMaxPairs = 2;
 
 double Damping(int64_t id) {
@@ -93,6 +94,7 @@ SyntheticSource::SyntheticSource(const config::RunConfig& config, int rank,
       features_(std::move(features)) {
   const int num_features = static_cast<int>(features_.size());
   num_pairs_ = std::min(kMaxPairs, num_features / 2);
+  if (synthetic_.teacher_cross_scale() != 0) num_crosses_ = std::min(kMaxCrosses, num_features / 3);
   for (int k = 0; k < num_dense_; ++k) {
     base::CounterRng rng(base::HashKeys({seed_, kDenseTag, uint64_t(k)}));
     dense_weight_.push_back(rng.NextNormal() / std::sqrt(num_dense_));
@@ -106,6 +108,17 @@ void SyntheticSource::FillCaches(const config::RunConfig& config, int64_t cached
   for (int t = 0; t < num_tables; ++t) {
     weight_prefix_.push_back(base::HashKeys({seed_, kWeightTag, uint64_t(t)}));
     hidden_prefix_.push_back(base::HashKeys({seed_, kHiddenTag, uint64_t(t)}));
+    cross_prefix_.push_back(base::HashKeys({seed_, kCrossTag, uint64_t(t)}));
+  }
+  hot_u_.resize(num_tables);
+  for (int f = 0; f < 3 * num_crosses_; ++f) {
+    const int t = features_[f].table;
+    if (!hot_u_[t].empty()) continue;
+    hot_u_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
+    for (int64_t id = 0; id < static_cast<int64_t>(hot_u_[t].size()); ++id) {
+      base::CounterRng rng(base::HashKeys({seed_, kCrossTag, uint64_t(t), uint64_t(id)}));
+      hot_u_[t][id] = static_cast<float>(rng.NextNormal() * Damping(id));
+    }
   }
   hot_w_.resize(num_tables);
   hot_h_.resize(num_tables);
@@ -157,11 +170,14 @@ void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
   const double zipf_fraction = synthetic_.zipf_fraction();
   // Pooled hidden vectors of the features in pairs (0,1), (2,3).
   std::array<std::array<double, kHiddenDim>, 2 * kMaxPairs> pooled{};
+  // Pooled cross scalars of the features in triples.
+  std::array<double, 3 * kMaxCrosses> crossed{};
   double id_term = 0;
   for (size_t f = 0; f < features_.size(); ++f) {
     const Feature& feature = features_[f];
     const int length = 1 + static_cast<int>(rng.NextBelow(feature.max_length));
     const bool in_pair = static_cast<int>(f) < 2 * num_pairs_;
+    const bool in_cross = static_cast<int>(f) < 3 * num_crosses_;
     std::vector<int64_t>& ids = batch->ids[f];
     double weight_sum = 0;
     for (int j = 0; j < length; ++j) {
@@ -174,12 +190,14 @@ void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
       ids.push_back(id);
       weight_sum += Weight(feature.table, id);
       if (in_pair) AddHidden(feature.table, id, pooled[f].data());
+      if (in_cross) crossed[f] += CrossWeight(feature.table, id);
     }
     batch->offsets[f][row + 1] = static_cast<int64_t>(ids.size());
     id_term += weight_sum / length;
     if (in_pair) {
       for (double& x : pooled[f]) x /= length;
     }
+    if (in_cross) crossed[f] /= length;
   }
   double dense_term = 0;
   float* dense = batch->dense.data() + row * num_dense_;
@@ -197,10 +215,17 @@ void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
   }
   const double id_norm =
       features_.empty() ? 0 : kIdGain / std::sqrt(double(features_.size()));
-  const double logit = kBias +
-                       synthetic_.teacher_id_scale() * id_norm * id_term +
-                       synthetic_.teacher_dense_scale() * dense_term +
-                       synthetic_.teacher_pair_scale() * pair_term;
+  double logit = kBias +
+                 synthetic_.teacher_id_scale() * id_norm * id_term +
+                 synthetic_.teacher_dense_scale() * dense_term +
+                 synthetic_.teacher_pair_scale() * pair_term;
+  if (num_crosses_ > 0) {
+    double cross_term = 0;
+    for (int c = 0; c < num_crosses_; ++c) {
+      cross_term += crossed[3 * c] * crossed[3 * c + 1] * crossed[3 * c + 2];
+    }
+    logit += synthetic_.teacher_cross_scale() / std::sqrt(double(num_crosses_)) * cross_term;
+  }
   const double prob = 1 / (1 + std::exp(-logit));
   batch->teacher_prob[row] = static_cast<float>(prob);
   batch->labels[row] = rng.NextDouble() < prob ? 1.0f : 0.0f;
@@ -221,6 +246,12 @@ int64_t SyntheticSource::DrawZipfId(const Feature& feature, double u) const {
 double SyntheticSource::Weight(int table, int64_t id) const {
   if (id < static_cast<int64_t>(hot_w_[table].size())) return hot_w_[table][id];
   base::CounterRng rng(HashOn(weight_prefix_[table], uint64_t(id)));
+  return static_cast<float>(rng.NextNormal() * Damping(id));  // As cached.
+}
+
+double SyntheticSource::CrossWeight(int table, int64_t id) const {
+  if (id < static_cast<int64_t>(hot_u_[table].size())) return hot_u_[table][id];
+  base::CounterRng rng(HashOn(cross_prefix_[table], uint64_t(id)));
   return static_cast<float>(rng.NextNormal() * Damping(id));  // As cached.
 }
 

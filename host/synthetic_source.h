@@ -38,7 +38,15 @@ namespace lemrt::host {
 //     + teacher_dense_scale * sum_k v_k * (x_k - kDenseMean)
 //     + teacher_pair_scale * sum over pairs (a, b) in {(0, 1), (2, 3)}
 //         with b < F of mean_{a's ids} h . mean_{b's ids} h
+//     + teacher_cross_scale / sqrt(C) * sum over triples (a, a+1, a+2),
+//         a = 0, 3, ..., 3 (C - 1), C = min(kMaxCrosses, F / 3), of
+//         mean_{a's ids} u . mean_{a+1's ids} u . mean_{a+2's ids} u
+//         with u(t, id) ~ N(0, 1) * damp(id)   (only when the scale is not 0)
 //   teacher_prob = sigmoid(logit); label ~ Bernoulli(teacher_prob).
+// The pair terms are pairwise dot products, which DLRM's dot interaction
+// represents; the three-way crosses are not (the top MLP sees only pairwise
+// dot products), while a cross network of two or more layers forms them
+// exactly (products of three embedding coordinates).
 // The damping puts the id signal on ids that a short run sees often (ids drawn
 // uniformly from a large vocabulary are seen about once and carry almost no
 // weight), so a trained model can approach the teacher's AUC. 1 / sqrt(F)
@@ -52,6 +60,7 @@ class SyntheticSource : public DataSource {
   static constexpr double kBias = -0.7;
   static constexpr double kDenseMean = 2.0146;  // E[log1p(10 Exp(1))]
   static constexpr int kHiddenDim = 4;
+  static constexpr int kMaxCrosses = 8;  // three-way cross terms
 
   // Creates rank `rank` of `world_size`'s source. `config` must outlive it and
   // is assumed validated; a feature naming an unknown table, a non-positive
@@ -97,8 +106,9 @@ class SyntheticSource : public DataSource {
   // Writes sample `g` as row `row` of `batch` (rows are filled in order).
   void FillSample(uint64_t g, int64_t row, Batch* batch) const;
   int64_t DrawZipfId(const Feature& feature, double u) const;
-  // w(t, id) and h(t, id) of the teacher (see above).
+  // w(t, id), u(t, id) and h(t, id) of the teacher (see above).
   double Weight(int table, int64_t id) const;
+  double CrossWeight(int table, int64_t id) const;
   void AddHidden(int table, int64_t id, double* acc) const;
 
   const config::SyntheticSourceConfig& synthetic_;
@@ -110,13 +120,16 @@ class SyntheticSource : public DataSource {
   const int64_t num_eval_chunks_;
   const std::vector<Feature> features_;
   int num_pairs_ = 0;                      // Of the pairs (0,1), (2,3).
+  int num_crosses_ = 0;                    // Triples (0,1,2), (3,4,5), ...; 0 without them.
   std::vector<double> dense_weight_;       // v_k, [num_dense].
   // base::HashKeys of the leading keys of the hashed streams: (seed,
   // "sample") and, per table, (seed, "weight", t) and (seed, "hidden", t).
   uint64_t sample_prefix_ = 0;
   std::vector<uint64_t> weight_prefix_;
   std::vector<uint64_t> hidden_prefix_;
+  std::vector<uint64_t> cross_prefix_;     // (seed, "cross", t)
   std::vector<std::vector<float>> hot_w_;  // Per table: w(t, id) for small ids.
+  std::vector<std::vector<float>> hot_u_;  // Per table of a crossed feature: u(t, id).
   // Per table of a paired feature, for small ids: the kHiddenDim normals of
   // h(t, id) and their scale 0.5 x damp(id).
   std::vector<std::vector<std::array<double, kHiddenDim + 1>>> hot_h_;

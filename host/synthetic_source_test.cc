@@ -219,7 +219,7 @@ TEST(SyntheticSourceTest, SeedChangesTheData) {
   EXPECT_NE(GlobalBatch(config, 1, false, 0).dense, first.dense);
 }
 
-// The teacher caches (w and h of the Zipf head) change no value: ids, dense
+// The teacher caches (w, u and h of the Zipf head) change no value: ids, dense
 // features, labels and teacher probabilities equal those of a source without
 // caches, and of one caching most of the vocabulary, bit for bit.
 // A plain transcription of the documented sampling and teacher
@@ -237,6 +237,7 @@ ReferenceSample Reference(const config::RunConfig& config, uint64_t g) {
   constexpr uint64_t kWeightTag = 0x776569676874ULL;  // "weight"
   constexpr uint64_t kHiddenTag = 0x68696464656eULL;  // "hidden"
   constexpr uint64_t kDenseTag = 0x64656e7365ULL;     // "dense"
+  constexpr uint64_t kCrossTag = 0x63726f7373ULL;     // "cross"
   const uint64_t seed = config.training().seed();
   const auto& syn = config.data().synthetic();
   const double s = syn.zipf_exponent();
@@ -249,6 +250,8 @@ ReferenceSample Reference(const config::RunConfig& config, uint64_t g) {
   };
   const int F = config.features_size();
   const int pairs = std::min(2, F / 2);
+  const int crosses = syn.teacher_cross_scale() != 0 ? std::min(8, F / 3) : 0;
+  std::vector<double> crossed(F, 0.0);
   base::CounterRng rng(base::HashKeys({seed, kSampleTag, g}));
   ReferenceSample out;
   std::vector<std::array<double, SyntheticSource::kHiddenDim>> pooled(4);
@@ -280,7 +283,12 @@ ReferenceSample Reference(const config::RunConfig& config, uint64_t g) {
         base::CounterRng h(base::HashKeys({seed, kHiddenTag, uint64_t(t), uint64_t(id)}));
         for (double& acc : pooled[f]) acc += h.NextNormal() * (0.5 * damping(id));
       }
+      if (f < 3 * crosses) {
+        base::CounterRng u(base::HashKeys({seed, kCrossTag, uint64_t(t), uint64_t(id)}));
+        crossed[f] += static_cast<float>(u.NextNormal() * damping(id));
+      }
     }
+    crossed[f] /= length;
     id_term += weight_sum / length;
     if (f < 2 * pairs) {
       for (double& x : pooled[f]) x /= length;
@@ -300,42 +308,87 @@ ReferenceSample Reference(const config::RunConfig& config, uint64_t g) {
       pair_term += pooled[2 * p][d] * pooled[2 * p + 1][d];
     }
   }
+  double cross_term = 0;
+  for (int c = 0; c < crosses; ++c) cross_term += crossed[3 * c] * crossed[3 * c + 1] * crossed[3 * c + 2];
   const double logit = SyntheticSource::kBias +
                        syn.teacher_id_scale() * SyntheticSource::kIdGain / std::sqrt(F) * id_term +
-                       syn.teacher_dense_scale() * dense_term + syn.teacher_pair_scale() * pair_term;
+                       syn.teacher_dense_scale() * dense_term + syn.teacher_pair_scale() * pair_term +
+                       (crosses > 0 ? syn.teacher_cross_scale() / std::sqrt(crosses) * cross_term : 0.0);
   out.prob = 1 / (1 + std::exp(-logit));
   out.label = rng.NextDouble() < out.prob ? 1.0f : 0.0f;
   return out;
 }
 
 TEST(SyntheticSourceTest, MatchesAPlainTranscriptionOfTheFormulas) {
-  config::RunConfig config = TestConfig(/*global_batch=*/32);
-  config.mutable_model()->set_num_dense_features(3);
-  config.mutable_data()->mutable_synthetic()->set_zipf_fraction(0.6);
-  auto source = MakeSource(config, /*rank=*/1, /*world_size=*/2);
-  for (int64_t step : {0, 3}) {
-    Batch batch;
-    ASSERT_TRUE(source->TrainBatch(step, &batch).ok());
-    for (int64_t i = 0; i < batch.num_samples; ++i) {
-      const uint64_t g = step * 32 + 16 + i;  // rank 1 of 2, local batch 16
-      const ReferenceSample ref = Reference(config, g);
-      for (int f = 0; f < batch.num_features(); ++f) {
-        const std::vector<int64_t> ids(batch.ids[f].begin() + batch.offsets[f][i],
-                                       batch.ids[f].begin() + batch.offsets[f][i + 1]);
-        EXPECT_EQ(ids, ref.ids[f]) << "sample " << g << " feature " << f;
+  for (const float cross_scale : {0.0f, 1.5f}) {
+    config::RunConfig config = TestConfig(/*global_batch=*/32);
+    config.mutable_model()->set_num_dense_features(3);
+    config.mutable_data()->mutable_synthetic()->set_zipf_fraction(0.6);
+    if (cross_scale != 0) {
+      config.mutable_data()->mutable_synthetic()->set_teacher_cross_scale(cross_scale);
+    }
+    auto source = MakeSource(config, /*rank=*/1, /*world_size=*/2);
+    for (int64_t step : {0, 3}) {
+      Batch batch;
+      ASSERT_TRUE(source->TrainBatch(step, &batch).ok());
+      for (int64_t i = 0; i < batch.num_samples; ++i) {
+        const uint64_t g = step * 32 + 16 + i;  // rank 1 of 2, local batch 16
+        const ReferenceSample ref = Reference(config, g);
+        for (int f = 0; f < batch.num_features(); ++f) {
+          const std::vector<int64_t> ids(batch.ids[f].begin() + batch.offsets[f][i],
+                                         batch.ids[f].begin() + batch.offsets[f][i + 1]);
+          EXPECT_EQ(ids, ref.ids[f]) << "sample " << g << " feature " << f;
+        }
+        for (int k = 0; k < 3; ++k) EXPECT_EQ(batch.dense[i * 3 + k], ref.dense[k]) << g;
+        // The teacher to rounding (the compiler may fuse multiply-adds
+        // differently in the two transcriptions); a wrong hashed key would
+        // change it completely.
+        EXPECT_NEAR(batch.teacher_prob[i], ref.prob, 1e-6) << "sample " << g;
+        EXPECT_EQ(batch.labels[i], ref.label) << "sample " << g;
       }
-      for (int k = 0; k < 3; ++k) EXPECT_EQ(batch.dense[i * 3 + k], ref.dense[k]) << g;
-      // The teacher to rounding (the compiler may fuse multiply-adds
-      // differently in the two transcriptions); a wrong hashed key would
-      // change it completely.
-      EXPECT_NEAR(batch.teacher_prob[i], ref.prob, 1e-6) << "sample " << g;
-      EXPECT_EQ(batch.labels[i], ref.label) << "sample " << g;
     }
   }
 }
 
+// The cross terms change the teacher only (ids, dense features and the
+// other terms are the same draws) and are off by default; with hot ids they
+// move the logits of most samples.
+TEST(SyntheticSourceTest, CrossTermsChangeOnlyTheTeacher) {
+  config::RunConfig plain = TestConfig(/*global_batch=*/4096);
+  plain.mutable_model()->set_num_dense_features(4);
+  plain.mutable_data()->mutable_synthetic()->set_zipf_fraction(0.95);
+  config::RunConfig crossed = plain;
+  crossed.mutable_data()->mutable_synthetic()->set_teacher_cross_scale(3.0f);
+  EXPECT_EQ(config::RunConfig().data().synthetic().teacher_cross_scale(), 0.0f);
+  auto a = MakeSource(plain, 0, 1);
+  auto b = MakeSource(crossed, 0, 1);
+  Batch x, y;
+  ASSERT_TRUE(a->TrainBatch(2, &x).ok());
+  ASSERT_TRUE(b->TrainBatch(2, &y).ok());
+  EXPECT_EQ(x.ids, y.ids);
+  EXPECT_EQ(x.dense, y.dense);
+  auto logit = [](float p) {
+    const double q = std::clamp<double>(p, 1e-6, 1 - 1e-6);
+    return std::log(q / (1 - q));
+  };
+  double sum = 0, sum_sq = 0;
+  int64_t moved = 0;
+  const int64_t n = x.num_samples;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = logit(y.teacher_prob[i]) - logit(x.teacher_prob[i]);
+    sum += d;
+    sum_sq += d * d;
+    moved += std::abs(d) > 1e-3;
+  }
+  const double sd = std::sqrt(sum_sq / n - (sum / n) * (sum / n));
+  EXPECT_GT(moved, n / 2);
+  EXPECT_GT(sd, 0.2) << "the cross term's spread of the logits";
+  EXPECT_LT(std::abs(sum / n), 0.1) << "products of zero-mean values average out";
+}
+
 TEST(SyntheticSourceTest, CachesChangeNoValue) {
-  const config::RunConfig config = TestConfig();
+  config::RunConfig config = TestConfig();
+  config.mutable_data()->mutable_synthetic()->set_teacher_cross_scale(1.0f);  // u cached too
   auto plain = SyntheticSource::CreateWithCachedIds(config, 1, 2, /*cached_ids=*/0);
   ASSERT_TRUE(plain.ok());
   for (int64_t cached_ids : {SyntheticSource::kCachedIds, int64_t{60000}}) {
