@@ -410,9 +410,15 @@ class Validator {
         Fail({{"model"}, {"top_mlp", i}}, absl::StrCat("must be > 0, got ", m.top_mlp(i)));
       }
     }
-    if (m.has_dcn_v2() || m.has_concat()) {
-      Fail({{"model"}, {m.has_dcn_v2() ? "dcn_v2" : "concat"}},
-           "is not implemented yet (only the dot interaction is)");
+    if (m.has_dcn_v2()) {
+      if (m.dcn_v2().num_layers() < 1) {
+        Fail({{"model"}, {"dcn_v2"}, {"num_layers"}},
+             absl::StrCat("must be >= 1, got ", m.dcn_v2().num_layers()));
+      }
+      if (m.dcn_v2().low_rank() < 0) {
+        Fail({{"model"}, {"dcn_v2"}, {"low_rank"}},
+             absl::StrCat("must be >= 0 (0 = full rank), got ", m.dcn_v2().low_rank()));
+      }
     }
     if (m.bottom_mlp_dropout() != 0 || m.top_mlp_dropout() != 0) {
       Fail({{"model"}, {m.bottom_mlp_dropout() != 0 ? "bottom_mlp_dropout" : "top_mlp_dropout"}},

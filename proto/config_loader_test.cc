@@ -224,6 +224,16 @@ TEST(ConfigLoaderTest, RowwiseAdagradAndWeightDecayAreChecked) {
               HasSubstr("FTRL regularises with its own l2"));
 }
 
+TEST(ConfigLoaderTest, InteractionsAreChecked) {
+  EXPECT_EQ(ErrorOf("model { dcn_v2 { } }"), "");
+  EXPECT_EQ(ErrorOf("model { concat { } }"), "");
+  EXPECT_EQ(ErrorOf("model { dcn_v2 { num_layers: 1 low_rank: 0 } }"), "");
+  EXPECT_THAT(ErrorOf("model { dcn_v2 { num_layers: 0 } }"),
+              HasSubstr("model.dcn_v2.num_layers: must be >= 1"));
+  EXPECT_THAT(ErrorOf("model { dcn_v2 { low_rank: -2 } }"),
+              HasSubstr("model.dcn_v2.low_rank: must be >= 0"));
+}
+
 TEST(ConfigLoaderTest, LearningRateSchedulesAreChecked) {
   EXPECT_EQ(ErrorOf("training { learning_rate_schedule { warmup_steps: 3 decay: COSINE } }"), "");
   EXPECT_THAT(ErrorOf("training { learning_rate_schedule { warmup_steps: -1 } }"),

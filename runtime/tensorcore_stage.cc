@@ -6,22 +6,16 @@ namespace lemrt::runtime {
 
 absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
     const config::RunConfig& config, Communicator& comm) {
-  device::DlrmShape shape;
-  shape.num_dense = config.model().num_dense_features();
-  shape.bottom.assign(config.model().bottom_mlp().begin(), config.model().bottom_mlp().end());
-  shape.top.assign(config.model().top_mlp().begin(), config.model().top_mlp().end());
-  for (const auto& f : config.features()) {
-    shape.feature_dims.push_back(config.tables(config::FindTable(config, f.table())).dim());
-  }
   const int64_t local_batch = config.training().global_batch() / comm.size();
-  auto model = device::DlrmDense::Create(shape, local_batch, config.training().seed());
+  auto model = device::CreateDenseModel(device::DenseModelSpecFromConfig(config), local_batch,
+                                        config.training().seed());
   if (!model.ok()) return model.status();
   auto optimizer = device::CreateDenseOptimizer(config);
   return std::unique_ptr<TensorCoreStage>(new TensorCoreStage(
       comm, std::move(*model), std::move(optimizer), config.training().global_batch()));
 }
 
-TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::DlrmDense> model,
+TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::DenseModel> model,
                                  std::unique_ptr<device::Optimizer> optimizer,
                                  int64_t global_batch)
     : comm_(comm),

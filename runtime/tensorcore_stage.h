@@ -1,6 +1,7 @@
-// The TensorCore stage of a step on one chip: DLRM forward and backward on the
-// local batch, dense gradients summed over chips with one all-reduce, and the
-// dense optimizer step. Thread-compatible.
+// The TensorCore stage of a step on one chip: the dense model's
+// (device/tensorcore/dense_model.h) forward and backward on the local batch,
+// dense gradients summed over chips with one all-reduce, and the dense
+// optimizer step. Thread-compatible.
 //
 // Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B).
 #ifndef LEMRT_RUNTIME_TENSORCORE_STAGE_H_
@@ -12,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "device/optimizers/optimizer.h"
-#include "device/tensorcore/dlrm_dense.h"
+#include "device/tensorcore/dense_model.h"
 #include "host/batch.h"
 #include "proto/config.pb.h"
 #include "runtime/comm/communicator.h"
@@ -36,7 +37,7 @@ class TensorCoreStage {
   void Predict(const host::Batch& batch, std::span<const float> activations,
                std::span<float> probs);
 
-  const device::DlrmDense& model() const { return *model_; }
+  const device::DenseModel& model() const { return *model_; }
 
   // Parameters (layout of model().params()), optimizer slots (slot-major) and
   // the optimizer update count, for checkpoints.
@@ -47,11 +48,11 @@ class TensorCoreStage {
   void set_updates(int64_t updates) { updates_ = updates; }
 
  private:
-  TensorCoreStage(Communicator& comm, std::unique_ptr<device::DlrmDense> model,
+  TensorCoreStage(Communicator& comm, std::unique_ptr<device::DenseModel> model,
                   std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch);
 
   Communicator& comm_;
-  std::unique_ptr<device::DlrmDense> model_;
+  std::unique_ptr<device::DenseModel> model_;
   std::unique_ptr<device::Optimizer> optimizer_;
   std::vector<float> slots_;
   float loss_scale_;

@@ -282,6 +282,7 @@ absl::StatusOr<EvalResult> Trainer::Evaluate() {
   r.logloss = base::LogLoss(all_probs, all_labels);
   if (data_->has_teacher() && all_teacher.size() == all_labels.size()) {
     r.teacher_auc = base::Auc(all_teacher, all_labels);
+    r.teacher_logloss = base::LogLoss(all_teacher, all_labels);
   }
   return r;
 }

@@ -50,6 +50,7 @@ struct EvalResult {
   double logloss = 0;
   int64_t samples = 0;
   double teacher_auc = -1;  // < 0 when the data has no teacher
+  double teacher_logloss = -1;
 };
 
 class Trainer {

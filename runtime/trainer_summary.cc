@@ -85,12 +85,19 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
   } else {
     s.mutable_eval()->mutable_teacher_auc()->set_null_value(google::protobuf::NULL_VALUE);
   }
+  if (eval.teacher_logloss >= 0) {
+    s.mutable_eval()->mutable_teacher_logloss()->set_number_value(eval.teacher_logloss);
+  } else {
+    s.mutable_eval()->mutable_teacher_logloss()->set_null_value(google::protobuf::NULL_VALUE);
+  }
   s.mutable_ids()->set_total(ids[0]);
   s.mutable_ids()->set_after_dedup(ids[1]);
   s.mutable_ids()->set_unique_per_partition(ids[2]);
   s.set_params_l2(stats.params_l2);
   s.set_model_checksum(stats.checksum);
   device::FillMemoryStats(memory_plan_, s.mutable_memory());
+  s.mutable_model()->set_interaction(memory_plan_.dense_model);
+  s.mutable_model()->set_params(static_cast<double>(dense_->model().num_params()));
   host::FillStackingStats(host::StackingPlan::FromConfig(config_), config_, s.mutable_stacking());
   s.mutable_startup()->set_table_init_mode(table_init_mode_);
   s.mutable_startup()->set_table_init_ms(table_init_ms_);

@@ -12,7 +12,9 @@
 #    2 and 3 ranks with the saved checksum (the row-wise accumulators
 #    re-sharded); lemrt_ckpt exports the row-wise table's slots as
 #    [vocab x 1];
-#  - the metrics CSV shows the scheduled rates.
+#  - the metrics CSV shows the scheduled rates;
+#  - the DCN-v2 and concat interactions train through the same pipelining,
+#    minibatching and checkpoint checks, and the summary names the model.
 # Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
@@ -38,6 +40,18 @@ train 4 resumed "" --restore_from="$ck/step-00000010"
 train 2 reshard2 "" --restore_from="$ck"
 train 3 reshard3 "" --restore_from="$ck"
 "$LEMRT_BIN/lemrt_ckpt" export "$ck" --table=a --out="$work/a_slots.npy" --slots > "$work/export.log"
+# The other interactions (a small cross network, the plain concatenation):
+# pipelined = one-thread schedule, minibatched = not, resumed = uninterrupted,
+# restored on another world size = saved.
+for m in dcn concat; do
+  [[ $m == dcn ]] && model="model { dcn_v2 { num_layers: 2 low_rank: 8 } }" || model="model { concat { } }"
+  train 2 ${m}_pipe "$model"
+  train 2 ${m}_inline "$model sparse_core { pipeline_without_threads: true }"
+  train 2 ${m}_minibatched "$model sparse_core { max_unique_ids_per_partition: 6 }"
+  train 4 ${m}_full "$model" --checkpoint_dir="$work/ck_$m" --checkpoint_every=10
+  train 4 ${m}_resumed "$model" --restore_from="$work/ck_$m/step-00000010"
+  train 2 ${m}_reshard2 "$model" --restore_from="$work/ck_$m"
+done
 
 python3 - "$work" "$ck/step-00000020/manifest.pbtxt" <<'PY'
 import csv, json, math, re, sys
@@ -58,6 +72,21 @@ saved = re.search(r'model_checksum: "([0-9a-f]+)"', open(manifest).read()).group
 if saved != full: fails.append("the final checkpoint's checksum differs from the run's")
 for n in ["resumed", "reshard2", "reshard3"]:
     if s[n]["model_checksum"] != full: fails.append(f"{n}: model differs from the 4-rank run")
+for m, want in [("dcn", "dcn_v2 (2 layers, rank 8)"), ("concat", "concat")]:
+    r = {k: json.load(open(f"{w}/{m}_{k}.json"))
+         for k in ["pipe", "inline", "minibatched", "full", "resumed", "reshard2"]}
+    print(f"{m:7s} {r['pipe']['model']} auc {r['pipe']['eval']['auc']:.4f}")
+    if r["pipe"]["model"]["interaction"] != want: fails.append(f"{m}: summary model {r['pipe']['model']}")
+    if r["pipe"]["model"]["params"] <= s["pipe"]["model"]["params"] and m == "dcn":
+        fails.append(f"dcn: {r['pipe']['model']['params']} params, no more than dot's")
+    if not 0.5 < r["pipe"]["eval"]["auc"] < 1: fails.append(f"{m}: eval auc {r['pipe']['eval']['auc']}")
+    if r["inline"]["model_checksum"] != r["pipe"]["model_checksum"]:
+        fails.append(f"{m}: threaded pipeline differs from the one-thread schedule")
+    a, b = r["pipe"]["params_l2"], r["minibatched"]["params_l2"]
+    if abs(a - b) > 1e-5 * abs(a): fails.append(f"{m}: minibatched params_l2 {b} vs {a}")
+    for k in ["resumed", "reshard2"]:
+        if r[k]["model_checksum"] != r["full"]["model_checksum"]: fails.append(f"{m}: {k} differs")
+if s["pipe"]["model"]["interaction"] != "dot": fails.append(f"default model {s['pipe']['model']}")
 text = open(manifest).read()
 if "format_version: 3" not in text or "row_slots: 1" not in text:
     fails.append("manifest lacks format_version 3 / row_slots 1")

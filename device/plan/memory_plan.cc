@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "device/optimizers/optimizer.h"
-#include "device/tensorcore/dlrm_dense.h"
+#include "device/tensorcore/dense_model.h"
 #include "glog/logging.h"
 #include "host/stacking.h"
 #include "proto/config_loader.h"
@@ -214,6 +214,8 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   const int64_t dense_slot_floats =
       CreateOptimizer(c.training().dense_optimizer(), 1.0f)->SlotFloats(dense_params);
   p.heap_dense_bytes = (dense_params * 2 + dense_slot_floats) * kF32;
+  p.dense_params = dense_params;
+  p.dense_model = DescribeInteraction(DenseModelSpecFromConfig(c));
   int64_t ids_per_sample = 0, activation_width = 0;
   for (const auto& f : c.features()) {
     ids_per_sample += f.max_sequence_length();
@@ -233,18 +235,12 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
 }
 
 absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& c) {
-  DlrmShape shape;
-  shape.num_dense = c.model().num_dense_features();
-  shape.bottom.assign(c.model().bottom_mlp().begin(), c.model().bottom_mlp().end());
-  shape.top.assign(c.model().top_mlp().begin(), c.model().top_mlp().end());
-  for (const auto& f : c.features()) {
-    shape.feature_dims.push_back(c.tables(config::FindTable(c, f.table())).dim());
-  }
-  auto model = DlrmDense::Create(shape, /*max_batch=*/1, c.training().seed());
-  if (!model.ok()) return model.status();
+  // Counted from the model's description: a full-size model is not built.
+  auto dense_params = CountDenseParams(DenseModelSpecFromConfig(c));
+  if (!dense_params.ok()) return dense_params.status();
   auto limits = host::ResolveLimits(c);
   if (!limits.ok()) return limits.status();
-  return BuildMemoryPlan(c, (*model)->num_params(), *limits);
+  return BuildMemoryPlan(c, *dense_params, *limits);
 }
 
 absl::Status CheckMemoryPlan(const MemoryPlan& p) {

@@ -164,6 +164,8 @@ struct MemoryPlan {
   int64_t stack_bytes_unserialized = 0;
   int64_t heap_bytes = 0;             // per chip
   int64_t heap_dense_bytes = 0;
+  int64_t dense_params = 0;           // the dense model's parameters
+  std::string dense_model;            // its interaction (DescribeInteraction)
   int64_t heap_inputs_bytes = 0;      // host inputs x depth + activations x in-flight
   int64_t host_inputs_per_step = 0;   // bytes per chip
   int64_t activations_per_step = 0;   // bytes per chip, activations + gradients
@@ -178,7 +180,7 @@ struct MemoryPlan {
 };
 
 // Sizes every buffer. `dense_params` is the dense model's parameter count
-// (DlrmDense::num_params); `limits` the config's resolved per-table partition
+// (CountDenseParams); `limits` the config's resolved per-table partition
 // limits (host::ResolveLimits; the plan takes each stack's with
 // host::StackLimits, as host preprocessing does). The config must be
 // validated.
@@ -187,9 +189,10 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& config, int64_t dense_params
 // As above, resolving limits here; the config must not name a limits_file.
 MemoryPlan BuildMemoryPlan(const config::RunConfig& config, int64_t dense_params);
 
-// As above, counting the dense parameters of the configured DLRM and reading
-// the limits file; errors are the DLRM shape's (InvalidArgument) and the
-// limits file's (host::ResolveLimits: NotFound, InvalidArgument).
+// As above, counting the dense parameters of the configured model from its
+// description (CountDenseParams, no model is built) and reading the limits
+// file; errors are the model's (InvalidArgument) and the limits file's
+// (host::ResolveLimits: NotFound, InvalidArgument).
 absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& config);
 
 // OK when the plan fits; otherwise ResourceExhausted with the first failure:

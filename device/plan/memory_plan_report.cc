@@ -83,6 +83,11 @@ std::string FormatMemoryPlan(const MemoryPlan& p) {
       p.in_flight_steps, FormatBytes(p.hbm_bytes_per_chip), FormatBytes(p.hbm_bytes),
       p.hbm_bytes > 0 ? 100.0 * p.hbm_bytes_per_chip / p.hbm_bytes : 0.0));
   absl::StrAppend(&out, absl::StrFormat(
+      "Dense model: %s interaction, %d parameters (with gradients and optimizer slots %s of the "
+      "heap)\n",
+      p.dense_model.empty() ? "dot" : p.dense_model, p.dense_params,
+      FormatBytes(p.heap_dense_bytes)));
+  absl::StrAppend(&out, absl::StrFormat(
       "Padding: %s of %s allocated for tables+slots (%.2f%%); SPMEM per tile %d of %d bytes\n",
       FormatBytes(p.padding_bytes), FormatBytes(alloc), alloc > 0 ? 100.0 * p.padding_bytes / alloc : 0.0,
       p.spmem_bytes_per_tile, p.spmem_bytes_per_tile_limit));

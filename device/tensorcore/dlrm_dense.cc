@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "Eigen/Core"
+#include "device/tensorcore/dense_init.h"
 #include "device/tensorcore/eigen_maps.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
@@ -15,77 +15,6 @@ namespace {
 // A column block of a wider row-major buffer (one feature inside emb or z_).
 using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
 using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-
-// SplitMix64 finaliser.
-uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Xavier-uniform weights for params[offset, offset + count): the value at flat
-// index k depends only on (seed, k), so every rank gets the same model.
-void XavierFill(std::span<float> params, int64_t offset, int64_t count,
-                int fan_in, int fan_out, uint64_t seed) {
-  const double limit = std::sqrt(6.0 / (fan_in + fan_out));
-  for (int64_t k = offset; k < offset + count; ++k) {
-    const uint64_t h =
-        Mix64(seed * 0x100000001b3ULL ^ Mix64(static_cast<uint64_t>(k)));
-    const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // [0, 1)
-    params[k] = static_cast<float>((2.0 * u - 1.0) * limit);
-  }
-}
-
-absl::Status ValidateWidths(const std::vector<int>& widths, const char* field) {
-  if (widths.empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "DlrmShape.%s is empty; it must list at least one layer width.",
-        field));
-  }
-  for (size_t i = 0; i < widths.size(); ++i) {
-    if (widths[i] <= 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "DlrmShape.%s[%d] is %d; widths must be positive (%s = [%s]).", field,
-          i, widths[i], field, absl::StrJoin(widths, ", ")));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateShape(const DlrmShape& shape, int64_t max_batch) {
-  if (shape.num_dense <= 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "DlrmShape.num_dense is %d; it must be positive.", shape.num_dense));
-  }
-  if (absl::Status s = ValidateWidths(shape.bottom, "bottom"); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateWidths(shape.top, "top"); !s.ok()) return s;
-  if (shape.top.back() != 1) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "DlrmShape.top must end in 1 (the logit) but ends in %d.",
-        shape.top.back()));
-  }
-  if (shape.feature_dims.empty()) {
-    return absl::InvalidArgumentError(
-        "DlrmShape.feature_dims is empty; the model needs at least one sparse "
-        "feature.");
-  }
-  for (size_t f = 0; f < shape.feature_dims.size(); ++f) {
-    if (shape.feature_dims[f] <= 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "DlrmShape.feature_dims[%d] is %d; embedding widths must be "
-          "positive.",
-          f, shape.feature_dims[f]));
-    }
-  }
-  if (max_batch < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("max_batch is %d; it must be >= 0.", max_batch));
-  }
-  return absl::OkStatus();
-}
 
 MlpShape BottomShape(const DlrmShape& shape) {
   MlpShape mlp{.widths = {shape.num_dense}, .relu_last = true};
@@ -101,22 +30,17 @@ MlpShape TopShape(const DlrmShape& shape) {
   return mlp;
 }
 
-double Sigmoid(double x) {
-  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
-  const double e = std::exp(x);
-  return e / (1.0 + e);
-}
-
-// -[y log s(x) + (1 - y) log(1 - s(x))] without overflow for large |x|.
-double BinaryCrossEntropyWithLogit(double x, double y) {
-  return std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::abs(x)));
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DlrmDense>> DlrmDense::Create(
     const DlrmShape& shape, int64_t max_batch, uint64_t seed) {
-  if (absl::Status s = ValidateShape(shape, max_batch); !s.ok()) return s;
+  DenseModelSpec spec;
+  spec.shape = shape;
+  if (absl::Status s = ValidateDenseModelSpec(spec); !s.ok()) return s;
+  if (max_batch < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_batch is %d; it must be >= 0.", max_batch));
+  }
   std::unique_ptr<DlrmDense> model(new DlrmDense(shape, max_batch));
   model->InitParams(seed);
   return model;

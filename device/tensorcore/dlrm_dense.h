@@ -1,7 +1,7 @@
 // DlrmDense: the dense ("TensorCore") part of a DLRM on one chip's local
-// batch: bottom MLP over the dense features, optional per-feature projection
-// of the embeddings to the interaction width, dot interaction, top MLP and a
-// binary cross-entropy loss. All parameters (and their gradients) sit in one
+// batch, the dot-interaction DenseModel (dense_model.h): bottom MLP over the
+// dense features, optional per-feature projection of the embeddings to the
+// interaction width, dot interaction, top MLP and a binary cross-entropy loss. All parameters (and their gradients) sit in one
 // flat float vector, so one allreduce and one optimizer call cover the whole
 // model. Thread-compatible: a const method may run concurrently with other
 // const methods, anything else needs external synchronisation.
@@ -15,22 +15,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "device/tensorcore/dense_model.h"
 #include "device/tensorcore/interaction.h"
 #include "device/tensorcore/mlp.h"
 
 namespace lemrt::device {
-
-// Widths of the dense model. d = bottom.back() is the interaction width.
-struct DlrmShape {
-  // Dense input features per sample (> 0).
-  int num_dense = 13;
-  // Bottom MLP widths after the input; >= 1 entries, all > 0; last = d.
-  std::vector<int> bottom;
-  // Top MLP widths after the interaction; >= 1 entries, all > 0; last = 1.
-  std::vector<int> top;
-  // Embedding width of each sparse feature f; F >= 1 entries, all > 0.
-  std::vector<int> feature_dims;
-};
 
 // Model: z_0 = bottom MLP(dense) with a ReLU after every layer (DLRM);
 // z_f = emb_f * P_f for features with feature_dims[f] != d (P_f learned,
@@ -57,7 +46,7 @@ struct DlrmShape {
 //   w = float((2u - 1) * sqrt(6 / (fan_in + fan_out))),
 // with Mix64 the SplitMix64 finaliser and (fan_in, fan_out) = (in_l, out_l)
 // for W_l, (feature_dims[f], d) for P_f.
-class DlrmDense {
+class DlrmDense : public DenseModel {
  public:
   // Validates `shape` (InvalidArgument naming the bad field: num_dense,
   // bottom, top, feature_dims) and max_batch >= 0 (InvalidArgument), then
@@ -70,20 +59,21 @@ class DlrmDense {
   DlrmDense& operator=(const DlrmDense&) = delete;
 
   const DlrmShape& shape() const { return shape_; }
-  int64_t max_batch() const { return max_batch_; }
-  int64_t num_params() const { return static_cast<int64_t>(params_.size()); }
+  int64_t max_batch() const override { return max_batch_; }
+  int64_t num_params() const override { return static_cast<int64_t>(params_.size()); }
   // Sum of feature_dims: the width of one sample's embedding row.
-  int embedding_width() const { return embedding_width_; }
+  int embedding_width() const override { return embedding_width_; }
+  int num_dense() const override { return shape_.num_dense; }
   // d = bottom.back().
   int interaction_dim() const { return shape_.bottom.back(); }
 
   // All parameters, laid out as documented above. Callers (optimizer,
   // allreduce, checkpoint) may read and write them between steps.
-  std::span<float> params() { return params_; }
-  std::span<const float> params() const { return params_; }
+  std::span<float> params() override { return params_; }
+  std::span<const float> params() const override { return params_; }
   // Gradients of the last ForwardBackward, same layout as params().
-  std::span<const float> grads() const { return grads_; }
-  std::span<float> mutable_grads() { return grads_; }
+  std::span<const float> grads() const override { return grads_; }
+  std::span<float> mutable_grads() override { return grads_; }
 
   // Forward and backward over `batch` samples (0 <= batch <= max_batch,
   // CHECKed). Inputs, row-major, caller-owned:
@@ -99,13 +89,13 @@ class DlrmDense {
   // buffers of its own (Eigen's GEMM may still take its packing workspace
   // from the heap for large products).
   double ForwardBackward(int64_t batch, const float* dense, const float* emb,
-                         const float* labels, float loss_scale, float* d_emb);
+                         const float* labels, float loss_scale, float* d_emb) override;
 
   // Forward only: probs [batch] = sigmoid(logit) for the same inputs as
   // ForwardBackward (0 <= batch <= max_batch). Leaves params() and grads()
   // untouched. Allocates like ForwardBackward.
   void Predict(int64_t batch, const float* dense, const float* emb,
-               float* probs);
+               float* probs) override;
 
  private:
   struct Feature {

@@ -1,0 +1,166 @@
+#include "device/tensorcore/cross_dense.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "device/tensorcore/dense_init.h"
+#include "glog/logging.h"
+
+namespace lemrt::device {
+namespace {
+
+int SumDims(const DlrmShape& shape) {
+  int sum = 0;
+  for (int dim : shape.feature_dims) sum += dim;
+  return sum;
+}
+
+MlpShape BottomShape(const DlrmShape& shape) {
+  MlpShape mlp{.widths = {shape.num_dense}, .relu_last = true};
+  mlp.widths.insert(mlp.widths.end(), shape.bottom.begin(), shape.bottom.end());
+  return mlp;
+}
+
+MlpShape TopShape(const DlrmShape& shape) {
+  MlpShape mlp{.widths = {shape.bottom.back() + SumDims(shape)}, .relu_last = false};
+  mlp.widths.insert(mlp.widths.end(), shape.top.begin(), shape.top.end());
+  return mlp;
+}
+
+CrossNetworkShape CrossShape(const DenseModelSpec& spec) {
+  return {.width = spec.shape.bottom.back() + SumDims(spec.shape),
+          .num_layers = spec.cross_layers,
+          .low_rank = spec.cross_low_rank};
+}
+
+}  // namespace
+
+int64_t CrossDense::NumParams(const DenseModelSpec& spec) {
+  int64_t n = Mlp::NumParams(BottomShape(spec.shape).widths) +
+              Mlp::NumParams(TopShape(spec.shape).widths);
+  if (spec.interaction == Interaction::kDcnV2) n += CrossNetwork::NumParams(CrossShape(spec));
+  return n;
+}
+
+absl::StatusOr<std::unique_ptr<CrossDense>> CrossDense::Create(const DenseModelSpec& spec,
+                                                               int64_t max_batch,
+                                                               uint64_t seed) {
+  CHECK(spec.interaction == Interaction::kDcnV2 || spec.interaction == Interaction::kConcat);
+  if (auto count = CountDenseParams(spec); !count.ok()) return count.status();
+  if (max_batch < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch is ", max_batch, "; it must be >= 0."));
+  }
+  std::unique_ptr<CrossDense> model(new CrossDense(spec, max_batch));
+  model->InitParams(seed);
+  return model;
+}
+
+CrossDense::CrossDense(const DenseModelSpec& spec, int64_t max_batch)
+    : spec_(spec),
+      max_batch_(max_batch),
+      embedding_width_(SumDims(spec.shape)),
+      concat_width_(spec.shape.bottom.back() + embedding_width_),
+      bottom_(BottomShape(spec.shape), max_batch),
+      top_(TopShape(spec.shape), max_batch) {
+  cross_offset_ = bottom_.num_params();
+  top_offset_ = cross_offset_;
+  if (spec.interaction == Interaction::kDcnV2) {
+    cross_.emplace(CrossShape(spec), max_batch);
+    top_offset_ += cross_->num_params();
+  }
+  params_.assign(static_cast<size_t>(top_offset_ + top_.num_params()), 0.0f);
+  grads_.assign(params_.size(), 0.0f);
+  const size_t rows = static_cast<size_t>(max_batch);
+  x0_.resize(rows * concat_width_);
+  dx_.resize(x0_.size());
+  if (cross_.has_value()) dx0_.resize(x0_.size());
+  d_bottom_.resize(rows * spec.shape.bottom.back());
+  d_logits_.resize(rows);
+}
+
+void CrossDense::InitParams(uint64_t seed) {
+  // Biases stay at the zero they were assigned.
+  auto fill_mlp = [&](const Mlp& mlp, int64_t base) {
+    for (int l = 0; l < mlp.num_layers(); ++l) {
+      const Mlp::Layer& layer = mlp.layer(l);
+      XavierFill(params_, base + layer.weight_offset, int64_t{layer.in} * layer.out, layer.in,
+                 layer.out, seed);
+    }
+  };
+  fill_mlp(bottom_, 0);
+  if (cross_.has_value()) {
+    const int w = cross_->width();
+    const int r = cross_->shape().low_rank;
+    for (int l = 0; l < cross_->num_layers(); ++l) {
+      const CrossNetwork::Layer& layer = cross_->layer(l);
+      if (r > 0) {
+        XavierFill(params_, cross_offset_ + layer.v_offset, int64_t{w} * r, w, r, seed);
+        XavierFill(params_, cross_offset_ + layer.u_offset, int64_t{r} * w, r, w, seed);
+      } else {
+        XavierFill(params_, cross_offset_ + layer.v_offset, int64_t{w} * w, w, w, seed);
+      }
+    }
+  }
+  fill_mlp(top_, top_offset_);
+}
+
+void CrossDense::Forward(int64_t batch, const float* dense, const float* emb) {
+  CHECK_GE(batch, 0);
+  CHECK_LE(batch, max_batch_);
+  const int d = spec_.shape.bottom.back();
+  bottom_.Forward(Part(0, bottom_.num_params()), batch, dense, nullptr);
+  const float* z0 = bottom_.output();
+  for (int64_t r = 0; r < batch; ++r) {
+    float* row = x0_.data() + r * concat_width_;
+    std::memcpy(row, z0 + r * d, sizeof(float) * d);
+    std::memcpy(row + d, emb + r * embedding_width_, sizeof(float) * embedding_width_);
+  }
+  const float* top_in = x0_.data();
+  if (cross_.has_value()) {
+    cross_->Forward(Part(cross_offset_, cross_->num_params()), batch, x0_.data());
+    top_in = cross_->output();
+  }
+  top_.Forward(Part(top_offset_, top_.num_params()), batch, top_in, nullptr);
+}
+
+double CrossDense::ForwardBackward(int64_t batch, const float* dense, const float* emb,
+                                   const float* labels, float loss_scale, float* d_emb) {
+  Forward(batch, dense, emb);
+  const float* logits = top_.output();
+  double loss = 0.0;
+  for (int64_t i = 0; i < batch; ++i) {
+    const double x = logits[i];
+    const double y = labels[i];
+    loss += BinaryCrossEntropyWithLogit(x, y);
+    d_logits_[i] = static_cast<float>(loss_scale * (Sigmoid(x) - y));
+  }
+  std::span<float> grads(grads_);
+  const float* top_in = cross_.has_value() ? cross_->output() : x0_.data();
+  top_.Backward(Part(top_offset_, top_.num_params()), batch, top_in, d_logits_.data(),
+                grads.subspan(top_offset_, top_.num_params()), dx_.data());
+  const float* dx0 = dx_.data();
+  if (cross_.has_value()) {
+    cross_->Backward(Part(cross_offset_, cross_->num_params()), batch, x0_.data(), dx_.data(),
+                     grads.subspan(cross_offset_, cross_->num_params()), dx0_.data());
+    dx0 = dx0_.data();
+  }
+  const int d = spec_.shape.bottom.back();
+  for (int64_t r = 0; r < batch; ++r) {
+    const float* row = dx0 + r * concat_width_;
+    std::memcpy(d_bottom_.data() + r * d, row, sizeof(float) * d);
+    std::memcpy(d_emb + r * embedding_width_, row + d, sizeof(float) * embedding_width_);
+  }
+  bottom_.Backward(Part(0, bottom_.num_params()), batch, dense, d_bottom_.data(),
+                   grads.subspan(0, bottom_.num_params()), /*d_in=*/nullptr);
+  return loss;
+}
+
+void CrossDense::Predict(int64_t batch, const float* dense, const float* emb, float* probs) {
+  Forward(batch, dense, emb);
+  const float* logits = top_.output();
+  for (int64_t i = 0; i < batch; ++i) probs[i] = static_cast<float>(Sigmoid(logits[i]));
+}
+
+}  // namespace lemrt::device

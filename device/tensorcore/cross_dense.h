@@ -1,0 +1,100 @@
+// CrossDense: the dense model of DCN-v2-style recommenders (MLPerf DLRM-v2)
+// and its plain-concatenation baseline, behind DenseModel (dense_model.h):
+//
+//   z_0 = bottom MLP(dense)                    ReLU after every layer
+//   x_0 = [z_0, emb_1, ..., emb_F]             width W = d + sum(feature_dims)
+//   x   = CrossNetwork(x_0)   (dcn_v2)         cross_network.h
+//       = x_0                 (concat)
+//   logit = top MLP(x)                         ReLU after every layer but the last
+//   loss  = loss_scale * sum_i BCE(sigmoid(logit_i), label_i)
+//
+// The embeddings enter at their own widths (no projections). Parameter
+// layout of params() / grads() (floats, packed, no padding):
+//
+//   | bottom MLP | cross layers (dcn_v2 only) | top MLP |
+//
+// each MLP as in mlp.h (widths [num_dense, bottom...] and [W, top...]), the
+// cross layers as in cross_network.h. Initialisation (a pure function of seed
+// and flat index k): biases 0; every weight matrix (MLP W_l, cross V_l, U_l
+// or W_l) Xavier-uniform with its (fan_in, fan_out) = (rows, columns), the
+// same formula as DlrmDense's (dlrm_dense.h). Thread-compatible.
+#ifndef LEMRT_DEVICE_TENSORCORE_CROSS_DENSE_H_
+#define LEMRT_DEVICE_TENSORCORE_CROSS_DENSE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "device/tensorcore/cross_network.h"
+#include "device/tensorcore/dense_model.h"
+#include "device/tensorcore/mlp.h"
+
+namespace lemrt::device {
+
+class CrossDense : public DenseModel {
+ public:
+  // spec.interaction must be kDcnV2 or kConcat (CHECKed); the rest is
+  // validated as CreateDenseModel documents.
+  static absl::StatusOr<std::unique_ptr<CrossDense>> Create(const DenseModelSpec& spec,
+                                                            int64_t max_batch, uint64_t seed);
+  // Parameters of the model `spec` describes (spec valid).
+  static int64_t NumParams(const DenseModelSpec& spec);
+
+  CrossDense(const CrossDense&) = delete;
+  CrossDense& operator=(const CrossDense&) = delete;
+
+  const DenseModelSpec& spec() const { return spec_; }
+  int64_t num_params() const override { return static_cast<int64_t>(params_.size()); }
+  int embedding_width() const override { return embedding_width_; }
+  int num_dense() const override { return spec_.shape.num_dense; }
+  int64_t max_batch() const override { return max_batch_; }
+  // W = d + embedding_width: the width of x_0 and of the top MLP's input.
+  int concat_width() const { return concat_width_; }
+  // Offsets of the parts of the layout, in floats.
+  int64_t cross_offset() const { return cross_offset_; }
+  int64_t top_offset() const { return top_offset_; }
+
+  std::span<float> params() override { return params_; }
+  std::span<const float> params() const override { return params_; }
+  std::span<const float> grads() const override { return grads_; }
+  std::span<float> mutable_grads() override { return grads_; }
+
+  double ForwardBackward(int64_t batch, const float* dense, const float* emb,
+                         const float* labels, float loss_scale, float* d_emb) override;
+  void Predict(int64_t batch, const float* dense, const float* emb, float* probs) override;
+
+ private:
+  CrossDense(const DenseModelSpec& spec, int64_t max_batch);
+  void InitParams(uint64_t seed);
+  // Runs the model up to the logits (top_.output()).
+  void Forward(int64_t batch, const float* dense, const float* emb);
+  std::span<const float> Part(int64_t offset, int64_t count) const {
+    return std::span<const float>(params_).subspan(offset, count);
+  }
+
+  DenseModelSpec spec_;
+  int64_t max_batch_;
+  int embedding_width_ = 0;
+  int concat_width_ = 0;
+  Mlp bottom_;
+  std::optional<CrossNetwork> cross_;  // dcn_v2 only
+  Mlp top_;
+  int64_t cross_offset_ = 0;
+  int64_t top_offset_ = 0;
+
+  std::vector<float> params_;
+  std::vector<float> grads_;
+  // Scratch, sized for max_batch samples.
+  std::vector<float> x0_;        // [batch x W]
+  std::vector<float> dx_;        // dLoss/d (top input) [batch x W]
+  std::vector<float> dx0_;       // dLoss/d x_0 (dcn_v2) [batch x W]
+  std::vector<float> d_bottom_;  // dLoss/d z_0 [batch x d]
+  std::vector<float> d_logits_;  // [batch]
+};
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_TENSORCORE_CROSS_DENSE_H_

@@ -1,0 +1,209 @@
+#include "device/tensorcore/cross_dense.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "device/tensorcore/dlrm_dense.h"
+#include "device/tensorcore/gradient_check_test_util.h"
+#include "gtest/gtest.h"
+
+namespace lemrt::device {
+namespace {
+
+using test_util::ExpectGradientMatches;
+using test_util::RandomVector;
+
+DenseModelSpec Spec(Interaction interaction, int rank = 3) {
+  DenseModelSpec spec;
+  spec.shape = DlrmShape{.num_dense = 3, .bottom = {5, 4}, .top = {6, 1}, .feature_dims = {4, 3, 2}};
+  spec.interaction = interaction;
+  spec.cross_layers = 2;
+  spec.cross_low_rank = rank;
+  return spec;
+}
+
+// The model written out from cross_dense.h's description, in double, one
+// sample at a time, reading the parameters by the documented layout.
+std::vector<double> NaiveLogits(const DenseModelSpec& spec, std::span<const float> p,
+                                int64_t batch, const std::vector<float>& dense,
+                                const std::vector<float>& emb) {
+  const DlrmShape& s = spec.shape;
+  int emb_width = 0;
+  for (int dim : s.feature_dims) emb_width += dim;
+  std::vector<double> logits;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t k = 0;  // cursor into p
+    auto mlp = [&](std::vector<double> x, const std::vector<int>& widths, bool relu_last) {
+      int in = static_cast<int>(x.size());
+      for (size_t l = 0; l < widths.size(); ++l) {
+        const int out = widths[l];
+        std::vector<double> y(out);
+        for (int o = 0; o < out; ++o) {
+          double sum = p[k + int64_t{in} * out + o];
+          for (int i = 0; i < in; ++i) sum += x[i] * p[k + i * out + o];
+          y[o] = l + 1 < widths.size() || relu_last ? std::max(sum, 0.0) : sum;
+        }
+        k += int64_t{in} * out + out;
+        in = out;
+        x = std::move(y);
+      }
+      return x;
+    };
+    std::vector<double> x0 =
+        mlp(std::vector<double>(dense.begin() + b * s.num_dense,
+                                dense.begin() + (b + 1) * s.num_dense),
+            s.bottom, true);
+    x0.insert(x0.end(), emb.begin() + b * emb_width, emb.begin() + (b + 1) * emb_width);
+    const int w = static_cast<int>(x0.size());
+    std::vector<double> x = x0;
+    if (spec.interaction == Interaction::kDcnV2) {
+      const int r = spec.cross_low_rank;
+      for (int l = 0; l < spec.cross_layers; ++l) {
+        std::vector<double> a(w);
+        if (r > 0) {
+          std::vector<double> t(r);
+          for (int j = 0; j < r; ++j) {
+            for (int i = 0; i < w; ++i) t[j] += x[i] * p[k + i * r + j];
+          }
+          k += int64_t{w} * r;
+          for (int o = 0; o < w; ++o) {
+            for (int j = 0; j < r; ++j) a[o] += t[j] * p[k + j * w + o];
+          }
+          k += int64_t{r} * w;
+        } else {
+          for (int o = 0; o < w; ++o) {
+            for (int i = 0; i < w; ++i) a[o] += x[i] * p[k + i * w + o];
+          }
+          k += int64_t{w} * w;
+        }
+        for (int o = 0; o < w; ++o) x[o] = x0[o] * (a[o] + p[k + o]) + x[o];
+        k += w;
+      }
+    }
+    logits.push_back(mlp(x, s.top, false)[0]);
+  }
+  return logits;
+}
+
+double NaiveLoss(const DenseModelSpec& spec, std::span<const float> p, int64_t batch,
+                 const std::vector<float>& dense, const std::vector<float>& emb,
+                 const std::vector<float>& labels) {
+  double loss = 0;
+  const std::vector<double> logits = NaiveLogits(spec, p, batch, dense, emb);
+  for (int64_t i = 0; i < batch; ++i) {
+    const double x = logits[i];
+    loss += std::max(x, 0.0) - x * labels[i] + std::log1p(std::exp(-std::abs(x)));
+  }
+  return loss;
+}
+
+struct Inputs {
+  std::vector<float> dense, emb, labels;
+};
+
+Inputs MakeInputs(const DenseModelSpec& spec, int64_t batch, uint32_t seed) {
+  int emb_width = 0;
+  for (int dim : spec.shape.feature_dims) emb_width += dim;
+  Inputs in{RandomVector(batch * spec.shape.num_dense, seed, -2, 2),
+            RandomVector(batch * emb_width, seed + 1), {}};
+  for (int64_t i = 0; i < batch; ++i) in.labels.push_back(i % 3 == 0);
+  return in;
+}
+
+class CrossDenseTest : public ::testing::TestWithParam<std::pair<Interaction, int>> {
+ protected:
+  DenseModelSpec spec() const { return Spec(GetParam().first, GetParam().second); }
+};
+
+TEST_P(CrossDenseTest, LayoutAndParameterCount) {
+  auto model = CrossDense::Create(spec(), 4, 1);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const int w = 4 + 4 + 3 + 2;
+  EXPECT_EQ((*model)->concat_width(), w);
+  const int64_t bottom = 3 * 5 + 5 + 5 * 4 + 4;
+  const int64_t top = w * 6 + 6 + 6 + 1;
+  int64_t cross = 0;
+  if (spec().interaction == Interaction::kDcnV2) {
+    const int r = spec().cross_low_rank;
+    cross = 2 * (r > 0 ? 2 * w * r + w : w * w + w);
+  }
+  EXPECT_EQ((*model)->cross_offset(), bottom);
+  EXPECT_EQ((*model)->top_offset(), bottom + cross);
+  EXPECT_EQ((*model)->num_params(), bottom + cross + top);
+  EXPECT_EQ(CountDenseParams(spec()).value(), (*model)->num_params());
+  // Deterministic initialisation; biases start at zero.
+  auto again = CrossDense::Create(spec(), 2, 1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(std::equal((*model)->params().begin(), (*model)->params().end(),
+                         (*again)->params().begin()));
+  EXPECT_EQ((*model)->params()[3 * 5], 0.0f);  // b_1 of the bottom MLP
+}
+
+TEST_P(CrossDenseTest, PredictMatchesNaiveModel) {
+  auto model = std::move(CrossDense::Create(spec(), 8, 17).value());
+  // Non-zero biases, so that their place in the layout is checked too.
+  const std::vector<float> noise = RandomVector(model->num_params(), 18, -0.2f, 0.2f);
+  for (int64_t k = 0; k < model->num_params(); ++k) model->params()[k] += noise[k];
+  const Inputs in = MakeInputs(spec(), 7, 3);
+  std::vector<float> probs(7);
+  model->Predict(7, in.dense.data(), in.emb.data(), probs.data());
+  const std::vector<double> logits = NaiveLogits(spec(), model->params(), 7, in.dense, in.emb);
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_NEAR(probs[i], 1 / (1 + std::exp(-logits[i])), 1e-5) << i;
+  }
+}
+
+// The analytic float gradients against central differences of the naive
+// double model (gradient_check_test_util.h): every parameter and every
+// embedding input.
+TEST_P(CrossDenseTest, GradientsMatchFiniteDifferencesOfTheNaiveModel) {
+  const int64_t batch = 3;
+  auto model = std::move(CrossDense::Create(spec(), batch, 5).value());
+  const std::vector<float> noise = RandomVector(model->num_params(), 6, -0.2f, 0.2f);
+  for (int64_t k = 0; k < model->num_params(); ++k) model->params()[k] += noise[k];
+  Inputs in = MakeInputs(spec(), batch, 7);
+  std::vector<float> d_emb(in.emb.size());
+  const float scale = 0.5f;
+  const double loss = model->ForwardBackward(batch, in.dense.data(), in.emb.data(),
+                                             in.labels.data(), scale, d_emb.data());
+  EXPECT_NEAR(loss, NaiveLoss(spec(), model->params(), batch, in.dense, in.emb, in.labels), 1e-4);
+  std::vector<float> grads(model->grads().begin(), model->grads().end());
+  std::vector<float> params(model->params().begin(), model->params().end());
+  auto f = [&] { return scale * NaiveLoss(spec(), params, batch, in.dense, in.emb, in.labels); };
+  ExpectGradientMatches(params, grads, f, "params");
+  ExpectGradientMatches(in.emb, d_emb, f, "emb");
+}
+
+INSTANTIATE_TEST_SUITE_P(Interactions, CrossDenseTest,
+                         ::testing::Values(std::make_pair(Interaction::kDcnV2, 3),
+                                           std::make_pair(Interaction::kDcnV2, 0),
+                                           std::make_pair(Interaction::kConcat, 0)));
+
+// CreateDenseModel picks the model by the interaction, and CountDenseParams
+// counts each without building it.
+TEST(DenseModelTest, FactoryAndParameterCounts) {
+  for (Interaction i : {Interaction::kDot, Interaction::kDcnV2, Interaction::kConcat}) {
+    const DenseModelSpec spec = Spec(i);
+    auto model = CreateDenseModel(spec, 2, 3);
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ(CountDenseParams(spec).value(), (*model)->num_params()) << DescribeInteraction(spec);
+    EXPECT_EQ((*model)->embedding_width(), 9);
+    EXPECT_EQ((*model)->num_dense(), 3);
+  }
+  EXPECT_NE(dynamic_cast<DlrmDense*>(CreateDenseModel(Spec(Interaction::kDot), 1, 1)->get()),
+            nullptr);
+  EXPECT_EQ(DescribeInteraction(Spec(Interaction::kDcnV2, 512)), "dcn_v2 (2 layers, rank 512)");
+  EXPECT_EQ(DescribeInteraction(Spec(Interaction::kDcnV2, 0)), "dcn_v2 (2 layers, full rank)");
+  DenseModelSpec bad = Spec(Interaction::kDcnV2);
+  bad.cross_layers = 0;
+  EXPECT_FALSE(CountDenseParams(bad).ok());
+  bad = Spec(Interaction::kConcat);
+  bad.shape.top = {4, 2};
+  EXPECT_EQ(CountDenseParams(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace lemrt::device
