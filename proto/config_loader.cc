@@ -460,7 +460,11 @@ class Validator {
                     t.steps());
     }
     if (t.eval_every() < 0) Fail(at("eval_every"), "must be >= 0");
-    if (t.early_stop_evals() != 0) Fail(at("early_stop_evals"), "is not implemented yet");
+    if (t.early_stop_evals() < 0) {
+      Fail(at("early_stop_evals"), absl::StrCat("must be >= 0, got ", t.early_stop_evals()));
+    } else if (t.early_stop_evals() > 0 && t.eval_every() == 0) {
+      Fail(at("early_stop_evals"), "needs training.eval_every > 0 (it counts evaluations)");
+    }
     if (t.eval_samples() < 0) Fail(at("eval_samples"), "must be >= 0");
     if (t.log_every() < 0) Fail(at("log_every"), "must be >= 0");
   }
@@ -649,7 +653,11 @@ class Validator {
   void CheckCheckpoint() {
     if (!c_.has_checkpoint()) return;
     const CheckpointConfig& k = c_.checkpoint();
-    if (k.keep_best()) Fail({{"checkpoint"}, {"keep_best"}}, "is not implemented yet");
+    if (k.keep_best() && (!k.has_dir() || c_.training().eval_every() == 0)) {
+      Fail({{"checkpoint"}, {"keep_best"}},
+           "needs checkpoint.dir and training.eval_every > 0 (it keeps the checkpoint of the best "
+           "evaluation)");
+    }
     if (k.has_dir() && k.dir().empty()) {
       Fail({{"checkpoint"}, {"dir"}}, "is empty; name a directory or leave it unset");
     }

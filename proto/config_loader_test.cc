@@ -234,6 +234,20 @@ TEST(ConfigLoaderTest, InteractionsAreChecked) {
               HasSubstr("model.dcn_v2.low_rank: must be >= 0"));
 }
 
+TEST(ConfigLoaderTest, BestModelAndEarlyStopNeedEvaluations) {
+  EXPECT_EQ(ErrorOf("training { eval_every: 5 early_stop_evals: 2 } "
+                    "checkpoint { dir: \"/tmp/x\" keep_best: true }"),
+            "");
+  EXPECT_THAT(ErrorOf("training { early_stop_evals: 2 }"),
+              HasSubstr("training.early_stop_evals: needs training.eval_every > 0"));
+  EXPECT_THAT(ErrorOf("training { eval_every: 5 early_stop_evals: -1 }"),
+              HasSubstr("training.early_stop_evals: must be >= 0"));
+  EXPECT_THAT(ErrorOf("training { eval_every: 5 } checkpoint { keep_best: true }"),
+              HasSubstr("checkpoint.keep_best: needs checkpoint.dir and training.eval_every"));
+  EXPECT_THAT(ErrorOf("checkpoint { dir: \"/tmp/x\" keep_best: true }"),
+              HasSubstr("checkpoint.keep_best: needs checkpoint.dir"));
+}
+
 TEST(ConfigLoaderTest, LearningRateSchedulesAreChecked) {
   EXPECT_EQ(ErrorOf("training { learning_rate_schedule { warmup_steps: 3 decay: COSINE } }"), "");
   EXPECT_THAT(ErrorOf("training { learning_rate_schedule { warmup_steps: -1 } }"),

@@ -72,7 +72,8 @@ Trainer::Trainer(const config::RunConfig& config, Communicator& sparse_comm,
     : config_(config),
       sparse_comm_(sparse_comm),
       dense_comm_(dense_comm),
-      pipelining_(!config.sparse_core().disable_full_embedding_pipelining()) {}
+      pipelining_(!config.sparse_core().disable_full_embedding_pipelining()),
+      eval_tracker_(config.training().early_stop_evals()) {}
 
 Trainer::~Trainer() = default;
 
@@ -326,6 +327,27 @@ absl::Status Trainer::Stop(int64_t step, LoopTotals* totals) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> Trainer::AfterEvaluation(int64_t steps_done, const EvalResult& e,
+                                              bool final) {
+  checkpoint::Checkpointer& checkpointer = *checkpointer_;
+  const EvalTracker::Verdict verdict = eval_tracker_.Record(steps_done, e.auc, e.logloss);
+  const bool stop = !final && verdict.stop;
+  const bool has_dir = config_.checkpoint().has_dir();
+  const bool keep_best = config_.checkpoint().keep_best() && verdict.improved;
+  const bool due = checkpoint::Checkpointer::Due(config_, steps_done) || (has_dir && stop);
+  // The final step's checkpoint was saved before the final evaluation.
+  if (!final && (due || keep_best)) {
+    LEMRT_RETURN_IF_ERROR(checkpointer.Save(steps_done, *sparse_, *dense_));
+  }
+  if (keep_best) {
+    if (best_pinned_step_ > 0) checkpointer.Unpin(best_pinned_step_);
+    checkpointer.Pin(steps_done, absl::StrFormat("best eval auc %.6f", e.auc));
+    best_pinned_step_ = steps_done;
+    best_checkpoint_ = checkpointer.last_saved();
+  }
+  return stop;
+}
+
 absl::StatusOr<summary::RunSummary> Trainer::Run() {
   const auto& tc = config_.training();
   const bool leader = sparse_comm_.rank() == 0;
@@ -378,8 +400,22 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
           LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
                                        step + 1, e.auc, e.logloss, e.samples);
         }
+        LEMRT_ASSIGN_OR_RETURN(const bool stop, AfterEvaluation(step + 1, e, /*final=*/false));
+        if (stop) {
+          // Every rank saw the same evaluation, so every rank stops here.
+          totals.stopped_early_at = step + 1;
+          totals.end_step = step + 1;
+          if (leader) {
+            LOG(INFO) << absl::StrFormat(
+                "early stop after step %d: no eval AUC above %.4f (step %d) for %d evaluations",
+                step + 1, eval_tracker_.best()->auc, eval_tracker_.best()->step,
+                tc.early_stop_evals());
+          }
+          break;
+        }
+      } else {
+        LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1, *sparse_, *dense_));
       }
-      LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1, *sparse_, *dense_));
     }
     if (reduced[1] > 0) {
       LEMRT_RETURN_IF_ERROR(Stop(step, &totals));
@@ -387,7 +423,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
     }
     step_start = Clock::now();
   }
-  if (totals.stop_signal == 0) totals.end_step = tc.steps();
+  if (totals.stop_signal == 0 && totals.stopped_early_at == 0) totals.end_step = tc.steps();
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   prefetcher_.reset();  // every training step was taken
   return Summarise(totals);

@@ -19,6 +19,7 @@
 #include <csignal>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +30,7 @@
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/eval_tracker.h"
 #include "runtime/host_prefetcher.h"
 #include "runtime/host_stage.h"
 #include "runtime/run_recorder.h"
@@ -104,6 +106,7 @@ class Trainer {
     int64_t end_step = 0;         // steps done at the end (< steps when stopped)
     int stop_signal = 0;          // the signal that stopped the run, or 0
     std::string stop_signal_name; // "SIGTERM"
+    int64_t stopped_early_at = 0; // training.early_stop_evals stopped after this step
   };
 
   Trainer(const config::RunConfig& config, Communicator& sparse_comm, Communicator& dense_comm);
@@ -128,6 +131,13 @@ class Trainer {
   // evaluation, model statistics and the run summary (trainer_summary.cc).
   struct LoopTotals;
   absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals);
+  // Collective, at a drain point after `steps_done` steps: records the
+  // evaluation `e` in eval_tracker_, saves the checkpoint when one is due,
+  // and with checkpoint.keep_best saves (if not just saved) and pins the
+  // model of a new best evaluation, unpinning the previous best. `final`:
+  // the run ends here (a checkpoint directory then always gets this step).
+  // Returns true when training.early_stop_evals says to stop.
+  absl::StatusOr<bool> AfterEvaluation(int64_t steps_done, const EvalResult& e, bool final);
 
   // At a stop request agreed after `step`: drains, saves, records the stop.
   absl::Status Stop(int64_t step, LoopTotals* totals);
@@ -169,6 +179,11 @@ class Trainer {
   int64_t ids_total_ = 0;
   int64_t ids_after_dedup_ = 0;
   int64_t unique_ids_ = 0;
+  // The best evaluation so far and the early-stop count; the step whose
+  // checkpoint is pinned as the best (0: none) and its directory.
+  EvalTracker eval_tracker_;
+  int64_t best_pinned_step_ = 0;
+  std::string best_checkpoint_;
   // The step schedule and its two StepSlots; declared last so it is
   // destroyed (joining its tasks, which use the members above) first.
   std::unique_ptr<StepPipeline> pipeline_;

@@ -1,8 +1,10 @@
 // Trainer::Summarise: the final evaluation and the run summary, from the
 // step loop's totals and every component's statistics.
 #include <algorithm>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "device/plan/memory_plan.h"
@@ -29,15 +31,22 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
   const auto& tc = config_.training();
   const bool leader = sparse_comm_.rank() == 0;
   // A stopped run (a preemption) skips the final evaluation: the time left
-  // before the scheduler's kill is better spent saving.
+  // before the scheduler's kill is better spent saving. An early stop ends
+  // right after an evaluation of this same model (not recorded twice).
   const bool stopped = totals.stop_signal != 0;
+  const int64_t steps_done = totals.end_step;
   EvalResult eval;
   if (!stopped) {
     LEMRT_ASSIGN_OR_RETURN(eval, Evaluate());
-    recorder_->EvalDone(tc.steps() - 1, eval.auc, eval.logloss);
+  }
+  if (!stopped && totals.stopped_early_at == 0) {
+    recorder_->EvalDone(steps_done - 1, eval.auc, eval.logloss);
     if (leader) {
       LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
-                                   tc.steps(), eval.auc, eval.logloss, eval.samples);
+                                   steps_done, eval.auc, eval.logloss, eval.samples);
+    }
+    if (tc.eval_every() > 0) {
+      LEMRT_RETURN_IF_ERROR(AfterEvaluation(steps_done, eval, /*final=*/true).status());
     }
   }
   LEMRT_ASSIGN_OR_RETURN(ModelStats stats,
@@ -98,6 +107,20 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
   device::FillMemoryStats(memory_plan_, s.mutable_memory());
   s.mutable_model()->set_interaction(memory_plan_.dense_model);
   s.mutable_model()->set_params(static_cast<double>(dense_->model().num_params()));
+  if (const auto& best = eval_tracker_.best(); best.has_value()) {
+    s.mutable_best_eval()->set_step(best->step);
+    s.mutable_best_eval()->set_auc(best->auc);
+    s.mutable_best_eval()->set_logloss(best->logloss);
+    if (best_pinned_step_ == best->step) s.mutable_best_eval()->set_checkpoint(best_checkpoint_);
+    if (leader && tc.eval_every() > 0) {
+      LOG(INFO) << absl::StrFormat("best eval: step %d, auc %.4f  logloss %.5f%s", best->step,
+                                   best->auc, best->logloss,
+                                   best_pinned_step_ == best->step
+                                       ? absl::StrCat(", kept in ", best_checkpoint_)
+                                       : std::string());
+    }
+  }
+  s.set_stopped_early_at_step(totals.stopped_early_at);
   host::FillStackingStats(host::StackingPlan::FromConfig(config_), config_, s.mutable_stacking());
   s.mutable_startup()->set_table_init_mode(table_init_mode_);
   s.mutable_startup()->set_table_init_ms(table_init_ms_);
