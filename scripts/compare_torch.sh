@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
-# lemrt against a plain PyTorch DLRM (scripts/torch_dlrm.py) on the same model
-# (examples/configs/criteo_kaggle_shape.pbtxt: Criteo Kaggle shape, 26 x
-# 100,000 x 16, SGD lr 0.1, one-hot ids), the same data (one synthetic
-# Criteo TSV, scripts/gen_criteo_tsv.py) and the same init scheme, at batch
-# 128 and 1024, on 1 and 2 ranks. Prints samples/s of each, the ratio and the
-# two loss curves. Not part of ctest (minutes).
+# lemrt against PyTorch on the Criteo Kaggle DLRM shape (26 tables x 100,000
+# rows, dim 16, one id per feature, bottom 13-512-256-64-16, top 512-256-1,
+# SGD lr 0.1), at batches 128 and 1024 on 1 and 2 ranks:
+#
+#   lemrt       examples/configs/criteo_kaggle_shape.pbtxt, launched with its
+#               default threads (lemrt_train picks them from the cores each
+#               rank owns), on one synthetic Criteo TSV (gen_criteo_tsv.py);
+#   torch       scripts/torch_dlrm.py: the same model, data and init scheme in
+#               plain PyTorch, so the two loss curves can be compared;
+#   reference   the public reference DLRM (facebookresearch/dlrm's
+#               dlrm_s_pytorch.py, unchanged) on the same shapes and batches
+#               with its own random data, when DLRM_REFERENCE names a checkout
+#               of it (run from a copy; this project contains none of its code).
+#
+# Each (batch, ranks) setting runs ROUNDS rounds, and in each round the
+# programs run one after another, so a change of the machine's load hits all
+# of them; the table gives medians over the rounds and the median of the
+# per-round ratios (with their range). Not part of ctest (minutes).
 #
 #   scripts/compare_torch.sh                 # builds build/ first
-#   LEMRT_BUILD=build-x STEPS=60 scripts/compare_torch.sh
+#   DLRM_REFERENCE=../shared/peers/facebookresearch-dlrm ROUNDS=3 scripts/compare_torch.sh
 #
-# Env: LEMRT_BUILD (build dir, default build), STEPS (default 100),
-# BATCHES (default "128 1024"), RANKS (default "1 2"), OUT (default out/torch),
-# PYTHON (default /usr/bin/python3, where Debian's torch lives).
-#
-# lemrt runs as a user should on this machine: MPI ranks yield the core while
-# waiting (mpi_yield_when_idle; Open MPI busy-polls by default, which starves
-# the peer rank when ranks share cores), and pipelining (two busy threads per
-# rank) stays on only where every rank has two cores (ranks x 2 <= cores);
-# the lemrt_pipelining column says which.
+# Env: LEMRT_BUILD (build dir, default build), STEPS (default 100), BATCHES
+# (default "128 1024"), RANKS (default "1 2"), ROUNDS (default 3), OUT
+# (default out/torch), PYTHON (default /usr/bin/python3, where Debian's torch
+# lives), DLRM_REFERENCE (unset: the reference DLRM is skipped).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 "$LEMRT_ROOT/scripts/install_torch.sh"
@@ -26,11 +33,37 @@ BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
 STEPS="${STEPS:-100}"
 BATCHES="${BATCHES:-128 1024}"
 RANKS="${RANKS:-1 2}"
+ROUNDS="${ROUNDS:-3}"
 OUT="${OUT:-$LEMRT_ROOT/out/torch}"
 # Debian's interpreter, where python3-torch is installed (not a pyenv/venv one).
 PY="${PYTHON:-/usr/bin/python3}"
 mkdir -p "$OUT"
 if [ ! -x "$BUILD/bin/lemrt_train" ]; then lemrt_build "$BUILD"; fi
+
+REF=""
+if [ -n "${DLRM_REFERENCE:-}" ]; then
+  [ -f "$DLRM_REFERENCE/dlrm_s_pytorch.py" ] ||
+    { echo "compare_torch: DLRM_REFERENCE=$DLRM_REFERENCE has no dlrm_s_pytorch.py"; exit 1; }
+  REF="$(mktemp -d)"
+  trap 'rm -rf "$REF"' EXIT
+  cp -r "$DLRM_REFERENCE/." "$REF/"
+  # Debian has no tensorboard package: a no-op torch.utils.tensorboard, then
+  # the script unchanged with the given argv.
+  cat > "$REF/lemrt_launch.py" <<'PY'
+import os, runpy, sys, types
+tb = types.ModuleType("torch.utils.tensorboard")
+class SummaryWriter:
+    def __init__(self, *a, **k): pass
+    def add_scalar(self, *a, **k): pass
+    def close(self): pass
+tb.SummaryWriter = SummaryWriter
+sys.modules["torch.utils.tensorboard"] = tb
+script = os.path.abspath(sys.argv[1])
+sys.path.insert(0, os.path.dirname(script))
+sys.argv = sys.argv[1:]
+runpy.run_path(script, run_name="__main__")
+PY
+fi
 
 max_batch=0
 for b in $BATCHES; do [ "$b" -gt "$max_batch" ] && max_batch=$b; done
@@ -40,40 +73,84 @@ if [ ! -f "$DATA" ] || [ "$(wc -l < "$DATA")" -lt "$lines" ]; then
   "$PY" "$LEMRT_ROOT/scripts/gen_criteo_tsv.py" --lines "$lines" --out "$DATA"
 fi
 
-summary_field() {  # summary_field FILE FIELD
-  "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"
+run_lemrt() {  # run_lemrt BATCH RANKS TAG
+  mpirun --bind-to none -np "$2" "$BUILD/bin/lemrt_train" \
+    --config="$LEMRT_ROOT/examples/configs/criteo_kaggle_shape.pbtxt" \
+    --override="data { criteo { train_path: '$DATA' } } training { global_batch: $1 steps: $STEPS log_every: 1 }" \
+    --summary_json="$OUT/lemrt_$3.json" --metrics_csv="$OUT/lemrt_$3.csv" \
+    > "$OUT/lemrt_$3.log" 2>&1 || { cat "$OUT/lemrt_$3.log"; exit 1; }
+  "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['samples_per_sec'])" \
+    "$OUT/lemrt_$3.json"
 }
 
-printf '\n%-6s %-6s %14s %14s %8s %12s %12s %s\n' batch ranks lemrt_samples/s torch_samples/s ratio \
-  lemrt_loss torch_loss lemrt_pipelining
-results=()
+run_torch() {  # run_torch BATCH RANKS TAG
+  "$PY" "$LEMRT_ROOT/scripts/torch_dlrm.py" --data "$DATA" --batch "$1" --steps "$STEPS" \
+    --ranks "$2" --loss_csv "$OUT/torch_$3.csv" > "$OUT/torch_$3.log" 2>&1 \
+    || { cat "$OUT/torch_$3.log"; exit 1; }
+  grep '^samples/s' "$OUT/torch_$3.log" | tail -1 | awk '{print $2}'
+}
+
+# The reference's own command line for the same shapes; --mini-batch-size is
+# the global batch (split over the ranks). Samples/s from its ms/it over the
+# print windows after the first (which holds the warm-up).
+run_reference() {  # run_reference BATCH RANKS TAG
+  local emb freq args
+  emb=$("$PY" -c "print('-'.join(['100000'] * 26))")
+  freq=$(( STEPS / 5 > 0 ? STEPS / 5 : 1 ))
+  args=(--data-generation=random --arch-sparse-feature-size=16 --arch-mlp-bot=13-512-256-64-16
+        --arch-mlp-top=512-256-1 --arch-embedding-size="$emb" --num-indices-per-lookup=1
+        --num-indices-per-lookup-fixed=True --loss-function=bce --round-targets=True
+        --learning-rate=0.1 --print-time --numpy-rand-seed=727 --mini-batch-size="$1"
+        --num-batches="$STEPS" --print-freq="$freq")
+  if [ "$2" = 1 ]; then
+    (cd "$REF" && "$PY" lemrt_launch.py dlrm_s_pytorch.py "${args[@]}") > "$OUT/ref_$3.log" 2>&1
+  else
+    (cd "$REF" && mpirun --bind-to none -np "$2" -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
+       -x MASTER_PORT=29535 "$PY" lemrt_launch.py dlrm_s_pytorch.py "${args[@]}") \
+       > "$OUT/ref_$3.log" 2>&1
+  fi || { cat "$OUT/ref_$3.log"; exit 1; }
+  "$PY" - "$1" "$OUT/ref_$3.log" <<'PY'
+import re, statistics, sys
+ms = [float(m) for m in re.findall(r"Finished training it \d+/\d+ of epoch \d+, ([\d.]+) ms/it",
+                                   open(sys.argv[2]).read())]
+if not ms:
+    sys.exit(f"{sys.argv[2]}: no 'ms/it' line")
+ms = ms[1:] or ms
+print(int(sys.argv[1]) * 1000.0 / statistics.median(ms))
+PY
+}
+
+printf '\n%-6s %-6s %10s %10s %10s %14s %14s %12s %12s %s\n' batch ranks lemrt torch reference \
+  "lemrt/torch" "lemrt/ref" lemrt_loss torch_loss "pipelining/gemm_threads"
 for b in $BATCHES; do
   for w in $RANKS; do
     tag="b${b}_w${w}"
-    pipe=""
-    [ $(( w * 2 )) -gt "$(nproc)" ] && pipe="sparse_core { disable_full_embedding_pipelining: true }"
-    mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np "$w" \
-      "$BUILD/bin/lemrt_train" \
-      --config="$LEMRT_ROOT/examples/configs/criteo_kaggle_shape.pbtxt" \
-      --override="data { criteo { train_path: '$DATA' } } training { global_batch: $b steps: $STEPS log_every: 1 } $pipe" \
-      --summary_json="$OUT/lemrt_$tag.json" --metrics_csv="$OUT/lemrt_$tag.csv" \
-      > "$OUT/lemrt_$tag.log" 2>&1 || { cat "$OUT/lemrt_$tag.log"; exit 1; }
-    "$PY" "$LEMRT_ROOT/scripts/torch_dlrm.py" --data "$DATA" --batch "$b" --steps "$STEPS" \
-      --ranks "$w" --loss_csv "$OUT/torch_$tag.csv" > "$OUT/torch_$tag.log" 2>&1 \
-      || { cat "$OUT/torch_$tag.log"; exit 1; }
-    "$PY" - "$b" "$w" "$OUT/lemrt_$tag.json" "$OUT/lemrt_$tag.csv" "$OUT/torch_$tag.log" \
+    : > "$OUT/rounds_$tag.txt"
+    for r in $(seq 1 "$ROUNDS"); do
+      l=$(run_lemrt "$b" "$w" "$tag")
+      t=$(run_torch "$b" "$w" "$tag")
+      f=0
+      [ -n "$REF" ] && f=$(run_reference "$b" "$w" "$tag")
+      echo "$l $t $f $(uptime | sed 's/.*average: //; s/,.*//')" >> "$OUT/rounds_$tag.txt"
+    done
+    "$PY" - "$b" "$w" "$OUT/rounds_$tag.txt" "$OUT/lemrt_$tag.json" "$OUT/lemrt_$tag.csv" \
       "$OUT/torch_$tag.csv" <<'PY'
-import csv, json, sys
-b, w, lj, lc, tl, tc = sys.argv[1:]
-ls = json.load(open(lj))["samples_per_sec"]
-ts = float([l for l in open(tl) if l.startswith("samples/s")][-1].split()[1])
-lrows = list(csv.DictReader(open(lc)))
-llos = [float(r["loss"]) for r in lrows]
+import csv, json, statistics as st, sys
+b, w, rounds, lj, lc, tc = sys.argv[1:]
+rows = [list(map(float, l.split())) for l in open(rounds) if l.strip()]
+med = lambda v: st.median(v)
+lem, tor, ref = ([r[i] for r in rows] for i in range(3))
+rt = [l / t for l, t in zip(lem, tor)]
+rr = [l / f for l, f in zip(lem, ref) if f > 0]
+ratio = lambda v: f"{med(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-"
+llos = [float(r["loss"]) for r in csv.DictReader(open(lc))]
 tlos = [float(r["loss"]) for r in csv.DictReader(open(tc))]
 tail = lambda v: sum(v[-10:]) / len(v[-10:])
-pipelining = json.load(open(lj)).get("pipelining", "?")
-print(f"{b:<6} {w:<6} {ls:14.0f} {ts:14.0f} {ls / ts:8.2f} {tail(llos):12.4f} {tail(tlos):12.4f}"
-      f" {pipelining}")
+s = json.load(open(lj))
+threads = f"{'on' if s.get('pipelining') else 'off'}/{s.get('threads', {}).get('gemm_threads', '?')}"
+print(f"{b:<6} {w:<6} {med(lem):10.0f} {med(tor):10.0f} {med(ref) if rr else 0:10.0f} "
+      f"{ratio(rt):>14} {ratio(rr):>14} {tail(llos):12.4f} {tail(tlos):12.4f} {threads}"
+      f"   load {min(r[3] for r in rows):.1f}-{max(r[3] for r in rows):.1f}")
 with open(lc.replace(".csv", "_curves.txt"), "w") as f:
     f.write("step lemrt_loss torch_loss\n")
     for i in range(min(len(llos), len(tlos))):
@@ -82,6 +159,7 @@ PY
   done
 done
 echo
+echo "samples/s: medians over $ROUNDS rounds; ratios: median (range) of the per-round ratios;"
 echo "loss columns: mean of the last 10 steps; per-step curves: $OUT/lemrt_b*_w*_curves.txt"
 for f in "$OUT"/lemrt_b*_w*_curves.txt; do
   echo "== $(basename "$f") (every 10th step)"

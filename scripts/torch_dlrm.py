@@ -107,7 +107,8 @@ def run(rank, a):
         import torch.distributed as dist
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a.port}",
                                 rank=rank, world_size=world)
-    torch.set_num_threads(a.threads if a.threads > 0 else max(1, os.cpu_count() // world))
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     lb = a.batch // world
     labels, dense, ids = load_shard(a.data, rank, world, lb * a.steps, a.vocab)
@@ -184,7 +185,9 @@ def main():
     p.add_argument("--vocab", type=int, default=100000)
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--ranks", type=int, default=1)
-    p.add_argument("--threads", type=int, default=0, help="per rank; 0: cores / ranks")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch intra-op threads per rank; 0: torch's default with one rank, as the "
+                        "reference DLRM runs, and 1 (with a one-thread OpenBLAS) per rank with more")
     p.add_argument("--port", type=int, default=29533)
     p.add_argument("--loss_csv", default="")
     a = p.parse_args()
@@ -193,6 +196,14 @@ def main():
     if a.ranks == 1:
         run(0, a)
     else:
+        # One thread per rank, as the reference DLRM's multi-rank command runs
+        # (OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1): the spawned ranks import
+        # torch afresh and read these. More threads than cores make torch's and
+        # OpenBLAS's spinning workers take turns on the cores.
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        if a.threads == 0:
+            a.threads = 1
         import torch.multiprocessing as mp
         mp.spawn(run, args=(a,), nprocs=a.ranks)
 
