@@ -54,7 +54,9 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = lemrt::runtime::AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
-  host::CooBuilder builder(host::MakeCooOptions(config));
+  host::CooOptions coo_options = host::MakeCooOptions(config);
+  coo_options.count_partitions = true;  // counted while the COO is built
+  host::CooBuilder builder(coo_options);
   host::MinibatchOptions mo;
   mo.chip = comm.rank();
   mo.local_sparse_cores = S;

@@ -1,14 +1,62 @@
 #include "host/coo.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
-#include "host/radix_sort.h"
 #include "host/stacking.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::host {
+namespace {
+
+using coo_internal::Destination;
+using coo_internal::LineBuffer;
+using coo_internal::PackedCodec;
+using coo_internal::WideCodec;
+
+// Bitmap budget of one builder's partition counting over all tables.
+constexpr int64_t kMaxCountedRowsPerBuilder = int64_t{1} << 29;
+// The farthest a record moves by insertion (SortSegment).
+constexpr int64_t kInsertionSortMax = 32;
+
+int BitWidth(int64_t x) { return x <= 0 ? 0 : std::bit_width(static_cast<uint64_t>(x)); }
+
+int64_t Wrap(int64_t id, int64_t vocab) {
+  id %= vocab;
+  return id < 0 ? id + vocab : id;
+}
+
+// Sorts a segment's records by (group, col). They arrive in group order and
+// within a group in the sample's order, so an insertion pass moves only the
+// few records of a group that came after larger ones; a record that would
+// move past kInsertionSortMax others has its whole group sorted by std::sort
+// instead (long samples over few SparseCores).
+template <class Codec>
+void SortSegment(const Codec& codec, typename Codec::Record* r, int64_t n) {
+  for (int64_t i = 1; i < n; ++i) {
+    const typename Codec::Record x = r[i];
+    if (!Codec::Less(x, r[i - 1])) continue;
+    int64_t j = i - 1;
+    while (j > 0 && Codec::Less(x, r[j - 1]) && i - j < kInsertionSortMax) --j;
+    if (i - j < kInsertionSortMax) {
+      std::copy_backward(r + j, r + i, r + i + 1);
+      r[j] = x;
+      continue;
+    }
+    const uint64_t group = codec.Group(x);
+    int64_t begin = i, end = i + 1;
+    while (begin > 0 && codec.Group(r[begin - 1]) == group) --begin;
+    while (end < n && codec.Group(r[end]) == group) ++end;
+    std::sort(r + begin, r + end, Codec::Less);
+    i = end - 1;
+  }
+}
+
+}  // namespace
 
 CooOptions MakeCooOptions(const config::RunConfig& config) {
   CooOptions o;
@@ -16,6 +64,7 @@ CooOptions MakeCooOptions(const config::RunConfig& config) {
   o.total_sparse_cores = static_cast<int>(config::TotalSparseCores(config));
   o.max_ids_per_chip_per_sample = config.sparse_core().max_ids_per_chip_per_sample();
   o.id_bound_check = config.sparse_core().enable_id_bound_check();
+  o.num_tables = config.tables_size();
   const StackingPlan stacking = StackingPlan::FromConfig(config);
   for (const config::FeatureConfig& f : config.features()) {
     FeatureSpec spec;
@@ -30,106 +79,355 @@ CooOptions MakeCooOptions(const config::RunConfig& config) {
   return o;
 }
 
+CooBuilder::CooBuilder(CooOptions options) : options_(std::move(options)) {
+  const int N = options_.total_sparse_cores;
+  num_tables_ = options_.num_tables;
+  int64_t max_vocab = 1;
+  for (const FeatureSpec& spec : options_.features) {
+    codes_.push_back({spec.table, spec.sc_shift, spec.vocab_size, spec.combiner});
+    num_tables_ = std::max(num_tables_, spec.table + 1);
+    max_vocab = std::max(max_vocab, spec.vocab_size);
+  }
+  col_bits_ = BitWidth(max_vocab - 1);
+  feature_bits_ = BitWidth(static_cast<int64_t>(codes_.size()) - 1);
+  ids_below_2_52_ = max_vocab <= (int64_t{1} << 52);
+
+  // A table's bitmap holds bit col / N of its ids in one segment: distinct
+  // ids there share col % N when its features agree on the table's rotation.
+  count_partitions_ = options_.count_partitions;
+  std::vector<int64_t> rows(num_tables_, 0);  // rows per SparseCore shard
+  std::vector<int> shift(num_tables_, -1);
+  for (const FeatureSpec& spec : options_.features) {
+    rows[spec.table] = std::max(rows[spec.table], (spec.vocab_size + N - 1) / N);
+    count_partitions_ &= shift[spec.table] < 0 || shift[spec.table] == spec.sc_shift;
+    shift[spec.table] = spec.sc_shift;
+  }
+  int64_t words = 0;
+  bitmap_word_.assign(num_tables_, 0);
+  for (int t = 0; t < num_tables_; ++t) {
+    count_partitions_ &= rows[t] <= kMaxCountedRowsPerTable;
+    bitmap_word_[t] = words;
+    words += (rows[t] + 63) / 64;
+  }
+  count_partitions_ &= words * 64 <= kMaxCountedRowsPerBuilder;
+  if (count_partitions_) bitmaps_.assign(words, 0);
+}
+
 absl::Status CooBuilder::Build(const Batch& batch, PartitionedCoo* out) {
+  const int N = options_.total_sparse_cores;
+  if ((N & (N - 1)) == 0) {
+    const coo_internal::Pow2Divider div{N, std::countr_zero(static_cast<uint32_t>(N))};
+    return BuildWith(div, batch, out);
+  }
+  if (ids_below_2_52_) return BuildWith(coo_internal::ReciprocalDivider{N, 1.0 / N}, batch, out);
+  return BuildWith(coo_internal::PlainDivider{N}, batch, out);
+}
+
+template <class Div>
+absl::Status CooBuilder::BuildWith(const Div& div, const Batch& batch, PartitionedCoo* out) {
+  out->local_sparse_cores = options_.local_sparse_cores;
+  out->total_sparse_cores = options_.total_sparse_cores;
+  absl::Status st = CountSegments(div, batch);
+  if (st.ok()) st = CheckSampleIds(batch);
+  if (!st.ok()) return st;
+  const int64_t per_sc = batch.num_samples / options_.local_sparse_cores;
+  row_bits_ = BitWidth(per_sc - 1);
+  if (col_bits_ + feature_bits_ + row_bits_ <= 64) {
+    const PackedCodec codec{col_bits_};
+    Scatter(div, codec, batch);
+    Expand(div, codec, batch, out);
+  } else {
+    const WideCodec codec;
+    Scatter(div, codec, batch);
+    Expand(div, codec, batch, out);
+  }
+  return absl::OkStatus();
+}
+
+// Pass 1: ids per segment, duplicates included (the staging layout), after
+// the bound check (same order and message as checking sample by sample).
+template <class Div>
+absl::Status CooBuilder::CountSegments(const Div& div_ref, const Batch& batch) {
+  const Div div = div_ref;  // a local: the histogram stores could alias it
   const int S = options_.local_sparse_cores;
   const int N = options_.total_sparse_cores;
-  const int64_t B = batch.num_samples;
-  const int64_t per_sc = B / S;
-  out->local_sparse_cores = S;
-  out->total_sparse_cores = N;
-  out->segment_offsets.assign(int64_t{N} * S + 1, 0);
-  out->ids_total = 0;
-  // Staged entries are written by index into buffers sized for every id (an
-  // upper bound of the entries after dedup), without push_back's checks.
-  int64_t ids_upper = 0;
-  for (int f = 0; f < batch.num_features(); ++f) {
-    ids_upper += static_cast<int64_t>(batch.ids[f].size());
-  }
-  if (static_cast<int64_t>(staged_.size()) < ids_upper) {
-    staged_.resize(ids_upper);
-    staged_dest_.resize(ids_upper);
-  }
-  CooEntry* const staged = staged_.data();
-  int32_t* const staged_segment = staged_dest_.data();
-  int64_t n_staged = 0;
-  // col % N is a mask for the usual power-of-two N (no division per id).
-  const bool pow2 = (N & (N - 1)) == 0;
-  const int64_t n_mask = int64_t{N} - 1;
-  sample_ids_.assign(B, 0);
-  std::vector<int64_t>& counts = out->segment_offsets;  // counts at [k + 1] first
-
+  const int64_t per_sc = batch.num_samples / S;
+  raw_counts_.resize(int64_t{N} * S);
+  // Four interleaved histograms: repeated destinations (hot ids) would
+  // otherwise chain every increment on the one before.
+  histogram_.resize(4 * int64_t{N});
+  int64_t* const histogram = histogram_.data();
   for (int s = 0; s < S; ++s) {
-    for (int f = 0; f < static_cast<int>(options_.features.size()); ++f) {
-      const FeatureSpec& spec = options_.features[f];
-      for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
-        std::span<const int64_t> ids = batch.SampleIds(f, row);
-        if (ids.empty()) continue;
-        out->ids_total += static_cast<int64_t>(ids.size());
-        sorted_.assign(ids.begin(), ids.end());
-        if (!options_.id_bound_check) {
-          for (int64_t& id : sorted_) {
-            id %= spec.vocab_size;
-            if (id < 0) id += spec.vocab_size;
+    std::fill(histogram_.begin(), histogram_.end(), 0);
+    for (int f = 0; f < static_cast<int>(codes_.size()); ++f) {
+      const FeatureCode code = codes_[f];
+      const int64_t* const ids = batch.ids[f].data();
+      const int64_t begin = batch.offsets[f][s * per_sc];
+      const int64_t end = batch.offsets[f][(s + 1) * per_sc];
+      if (options_.id_bound_check) {
+        int64_t lowest = std::numeric_limits<int64_t>::max();
+        int64_t highest = std::numeric_limits<int64_t>::min();
+        for (int64_t i = begin; i < end; ++i) {
+          lowest = std::min(lowest, ids[i]);
+          highest = std::max(highest, ids[i]);
+        }
+        if (begin < end && (lowest < 0 || highest >= code.vocab_size)) {
+          const FeatureSpec& spec = options_.features[f];
+          for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
+            const std::span<const int64_t> sample = batch.SampleIds(f, row);
+            if (sample.empty()) continue;
+            const auto [lo, hi] = std::minmax_element(sample.begin(), sample.end());
+            if (*lo >= 0 && *hi < spec.vocab_size) continue;
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "id %d of feature %d (table %d) in sample %d of the local batch is outside the "
+                "table's vocabulary [0, %d) (feature '%s', table '%s'; the id bound check "
+                "sparse_core.enable_id_bound_check is on)",
+                *lo < 0 ? *lo : *hi, f, spec.table, row, spec.vocab_size, spec.name,
+                spec.table_name));
           }
         }
-        // The bound check comes before the sort: the radix sort orders ids
-        // as unsigned, which is their order once all are in [0, vocab_size).
-        int64_t lowest = sorted_[0], highest = sorted_[0];
-        for (const int64_t id : sorted_) {
-          lowest = std::min(lowest, id);
-          highest = std::max(highest, id);
+        int64_t i = begin;
+        for (; i + 4 <= end; i += 4) {
+          ++histogram[Destination(div, ids[i], code.sc_shift)];
+          ++histogram[N + Destination(div, ids[i + 1], code.sc_shift)];
+          ++histogram[2 * N + Destination(div, ids[i + 2], code.sc_shift)];
+          ++histogram[3 * N + Destination(div, ids[i + 3], code.sc_shift)];
         }
-        if (lowest < 0 || highest >= spec.vocab_size) {
-          const int64_t bad = lowest < 0 ? lowest : highest;
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "id %d of feature %d (table %d) in sample %d of the local batch is outside the "
-              "table's vocabulary [0, %d) (feature '%s', table '%s'; the id bound check "
-              "sparse_core.enable_id_bound_check is on)",
-              bad, f, spec.table, row, spec.vocab_size, spec.name, spec.table_name));
+        for (; i < end; ++i) ++histogram[Destination(div, ids[i], code.sc_shift)];
+      } else {
+        for (int64_t i = begin; i < end; ++i) {
+          ++histogram[Destination(div, Wrap(ids[i], code.vocab_size), code.sc_shift)];
         }
-        if (sort_scratch_.size() < sorted_.size()) sort_scratch_.resize(sorted_.size());
-        RadixSortKeys(
-            std::span<uint64_t>(reinterpret_cast<uint64_t*>(sorted_.data()), sorted_.size()),
-            sort_scratch_);
-        const double n = static_cast<double>(ids.size());
-        const double norm = spec.combiner == config::TableConfig::MEAN    ? 1.0 / n
-                            : spec.combiner == config::TableConfig::SQRTN ? 1.0 / std::sqrt(n)
-                                                                          : 1.0;
-        for (size_t i = 0; i < sorted_.size();) {
-          size_t j = i + 1;
-          while (j < sorted_.size() && sorted_[j] == sorted_[i]) ++j;
-          const int64_t col = sorted_[i];
-          int dest = static_cast<int>(pow2 ? (col & n_mask) : (col % N)) + spec.sc_shift;
-          if (dest >= N) dest -= N;
-          const int32_t segment = dest * S + s;
-          staged[n_staged] = {col, static_cast<int32_t>(row), f, spec.table,
-                              static_cast<float>((j - i) * norm)};
-          staged_segment[n_staged++] = segment;
-          ++counts[segment + 1];
-          ++sample_ids_[row];
-          i = j;
+      }
+    }
+    for (int d = 0; d < N; ++d) {
+      raw_counts_[int64_t{d} * S + s] =
+          histogram[d] + histogram[N + d] + histogram[2 * N + d] + histogram[3 * N + d];
+    }
+  }
+  return absl::OkStatus();
+}
+
+// max_ids_per_chip_per_sample: a sample's ids before dedup bound its ids
+// after; only samples over the limit before dedup are deduplicated here.
+absl::Status CooBuilder::CheckSampleIds(const Batch& batch) {
+  const int64_t limit = options_.max_ids_per_chip_per_sample;
+  sample_ids_.assign(batch.num_samples, 0);
+  for (int f = 0; f < static_cast<int>(codes_.size()); ++f) {
+    const int64_t* const offsets = batch.offsets[f].data();
+    for (int64_t row = 0; row < batch.num_samples; ++row) {
+      sample_ids_[row] += offsets[row + 1] - offsets[row];
+    }
+  }
+  for (int64_t row = 0; row < batch.num_samples; ++row) {
+    if (sample_ids_[row] <= limit) continue;
+    int64_t distinct = 0;
+    for (int f = 0; f < static_cast<int>(codes_.size()); ++f) {
+      const std::span<const int64_t> ids = batch.SampleIds(f, row);
+      sorted_.assign(ids.begin(), ids.end());
+      if (!options_.id_bound_check) {
+        for (int64_t& id : sorted_) id = Wrap(id, codes_[f].vocab_size);
+      }
+      std::sort(sorted_.begin(), sorted_.end());
+      distinct += std::unique(sorted_.begin(), sorted_.end()) - sorted_.begin();
+    }
+    if (distinct > limit) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "sample %d of the local batch has %d ids over all features after dedup, above "
+          "max_ids_per_chip_per_sample = %d; raise the limit in sparse_core",
+          row, distinct, limit));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Pass 2: every id's record into its segment of the staging buffer, in
+// (feature, row) order; segments start on a line, so each destination's
+// line buffer leaves whole aligned lines.
+template <class Div, class Codec>
+void CooBuilder::Scatter(const Div& div_ref, const Codec& codec_ref, const Batch& batch) {
+  using Record = typename Codec::Record;
+  const Div div = div_ref;  // locals: the record stores could alias members
+  const Codec codec = codec_ref;
+  constexpr int kPerLine = Codec::kPerLine;
+  const int S = options_.local_sparse_cores;
+  const int N = options_.total_sparse_cores;
+  const int64_t per_sc = batch.num_samples / S;
+  const int64_t segments = int64_t{N} * S;
+  region_.resize(segments + 1);
+  region_[0] = 0;
+  for (int64_t k = 0; k < segments; ++k) {
+    region_[k + 1] = region_[k] + (raw_counts_[k] + kPerLine - 1) / kPerLine * kPerLine;
+  }
+  Record* const staging =
+      reinterpret_cast<Record*>(staging_.Get(region_[segments] * sizeof(Record) / 8));
+  LineBuffer<Codec>* const lines =
+      reinterpret_cast<LineBuffer<Codec>*>(lines_.Get(int64_t{N} * 8));
+  cursor_.resize(N);
+  fill_.resize(N);
+  int64_t* const cursor = cursor_.data();
+  int32_t* const fill = fill_.data();
+  const bool wrap = !options_.id_bound_check;
+  const int row_bits = row_bits_;
+  for (int s = 0; s < S; ++s) {
+    for (int d = 0; d < N; ++d) {
+      cursor[d] = region_[int64_t{d} * S + s];
+      fill[d] = 0;
+    }
+    for (int f = 0; f < static_cast<int>(codes_.size()); ++f) {
+      const FeatureCode code = codes_[f];
+      const int64_t* const offsets = batch.offsets[f].data();
+      const int64_t* const ids = batch.ids[f].data();
+      const uint64_t feature_group = static_cast<uint64_t>(f) << row_bits;
+      for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
+        const uint64_t group = feature_group | static_cast<uint64_t>(row - s * per_sc);
+        const int64_t end = offsets[row + 1];
+        for (int64_t i = offsets[row]; i < end; ++i) {
+          const int64_t col = wrap ? Wrap(ids[i], code.vocab_size) : ids[i];
+          const int d = Destination(div, col, code.sc_shift);
+          LineBuffer<Codec>& line = lines[d];
+          line.records[fill[d]] = codec.Make(group, col);
+          if (++fill[d] == kPerLine) {
+            coo_internal::StreamLine(staging + cursor[d], &line);
+            cursor[d] += kPerLine;
+            fill[d] = 0;
+          }
+        }
+      }
+    }
+    for (int d = 0; d < N; ++d) {  // partial lines: plain stores
+      std::copy(lines[d].records, lines[d].records + fill[d], staging + cursor[d]);
+    }
+  }
+  coo_internal::StreamFence();
+}
+
+// The entries of one feature's run [begin, end) of a sorted segment: runs of
+// equal records (one id's duplicates in a sample) become one entry, written
+// from `out`; with kCount, each entry's bit in the table's bitmap (col / N)
+// is set and the ones not set before are counted into *unique. Returns the
+// entries written.
+template <bool kSum, bool kCount, class Div, class Codec>
+int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Record* r,
+                  int64_t begin, int64_t end, int f, int32_t table,
+                  config::TableConfig::Combiner combiner, int row_bits, int64_t row_base,
+                  const int64_t* sample_offsets, uint64_t* bitmap, int32_t* unique,
+                  CooEntry* out) {
+  const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
+  CooEntry* o = out;
+  int32_t fresh = 0;
+  for (int64_t i = begin; i < end;) {
+    const typename Codec::Record rec = r[i];
+    int64_t j = i + 1;
+    while (j < end && Codec::Equal(r[j], rec)) ++j;
+    const int32_t row = static_cast<int32_t>(row_base + static_cast<int64_t>(codec.Group(rec) & row_mask));
+    const int64_t col = codec.Col(rec);
+    const double count = static_cast<double>(j - i);
+    float gain;
+    if constexpr (kSum) {
+      gain = static_cast<float>(count);
+    } else {
+      const double n = static_cast<double>(sample_offsets[row + 1] - sample_offsets[row]);
+      gain = static_cast<float>(
+          count * (combiner == config::TableConfig::MEAN ? 1.0 / n : 1.0 / std::sqrt(n)));
+    }
+    *o++ = {col, row, f, table, gain};
+    if constexpr (kCount) {
+      const int64_t q = div.Quotient(col);
+      const uint64_t bit = uint64_t{1} << (q & 63);
+      uint64_t& word = bitmap[q >> 6];
+      fresh += (word & bit) == 0;
+      word |= bit;
+    }
+    i = j;
+  }
+  if constexpr (kCount) *unique += fresh;
+  return o - out;
+}
+
+// Pass 3: per segment in output order: records sorted by (group, col), then
+// each feature's run expanded (ExpandRun); partitions counted while the
+// segment is in cache, and the bitmaps cleared after it.
+template <class Div, class Codec>
+void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch& batch,
+                        PartitionedCoo* out) {
+  using Record = typename Codec::Record;
+  const Div div = div_ref;  // locals: the entry stores could alias members
+  const Codec codec = codec_ref;
+  const int S = options_.local_sparse_cores;
+  const int N = options_.total_sparse_cores;
+  const int64_t per_sc = batch.num_samples / S;
+  const int64_t segments = int64_t{N} * S;
+  const int row_bits = row_bits_;
+  int64_t total = 0;
+  for (const int64_t c : raw_counts_) total += c;
+  out->ids_total = total;
+  out->entries.resize(total);  // an upper bound, shrunk below
+  out->segment_offsets.resize(segments + 1);
+  PartitionCount* counts = nullptr;
+  if (count_partitions_) {
+    out->table_partition_counts.assign(int64_t{num_tables_} * S * N, PartitionCount{});
+    counts = out->table_partition_counts.data();
+  } else {
+    out->table_partition_counts.clear();
+  }
+  Record* const staging = reinterpret_cast<Record*>(staging_.Get(0));
+  CooEntry* const entries = out->entries.data();
+  int64_t w = 0;
+  for (int64_t k = 0; k < segments; ++k) {
+    const int d = static_cast<int>(k / S), s = static_cast<int>(k % S);
+    Record* const r = staging + region_[k];
+    const int64_t n = raw_counts_[k];
+    out->segment_offsets[k] = w;
+    SortSegment(codec, r, n);
+    // Feature runs: the records are in (feature, row, col) order.
+    runs_.clear();
+    for (int64_t i = 0; i < n;) {
+      const int f = static_cast<int>(codec.Group(r[i]) >> row_bits);
+      const int64_t end =
+          std::partition_point(r + i, r + n, [&](const Record& x) {
+            return static_cast<int>(codec.Group(x) >> row_bits) == f;
+          }) - r;
+      runs_.push_back({f, i, end});
+      i = end;
+    }
+    for (const FeatureRun& run : runs_) {
+      const FeatureCode code = codes_[run.feature];
+      uint64_t* const bitmap = counts != nullptr ? bitmaps_.data() + bitmap_word_[code.table] : nullptr;
+      int32_t unique = 0;
+      const bool sum = code.combiner == config::TableConfig::SUM;
+      const int64_t* const offsets = batch.offsets[run.feature].data();
+      auto expand = [&](auto sum_tag, auto count_tag) {
+        return ExpandRun<decltype(sum_tag)::value, decltype(count_tag)::value>(
+            div, codec, r, run.begin, run.end, run.feature, code.table, code.combiner, row_bits,
+            s * per_sc, offsets, bitmap, &unique, entries + w);
+      };
+      const int64_t written =
+          counts != nullptr
+              ? (sum ? expand(std::true_type(), std::true_type())
+                     : expand(std::false_type(), std::true_type()))
+              : (sum ? expand(std::true_type(), std::false_type())
+                     : expand(std::false_type(), std::false_type()));
+      w += written;
+      if (counts != nullptr) {
+        PartitionCount& c = counts[(int64_t{code.table} * S + s) * N + d];
+        c.ids += static_cast<int32_t>(written);
+        c.unique_ids += unique;
+      }
+    }
+    if (counts != nullptr) {
+      // Every bit set in these words came from this segment.
+      for (const FeatureRun& run : runs_) {
+        uint64_t* const bitmap = bitmaps_.data() + bitmap_word_[codes_[run.feature].table];
+        for (int64_t i = run.begin; i < run.end; ++i) {
+          bitmap[div.Quotient(codec.Col(r[i])) >> 6] = 0;
         }
       }
     }
   }
-  for (int64_t row = 0; row < B; ++row) {
-    if (sample_ids_[row] > options_.max_ids_per_chip_per_sample) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "sample %d of the local batch has %d ids over all features after dedup, above "
-          "max_ids_per_chip_per_sample = %d; raise the limit in sparse_core",
-          row, sample_ids_[row], options_.max_ids_per_chip_per_sample));
-    }
-  }
-  for (size_t k = 1; k < counts.size(); ++k) counts[k] += counts[k - 1];
-  // Stable scatter: staged order within a (dest, src) segment is already
-  // (feature, row, col) because sources, features and rows were walked in order.
-  cursor_.assign(counts.begin(), counts.end() - 1);
-  out->entries.resize(n_staged);
-  CooEntry* const entries = out->entries.data();
-  int64_t* const cursor = cursor_.data();
-  for (int64_t i = 0; i < n_staged; ++i) entries[cursor[staged_segment[i]]++] = staged[i];
-  out->ids_after_dedup = n_staged;
-  return absl::OkStatus();
+  out->segment_offsets[segments] = w;
+  out->entries.resize(w);
+  out->ids_after_dedup = w;
 }
 
 }  // namespace lemrt::host

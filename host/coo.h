@@ -3,13 +3,24 @@
 //
 //   Batch (CSR ids per feature)
 //     -> split samples over the chip's S SparseCores (contiguous row ranges)
-//     -> per sample and feature: sort ids, merge duplicates (gain = count x
+//     -> per sample and feature: merge duplicate ids (gain = count x
 //        combiner weight)
 //     -> destination SparseCore = (col + sc_shift of the feature's table) % N
 //        (N = SparseCores of all chips; sc_shift = the table's rotation in
 //        its stack, host/stacking.h; 0 without stacking)
 //     -> segments ordered [dest SC 0..N-1][source local SC 0..S-1], entries
 //        inside a segment ordered by (feature, row, col)
+//
+// How (host/coo.cc, host/coo_records.h): three passes. (1) Count each
+// segment's ids, duplicates included, checking ids against their tables.
+// (2) Scatter every id, as a record (feature, row, col) packed in 8 bytes
+// where the bits allow, to its segment of a staging buffer laid out by those
+// counts, in (feature, row) order, through one cache-line buffer per
+// destination written out with non-temporal stores. (3) Per segment, in
+// output order: sort each (feature, sample) group's records (a sample's ids
+// spread over the N segments, so a group holds a few), merge duplicates, and
+// write the entries; optionally count each partition's ids and distinct ids
+// for the minibatch split (host/minibatch.h) while the segment is in cache.
 //
 // CooBuilder is thread-compatible; it keeps scratch buffers between calls so
 // the steady state does not allocate.
@@ -23,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "host/batch.h"
+#include "host/coo_records.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::host {
@@ -45,6 +57,13 @@ inline bool SameGroup(const CooEntry& a, const CooEntry& b) {
   return a.feature == b.feature && a.row == b.row;
 }
 
+// Ids and distinct ids of one partition (one table or stack, one source
+// SparseCore, one destination SparseCore).
+struct PartitionCount {
+  int32_t ids = 0;
+  int32_t unique_ids = 0;
+};
+
 // What the builder needs to know of each feature.
 struct FeatureSpec {
   int table = 0;
@@ -65,6 +84,14 @@ struct CooOptions {
   // into range (id mod vocab_size, non-negative) before dedup.
   bool id_bound_check = true;
   std::vector<FeatureSpec> features;
+  // Tables in the config (>= 1 + the largest FeatureSpec::table; 0: that).
+  int num_tables = 0;
+  // true: Build also counts each (table, source SC, destination SC)
+  // partition's ids and distinct ids (PartitionedCoo::table_partition_counts)
+  // with a bitmap of ceil(vocab_size / N) bits per table, when every table's
+  // fits kMaxCountedRowsPerTable; otherwise (or false) the counts stay empty
+  // and MinibatchSplitter::PlanLocal sorts the segments' keys to count them.
+  bool count_partitions = false;
 };
 
 // Builds `options` from a validated config (with its table stacking plan).
@@ -80,6 +107,10 @@ struct PartitionedCoo {
   std::vector<int64_t> segment_offsets;
   int64_t ids_total = 0;        // ids in the batch, duplicates included
   int64_t ids_after_dedup = 0;  // == entries.size()
+  // With CooOptions::count_partitions: partition (table t, source local SC
+  // s, destination SC d) at [(t * S + s) * N + d], size num_tables * S * N;
+  // ids after per-sample dedup and distinct ids. Empty otherwise.
+  std::vector<PartitionCount> table_partition_counts;
 
   std::span<const CooEntry> segment(int dest_sc, int src_local_sc) const {
     const int64_t k = int64_t{dest_sc} * local_sparse_cores + src_local_sc;
@@ -91,7 +122,12 @@ struct PartitionedCoo {
 
 class CooBuilder {
  public:
-  explicit CooBuilder(CooOptions options) : options_(std::move(options)) {}
+  // Bitmap budget of CooOptions::count_partitions: rows of a table per
+  // SparseCore (ceil(vocab_size / N)) up to which its distinct ids are
+  // counted with a bitmap (2 MiB; in cache while a segment is counted).
+  static constexpr int64_t kMaxCountedRowsPerTable = int64_t{1} << 24;
+
+  explicit CooBuilder(CooOptions options);
 
   // Fills `out` from `batch`. batch.num_samples must be divisible by
   // local_sparse_cores. Errors (InvalidArgument): with id_bound_check, an id
@@ -102,14 +138,51 @@ class CooBuilder {
   absl::Status Build(const Batch& batch, PartitionedCoo* out);
 
  private:
+  // What the passes need of each feature, packed.
+  struct FeatureCode {
+    int32_t table = 0;
+    int32_t sc_shift = 0;
+    int64_t vocab_size = 0;
+    config::TableConfig::Combiner combiner = config::TableConfig::SUM;
+  };
+
+  // The passes (host/coo.cc), for one way of dividing by N (`Div`) and one
+  // staging record layout (`Codec`, host/coo_records.h).
+  template <class Div>
+  absl::Status BuildWith(const Div& div, const Batch& batch, PartitionedCoo* out);
+  template <class Div>
+  absl::Status CountSegments(const Div& div, const Batch& batch);
+  absl::Status CheckSampleIds(const Batch& batch);
+  template <class Div, class Codec>
+  void Scatter(const Div& div, const Codec& codec, const Batch& batch);
+  template <class Div, class Codec>
+  void Expand(const Div& div, const Codec& codec, const Batch& batch, PartitionedCoo* out);
+  // Records [begin, end) of a sorted segment are feature `feature`'s.
+  struct FeatureRun {
+    int feature;
+    int64_t begin, end;
+  };
+
   CooOptions options_;
-  std::vector<int64_t> sorted_;  // one sample's ids
-  std::vector<uint64_t> sort_scratch_;  // RadixSortKeys scratch
-  std::vector<CooEntry>
-      staged_;  // entries in (src SC, feature, row, col) order
-  std::vector<int32_t> staged_dest_;  // segment (dest SC * S + src SC) of each staged entry
-  std::vector<int32_t> sample_ids_;  // ids after dedup per sample (limit check)
-  std::vector<int64_t> cursor_;
+  std::vector<FeatureCode> codes_;
+  int num_tables_;
+  int col_bits_;           // bit width of the largest vocab_size - 1
+  int feature_bits_;       // bit width of features - 1
+  bool count_partitions_;  // options_.count_partitions and every bitmap fits
+  bool ids_below_2_52_;    // every vocab_size <= 2^52 (exact in a double)
+  int row_bits_ = 0;       // this batch: bit width of samples per SC - 1
+  std::vector<int64_t> raw_counts_;  // ids per segment, duplicates included
+  std::vector<int64_t> region_;      // staging start of each segment (records, line-aligned)
+  std::vector<int64_t> histogram_;   // ids per destination of one source SC
+  std::vector<int64_t> cursor_;      // staging write position per destination
+  std::vector<int32_t> fill_;        // records in each destination's line buffer
+  coo_internal::AlignedScratch<uint64_t> staging_;  // the records, per segment
+  coo_internal::AlignedScratch<uint64_t> lines_;    // one line buffer per destination
+  std::vector<int64_t> sample_ids_;  // ids per sample (limit check)
+  std::vector<int64_t> sorted_;      // one group's ids (limit check)
+  std::vector<FeatureRun> runs_;     // of one segment
+  std::vector<uint64_t> bitmaps_;    // count_partitions_: per table, ceil(vocab / N) bits
+  std::vector<int64_t> bitmap_word_;  // first word of each table's bitmap
 };
 
 }  // namespace lemrt::host

@@ -1,9 +1,14 @@
 #include "host/coo.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <map>
+#include <random>
+#include <set>
 #include <tuple>
 
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -144,6 +149,169 @@ TEST(CooTest, MaxIdsPerChipPerSampleObservedVsLimit) {
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("has 3 ids"));
   EXPECT_THAT(st.message(), HasSubstr("max_ids_per_chip_per_sample = 2"));
+}
+
+
+// The builder against a plain transcription of the contract: per (feature,
+// sample) a map of ids to counts, each distinct id one entry in segment
+// ((id + sc_shift) % N, source SC), segments in [dest][source] order, entries
+// in (feature, row, col) order, gains count x combiner weight (bit for bit),
+// partition counts (ids, distinct ids per table, source and destination) from
+// sets. Batches mix empty samples, short samples, samples far longer than N
+// (the sorted path), samples whose ids all share one destination in
+// descending order (the insertion path's worst case), hot ids, negative and
+// out-of-range ids (bound check off), features sharing a table, stacking
+// shifts, and N a power of two or not.
+struct Reference {
+  std::vector<CooEntry> entries;
+  std::vector<int64_t> segment_offsets;
+  std::vector<PartitionCount> counts;  // [(table * S + s) * N + d]
+  int64_t ids_total = 0;
+};
+
+Reference PlainReference(const Batch& batch, const CooOptions& o, int num_tables) {
+  const int S = o.local_sparse_cores, N = o.total_sparse_cores;
+  const int64_t per_sc = batch.num_samples / S;
+  std::vector<std::vector<CooEntry>> segments(int64_t{N} * S);
+  Reference r;
+  std::vector<std::set<int64_t>> distinct(int64_t{num_tables} * S * N);
+  r.counts.assign(distinct.size(), PartitionCount{});
+  for (int s = 0; s < S; ++s) {
+    for (int f = 0; f < static_cast<int>(o.features.size()); ++f) {
+      const FeatureSpec& spec = o.features[f];
+      for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
+        std::map<int64_t, int64_t> count;
+        const std::span<const int64_t> ids = batch.SampleIds(f, row);
+        for (int64_t id : ids) {
+          if (!o.id_bound_check) id = ((id % spec.vocab_size) + spec.vocab_size) % spec.vocab_size;
+          ++count[id];
+        }
+        r.ids_total += static_cast<int64_t>(ids.size());
+        const double n = static_cast<double>(ids.size());
+        for (const auto& [col, c] : count) {
+          const double norm = spec.combiner == config::TableConfig::MEAN    ? 1.0 / n
+                              : spec.combiner == config::TableConfig::SQRTN ? 1.0 / std::sqrt(n)
+                                                                            : 1.0;
+          const int d = static_cast<int>((col % N + spec.sc_shift) % N);
+          segments[int64_t{d} * S + s].push_back({col, static_cast<int32_t>(row), f, spec.table,
+                                                 static_cast<float>(static_cast<double>(c) * norm)});
+          const int64_t p = (int64_t{spec.table} * S + s) * N + d;
+          ++r.counts[p].ids;
+          distinct[p].insert(col);
+        }
+      }
+    }
+  }
+  for (size_t p = 0; p < distinct.size(); ++p) {
+    r.counts[p].unique_ids = static_cast<int32_t>(distinct[p].size());
+  }
+  r.segment_offsets.push_back(0);
+  for (const auto& seg : segments) {
+    r.entries.insert(r.entries.end(), seg.begin(), seg.end());
+    r.segment_offsets.push_back(static_cast<int64_t>(r.entries.size()));
+  }
+  return r;
+}
+
+std::tuple<int64_t, int32_t, int32_t, int32_t, uint32_t> Fields(const CooEntry& e) {
+  return {e.col, e.row, e.feature, e.table, std::bit_cast<uint32_t>(e.gain)};
+}
+
+TEST(CooTest, RandomBatchesMatchPlainReference) {
+  std::mt19937_64 rng(23);
+  struct Shape {
+    int S, N;
+    bool bound_check;
+    int64_t big_vocab;  // table 1's (2^61: 16-byte staging records, plain division)
+  };
+  for (const Shape& shape :
+       {Shape{1, 1, true, 100000000}, Shape{1, 4, true, 100000000},
+        Shape{2, 6, false, 100000000}, Shape{4, 512, true, 100000000},
+        Shape{2, 12, true, 100000000}, Shape{4, 64, false, 100000000},
+        Shape{3, 3, true, 100000000}, Shape{2, 6, true, int64_t{1} << 61},
+        Shape{2, 8, false, int64_t{1} << 61}}) {
+    const int S = shape.S, N = shape.N;
+    CooOptions o;
+    o.local_sparse_cores = S;
+    o.total_sparse_cores = N;
+    o.max_ids_per_chip_per_sample = 1 << 30;
+    o.id_bound_check = shape.bound_check;
+    o.count_partitions = true;
+    const int num_tables = 3;
+    o.num_tables = num_tables + 1;  // table 3 has no feature
+    const int64_t vocab[] = {1000, shape.big_vocab, 7};
+    const config::TableConfig::Combiner combiners[] = {
+        config::TableConfig::SUM, config::TableConfig::MEAN, config::TableConfig::SQRTN};
+    int shift[num_tables];  // a table's rotation in its stack
+    for (int& k : shift) k = static_cast<int>(rng() % N);
+    for (int f = 0; f < 5; ++f) {
+      const int t = f % num_tables;
+      FeatureSpec spec;
+      spec.table = t;
+      spec.vocab_size = vocab[t];
+      spec.combiner = combiners[f % 3];
+      spec.sc_shift = shift[t];
+      o.features.push_back(spec);
+    }
+    const int64_t per_sc = N >= 512 ? 12 : 40;
+    Batch batch;
+    batch.Resize(per_sc * S, 1, static_cast<int>(o.features.size()));
+    for (int f = 0; f < batch.num_features(); ++f) {
+      const int64_t v = o.features[f].vocab_size;
+      for (int64_t i = 0; i < batch.num_samples; ++i) {
+        const int kind = static_cast<int>(rng() % 8);
+        const int64_t len = kind == 0   ? 0
+                            : kind <= 3 ? static_cast<int64_t>(rng() % 5)
+                            : kind <= 5 ? static_cast<int64_t>(rng() % (4 * N + 60))
+                                        : static_cast<int64_t>(rng() % (12 * N + 300));
+        const int64_t base = static_cast<int64_t>(rng() % static_cast<uint64_t>(v));
+        for (int64_t k = 0; k < len; ++k) {
+          int64_t id;
+          if (kind == 7) {
+            id = (v - 1 - k * N - base % N) % v;  // one destination, descending
+            if (id < 0) id += v;
+          } else if (rng() % 4 == 0) {
+            id = static_cast<int64_t>(rng() % 3);  // hot ids
+          } else {
+            id = static_cast<int64_t>(rng() % static_cast<uint64_t>(v));
+          }
+          if (!shape.bound_check && v < (int64_t{1} << 40) && rng() % 5 == 0) {
+            id += (rng() % 2 ? -1 : 1) * v * static_cast<int64_t>(1 + rng() % 3);
+          } else if (!shape.bound_check && rng() % 7 == 0) {
+            id -= v;  // negative: wrapped back
+          }
+          batch.ids[f].push_back(id);
+        }
+        batch.offsets[f][i + 1] = static_cast<int64_t>(batch.ids[f].size());
+      }
+    }
+    const Reference want = PlainReference(batch, o, o.num_tables);
+    CooBuilder builder(o);
+    PartitionedCoo coo;
+    for (int rep = 0; rep < 2; ++rep) {  // the second build reuses every buffer
+      ASSERT_TRUE(builder.Build(batch, &coo).ok());
+      const std::string where = absl::StrFormat("S %d N %d rep %d", S, N, rep);
+      EXPECT_EQ(coo.ids_total, want.ids_total) << where;
+      EXPECT_EQ(coo.ids_after_dedup, static_cast<int64_t>(want.entries.size())) << where;
+      EXPECT_EQ(coo.segment_offsets, want.segment_offsets) << where;
+      ASSERT_EQ(coo.entries.size(), want.entries.size()) << where;
+      for (size_t i = 0; i < want.entries.size(); ++i) {
+        ASSERT_EQ(Fields(coo.entries[i]), Fields(want.entries[i])) << where << " entry " << i;
+      }
+      // Counted only while every table's bitmap fits (not for vocabulary
+      // 1e8 over N <= 5); PlanLocal counts from the keys then.
+      if ((shape.big_vocab + N - 1) / N > CooBuilder::kMaxCountedRowsPerTable) {
+        EXPECT_TRUE(coo.table_partition_counts.empty()) << where;
+        continue;
+      }
+      ASSERT_EQ(coo.table_partition_counts.size(), want.counts.size()) << where;
+      for (size_t p = 0; p < want.counts.size(); ++p) {
+        EXPECT_EQ(coo.table_partition_counts[p].ids, want.counts[p].ids) << where << " p " << p;
+        EXPECT_EQ(coo.table_partition_counts[p].unique_ids, want.counts[p].unique_ids)
+            << where << " p " << p;
+      }
+    }
+  }
 }
 
 }  // namespace

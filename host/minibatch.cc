@@ -59,9 +59,26 @@ void MinibatchSplitter::SortSegmentKeys(const PartitionedCoo& coo) {
   }
 }
 
-uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
+void MinibatchSplitter::CountPartitions(const PartitionedCoo& coo) {
   counts_.assign(int64_t{T_} * S_ * N_, PartitionCount{});
+  const int64_t per_table = int64_t{S_} * N_;
+  if (static_cast<int64_t>(coo.table_partition_counts.size()) == num_tables_ * per_table) {
+    // Counted by the builder per original table; a stack's members have
+    // disjoint stacked rows, so its distinct ids are their sum.
+    for (int t = 0; t < num_tables_; ++t) {
+      const int stack = options_.stacking.empty() ? t : options_.stacking[t].stack;
+      const PartitionCount* from = coo.table_partition_counts.data() + t * per_table;
+      PartitionCount* to = counts_.data() + stack * per_table;
+      for (int64_t p = 0; p < per_table; ++p) {
+        to[p].ids += from[p].ids;
+        to[p].unique_ids += from[p].unique_ids;
+      }
+    }
+    keys_sorted_ = false;
+    return;
+  }
   SortSegmentKeys(coo);
+  keys_sorted_ = true;
   const int64_t segments = int64_t{N_} * S_;
   for (int64_t k = 0; k < segments; ++k) {
     const int d = static_cast<int>(k / S_), s = static_cast<int>(k % S_);
@@ -74,6 +91,11 @@ uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
       i = j;
     }
   }
+}
+
+uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
+  CountPartitions(coo);
+  const int64_t segments = int64_t{N_} * S_;
   over_partitions_.clear();
   for (int t = 0; t < T_; ++t) {
     if (!options_.limits.tables[t].limited()) continue;
@@ -88,6 +110,7 @@ uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
   if (!over_ || !options_.minibatching) return 0;
 
   // Bucket counts of the over-limit partitions only.
+  if (!keys_sorted_) SortSegmentKeys(coo);
   over_slot_.assign(counts_.size(), -1);
   for (size_t i = 0; i < over_partitions_.size(); ++i) {
     over_slot_[over_partitions_[i]] = static_cast<int32_t>(i);
@@ -163,6 +186,7 @@ absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t bounda
     mb.local_sparse_cores = S_;
     mb.total_sparse_cores = N_;
     mb.ids_total = m == 0 ? coo.ids_total : 0;
+    mb.table_partition_counts.clear();  // the step's counts are not a minibatch's
   }
   if (minibatches == 1) {
     (*out)[0].entries.assign(coo.entries.begin(), coo.entries.end());

@@ -4,7 +4,9 @@
 //
 //   PlanLocal:  count ids and distinct ids per partition
 //               (stacked table t, source local SC s, destination SC d;
-//               host/stacking.h); for the partitions over their limits, count
+//               host/stacking.h; summed from the builder's per-table counts
+//               when it made them, CooOptions::count_partitions, else from
+//               each segment's sorted keys); for the partitions over their limits, count
 //               per bucket (bucket = hash(stack, stacked row) >> 58, 64
 //               buckets, so one embedding row is never split) and merge
 //               buckets 0..63 greedily while
@@ -32,12 +34,6 @@
 #include "host/stacking.h"
 
 namespace lemrt::host {
-
-// Ids and distinct ids of one partition.
-struct PartitionCount {
-  int32_t ids = 0;
-  int32_t unique_ids = 0;
-};
 
 struct MinibatchOptions {
   int chip = 0;                // this chip's rank (names source SparseCores in errors)
@@ -90,6 +86,9 @@ class MinibatchSplitter {
   uint64_t StackedKey(int table, int64_t col) const;
   // Sorted stacked keys of each segment of `coo`, concatenated.
   void SortSegmentKeys(const PartitionedCoo& coo);
+  // Fills counts_: from coo.table_partition_counts when the builder counted
+  // them, else from the sorted keys (keys_sorted_).
+  void CountPartitions(const PartitionedCoo& coo);
   // Cuts or rejects the over-limit partitions of one minibatch.
   absl::Status EnforceLimits(int minibatch, int minibatches, PartitionedCoo* mb,
                              std::vector<int64_t>* dropped_per_table);
@@ -100,6 +99,7 @@ class MinibatchSplitter {
   int T_;             // stacks (limits entries)
   int num_tables_;    // original tables (dropped counts)
   bool over_ = false;  // some partition of the last PlanLocal is over
+  bool keys_sorted_ = false;  // keys_ holds the last PlanLocal's sorted keys
   std::vector<PartitionCount> counts_;
   std::vector<uint64_t> keys_;              // per segment sorted keys
   std::vector<uint64_t> key_scratch_;       // RadixSortKeys scratch

@@ -200,6 +200,104 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MinibatchSplitParamTest,
                                            std::make_tuple(2, 1, 3), std::make_tuple(4, 2, 2),
                                            std::make_tuple(2, 3, 4)));
 
+// The builder's partition counts (CooOptions::count_partitions) against the
+// sorted keys' on stacked tables: tables 0 and 1 in one stack (table 1
+// rotated), table 2 alone; two features share table 0. The counts, the
+// boundaries, the minibatches and the dropped ids are the same either way.
+TEST(MinibatchSplitterTest, BuilderCountsEqualSortedCounts) {
+  int split = 0, dropped_some = 0;  // cases that split, that dropped ids
+  for (const auto& [S, N, divisor, dropping] :
+       {std::make_tuple(1, 1, 1, false), std::make_tuple(2, 4, 3, false),
+        std::make_tuple(2, 6, 2, true), std::make_tuple(4, 8, 4, false),
+        std::make_tuple(1, 3, 5, true)}) {
+    const int64_t vocab[] = {500, 90, 40};
+    std::vector<StackedTable> stacking(3);
+    stacking[0] = {0, 0, 0, (vocab[0] + N - 1) / N * N, 0};
+    stacking[1] = {0, 1, stacking[0].padded_rows, (vocab[1] + N - 1) / N * N, 1 % N};
+    stacking[2] = {1, 0, 0, (vocab[2] + N - 1) / N * N, 0};
+    const int feature_table[] = {0, 1, 0, 2};
+    uint64_t x = 777 + N;
+    auto next = [&x](int64_t bound) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<int64_t>((x >> 33) % bound);
+    };
+    std::vector<std::vector<std::vector<int64_t>>> ids(4);
+    for (int f = 0; f < 4; ++f) {
+      for (int i = 0; i < 24 * S; ++i) {
+        std::vector<int64_t> sample;
+        const int len = static_cast<int>(next(7));
+        for (int k = 0; k < len; ++k) {
+          sample.push_back(next(2) ? next(3) : next(vocab[feature_table[f]]));
+        }
+        ids[f].push_back(sample);
+      }
+    }
+    const Batch batch = MakeBatch(ids);
+    PartitionedCoo coo[2];
+    for (int counted = 0; counted < 2; ++counted) {
+      CooOptions o;
+      o.local_sparse_cores = S;
+      o.total_sparse_cores = N;
+      o.max_ids_per_chip_per_sample = 1000;
+      o.num_tables = 3;
+      o.count_partitions = counted == 1;
+      for (int f = 0; f < 4; ++f) {
+        FeatureSpec spec;
+        spec.table = feature_table[f];
+        spec.vocab_size = vocab[spec.table];
+        spec.sc_shift = stacking[spec.table].sc_shift;
+        o.features.push_back(spec);
+      }
+      CooBuilder builder(o);
+      ASSERT_TRUE(builder.Build(batch, &coo[counted]).ok());
+    }
+    ASSERT_TRUE(coo[0].table_partition_counts.empty());
+    ASSERT_EQ(coo[1].table_partition_counts.size(), static_cast<size_t>(3 * S * N));
+    auto options = [&](TableLimit limit) {
+      MinibatchOptions o = Options(S, N, 2, limit, true, dropping);
+      o.stacking = stacking;
+      return o;
+    };
+    MinibatchSplitter probe(options(TableLimit{}));
+    probe.PlanLocal(coo[0]);
+    int32_t max_ids = 0, max_unique = 0;
+    for (const PartitionCount& c : probe.counts()) {
+      max_ids = std::max(max_ids, c.ids);
+      max_unique = std::max(max_unique, c.unique_ids);
+    }
+    // Without dropping, the ids limit stays at the maximum (one hot row's ids
+    // cannot be split).
+    const TableLimit limit{dropping ? std::max(max_ids / divisor, 1) : max_ids,
+                           std::max(max_unique / divisor, 1)};
+    MinibatchSplitter sorted(options(limit)), counted(options(limit));
+    const uint64_t boundaries = sorted.PlanLocal(coo[0]);
+    split += boundaries != 0;
+    EXPECT_EQ(counted.PlanLocal(coo[1]), boundaries) << "S " << S << " N " << N;
+    ASSERT_EQ(counted.counts().size(), sorted.counts().size());
+    for (size_t p = 0; p < sorted.counts().size(); ++p) {
+      EXPECT_EQ(counted.counts()[p].ids, sorted.counts()[p].ids) << "N " << N << " p " << p;
+      EXPECT_EQ(counted.counts()[p].unique_ids, sorted.counts()[p].unique_ids)
+          << "N " << N << " p " << p;
+    }
+    std::vector<PartitionedCoo> out[2];
+    std::vector<int64_t> dropped[2];
+    const absl::Status st0 = sorted.Split(coo[0], boundaries, &out[0], &dropped[0]);
+    const absl::Status st1 = counted.Split(coo[1], boundaries, &out[1], &dropped[1]);
+    ASSERT_EQ(st0, st1);
+    if (!st0.ok()) continue;
+    EXPECT_EQ(dropped[0], dropped[1]);
+    for (const int64_t d : dropped[0]) dropped_some += d > 0;
+    ASSERT_EQ(out[0].size(), out[1].size());
+    for (size_t m = 0; m < out[0].size(); ++m) {
+      EXPECT_EQ(Entries(out[0][m]), Entries(out[1][m]));
+      EXPECT_EQ(out[0][m].segment_offsets, out[1][m].segment_offsets);
+      EXPECT_TRUE(out[1][m].table_partition_counts.empty());
+    }
+  }
+  EXPECT_GE(split, 3);
+  EXPECT_GE(dropped_some, 1);
+}
+
 // One source and destination SparseCore; rows 3, 7, 8, 10 with counts
 // 2, 1, 3, 1. Dropping keeps the lowest rows while both limits fit.
 TEST(MinibatchSplitterTest, DroppingKeepsLowestRows) {

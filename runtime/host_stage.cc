@@ -40,6 +40,8 @@ HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::
       coo_options_(host::MakeCooOptions(config)),
       minibatch_options_(MakeMinibatchOptions(config, comm.rank(), std::move(limits))),
       dropped_per_table_(config.tables_size(), 0) {
+  // The split's partition counts come from the builder's pass over the ids.
+  coo_options_.count_partitions = limited_;
   inline_work_ = NewWork();
   // One entry per training step: reserved, so the step loop never allocates
   // (tests/steady_state_alloc_mpi_test.cc); capped at 16 MiB.

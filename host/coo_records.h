@@ -1,0 +1,179 @@
+// Building blocks of CooBuilder's passes (host/coo.cc), internal to it:
+// division by the number of SparseCores N, the staging records that carry
+// one id to its segment, and the per-destination cache-line buffers that
+// write them out with non-temporal stores. Plain values; thread-compatible.
+#ifndef LEMRT_HOST_COO_RECORDS_H_
+#define LEMRT_HOST_COO_RECORDS_H_
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace lemrt::host::coo_internal {
+
+// Division by N three ways. Quotient(col) is the id's row in its
+// SparseCore's shard (col / N), Remainder(col) its SparseCore before the
+// table's rotation (col % N).
+struct Pow2Divider {  // N a power of two: shift and mask
+  int64_t n;
+  int shift;
+  int64_t Quotient(int64_t col) const { return col >> shift; }
+  int64_t Remainder(int64_t col) const { return col & (n - 1); }
+};
+struct ReciprocalDivider {  // ids below 2^52: a double reciprocal, corrected
+  int64_t n;
+  double inverse;
+  int64_t Quotient(int64_t col) const {
+    // col is exact in a double, so the estimate is off by at most one.
+    int64_t q = static_cast<int64_t>(static_cast<double>(col) * inverse);
+    const int64_t r = col - q * n;
+    if (r < 0) --q;
+    if (r >= n) ++q;
+    return q;
+  }
+  int64_t Remainder(int64_t col) const { return col - Quotient(col) * n; }
+};
+struct PlainDivider {  // any ids: the division instruction
+  int64_t n;
+  int64_t Quotient(int64_t col) const { return col / n; }
+  int64_t Remainder(int64_t col) const { return col % n; }
+};
+
+// Destination SparseCore of `col` for a table rotated by sc_shift in [0, N).
+template <class Div>
+int Destination(const Div& div, int64_t col, int32_t sc_shift) {
+  const int64_t d = div.Remainder(col) + sc_shift;
+  return static_cast<int>(d >= div.n ? d - div.n : d);
+}
+
+// A staging record: one id (col) of one group (the feature f and the row
+// within the source SparseCore's samples, group = f << row_bits | row).
+//
+// PackedCodec: one 64-bit word, group in the high bits:
+//   [ group (64 - col_bits bits) | col (col_bits = bit width of vocab - 1) ]
+// so records order as (group, col); used when the bits fit.
+// WideCodec: 16 bytes {col, group}, for everything else.
+struct PackedCodec {
+  using Record = uint64_t;
+  static constexpr int kPerLine = 8;  // records per 64-byte line
+  int col_bits;
+  Record Make(uint64_t group, int64_t col) const {
+    return group << col_bits | static_cast<uint64_t>(col);
+  }
+  uint64_t Group(Record r) const { return r >> col_bits; }
+  int64_t Col(Record r) const {
+    return static_cast<int64_t>(r & ((uint64_t{1} << col_bits) - 1));
+  }
+  static bool Less(Record a, Record b) { return a < b; }  // by (group, col)
+  static bool Equal(Record a, Record b) { return a == b; }
+};
+struct WideCodec {
+  struct Record {
+    int64_t col;
+    uint64_t group;
+  };
+  static constexpr int kPerLine = 4;
+  Record Make(uint64_t group, int64_t col) const { return {col, group}; }
+  uint64_t Group(Record r) const { return r.group; }
+  int64_t Col(Record r) const { return r.col; }
+  static bool Less(Record a, Record b) {
+    return a.group < b.group || (a.group == b.group && a.col < b.col);
+  }
+  static bool Equal(Record a, Record b) { return a.group == b.group && a.col == b.col; }
+};
+
+// Stores one 64-byte line at `dst` (64-byte aligned) without reading it into
+// the caches first (non-temporal: AVX-512, AVX or SSE2 stores by what the
+// build targets; a plain copy elsewhere).
+inline void StreamLine(void* dst, const void* src) {
+#if defined(__AVX512F__)
+  _mm512_stream_si512(static_cast<__m512i*>(dst), _mm512_load_si512(src));
+#elif defined(__AVX__)
+  const __m256i* s = static_cast<const __m256i*>(src);
+  __m256i* d = static_cast<__m256i*>(dst);
+  _mm256_stream_si256(d, _mm256_load_si256(s));
+  _mm256_stream_si256(d + 1, _mm256_load_si256(s + 1));
+#elif defined(__SSE2__)
+  const __m128i* s = static_cast<const __m128i*>(src);
+  __m128i* d = static_cast<__m128i*>(dst);
+  for (int i = 0; i < 4; ++i) _mm_stream_si128(d + i, _mm_load_si128(s + i));
+#else
+  std::memcpy(dst, src, 64);
+#endif
+}
+
+// Stores `v` (a COO entry: 8-byte words) without reading its lines into the
+// caches: 8-byte non-temporal stores, which the core combines into whole lines
+// when consecutive values are written in order; a plain store without SSE2.
+template <typename T>
+inline void StreamValue(T* dst, const T& v) {
+  static_assert(sizeof(T) % 8 == 0);
+#if defined(__SSE2__)
+  long long words[sizeof(T) / 8];
+  std::memcpy(words, &v, sizeof(T));
+  long long* d = reinterpret_cast<long long*>(dst);
+  for (size_t i = 0; i < sizeof(T) / 8; ++i) _mm_stream_si64(d + i, words[i]);
+#else
+  *dst = v;
+#endif
+}
+
+// Orders the non-temporal stores before what follows (they are weakly
+// ordered); a no-op without them.
+inline void StreamFence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+// One destination's write-combining line: records gather here and leave a
+// full, aligned line at a time.
+template <class Codec>
+struct alignas(64) LineBuffer {
+  typename Codec::Record records[Codec::kPerLine];
+};
+static_assert(sizeof(LineBuffer<PackedCodec>) == 64 && sizeof(LineBuffer<WideCodec>) == 64);
+
+// A growable 64-byte aligned buffer of trivially copyable T (contents are not
+// kept when it grows); from 2 MiB up 2 MiB aligned with transparent huge
+// pages requested (a hint), as its records are written at many places at once.
+template <typename T>
+class AlignedScratch {
+ public:
+  T* Get(size_t n) {
+    if (n > capacity_) {
+      constexpr size_t kHuge = size_t{2} << 20;
+      const size_t bytes = std::max<size_t>(n, 1) * sizeof(T);
+      const size_t align = bytes >= kHuge ? kHuge : 64;
+      const size_t rounded = (bytes + align - 1) / align * align;
+      void* p = std::aligned_alloc(align, rounded);
+      if (p == nullptr) throw std::bad_alloc();
+      if (align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);
+      data_.reset(static_cast<T*>(p));
+      capacity_ = rounded / sizeof(T);
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data_;
+  size_t capacity_ = 0;
+};
+
+}  // namespace lemrt::host::coo_internal
+
+#endif  // LEMRT_HOST_COO_RECORDS_H_
