@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "base/random.h"
+#include "benchmarks/thread_cpu_timer.h"
 #include "benchmark/benchmark.h"
 #include "host/coo.h"
 #include "host/data_source.h"
@@ -65,12 +66,20 @@ const Batch& Workload(int64_t samples_per_sc) {
   return batch;
 }
 
-CooOptions Options() {
+// count_partitions: the builder counts the partitions (as HostStage does
+// when limits are set); false: PlanLocal sorts each segment's keys.
+CooOptions Options(bool count_partitions = true) {
   CooOptions o;
   o.local_sparse_cores = kLocalSc;
   o.total_sparse_cores = kTotalSc;
   o.max_ids_per_chip_per_sample = 1 << 30;
-  for (int f = 0; f < kFeatures; ++f) o.features.push_back({f, kVocab, config::TableConfig::SUM});
+  o.count_partitions = count_partitions;
+  for (int f = 0; f < kFeatures; ++f) {
+    FeatureSpec spec;
+    spec.table = f;
+    spec.vocab_size = kVocab;
+    o.features.push_back(spec);
+  }
   return o;
 }
 
@@ -96,8 +105,37 @@ TableLimit ObservedLimit(const PartitionedCoo& coo, double fraction) {
                     std::max<int32_t>(1, static_cast<int32_t>(unique * fraction))};
 }
 
+// The floor: one streaming pass that reads every id of the batch and writes
+// one CooEntry per id in input order (no dedup, sort or partition): the bytes
+// any preprocessing must move (8 read + 24 written per id). Returns the
+// entries written.
+int64_t StreamFloor(const Batch& batch, std::vector<CooEntry>* out) {
+  CooEntry* o = out->data();
+  int64_t k = 0;
+  for (int f = 0; f < batch.num_features(); ++f) {
+    const int64_t* ids = batch.ids[f].data();
+    const std::vector<int64_t>& offsets = batch.offsets[f];
+    for (int64_t row = 0; row < batch.num_samples; ++row) {
+      for (int64_t i = offsets[row]; i < offsets[row + 1]; ++i) {
+        o[k++] = {ids[i], static_cast<int32_t>(row), f, f, 1.0f};
+      }
+    }
+  }
+  return k;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
 // fraction: limits at this fraction of the observed maxima (1 = fits; 0.25 =
-// forced minibatching).
+// forced minibatching). Each iteration times the preprocessing and then the
+// floor (StreamFloor), both in CPU seconds of this thread; the counters are
+// medians over the iterations: ns_per_id (preprocessing), floor_ns_per_id,
+// x_floor (the per-iteration ratio). ids/s is per wall second (on a loaded
+// machine it measures the load too; ids/cpu_s does not).
 void Run(benchmark::State& state, double fraction) {
   const Batch& batch = Workload(state.range(0));
   CooBuilder builder(Options());
@@ -108,27 +146,47 @@ void Run(benchmark::State& state, double fraction) {
   MinibatchSplitter splitter(so);
   std::vector<PartitionedCoo> minibatches;
   std::vector<int64_t> dropped;
+  std::vector<CooEntry> floor_out(static_cast<size_t>(coo.ids_total));
   // Warm-up: the first call grows every buffer (page faults dominate it).
   (void)splitter.Split(coo, splitter.PlanLocal(coo), &minibatches, &dropped);
+  benchmark::DoNotOptimize(StreamFloor(batch, &floor_out));
   int64_t ids = 0, mbs = 0, iterations = 0;
+  double cpu_s = 0;
+  std::vector<double> ns, floor_ns, ratio;
   for (auto _ : state) {
+    const double t0 = bench::ThreadCpuSeconds();
     absl::Status st = builder.Build(batch, &coo);
     const uint64_t boundaries = splitter.PlanLocal(coo);
     if (st.ok()) st = splitter.Split(coo, boundaries, &minibatches, &dropped);
     benchmark::DoNotOptimize(st);
+    const double t1 = bench::ThreadCpuSeconds();
+    state.PauseTiming();
+    benchmark::DoNotOptimize(StreamFloor(batch, &floor_out));
+    const double t2 = bench::ThreadCpuSeconds();
+    state.ResumeTiming();
+    const double n = static_cast<double>(coo.ids_total);
+    ns.push_back((t1 - t0) * 1e9 / n);
+    floor_ns.push_back((t2 - t1) * 1e9 / n);
+    ratio.push_back((t1 - t0) / (t2 - t1));
+    cpu_s += t1 - t0;
     ids += coo.ids_total;
     mbs += static_cast<int64_t>(minibatches.size());
     ++iterations;
   }
   state.counters["ids/s"] = benchmark::Counter(static_cast<double>(ids), benchmark::Counter::kIsRate);
+  state.counters["ids/cpu_s"] = cpu_s > 0 ? ids / cpu_s : 0;
+  state.counters["ns_per_id"] = Median(ns);
+  state.counters["floor_ns_per_id"] = Median(floor_ns);
+  state.counters["x_floor"] = Median(ratio);
   state.counters["ids/step"] = static_cast<double>(coo.ids_total);
   state.counters["minibatches"] = iterations ? static_cast<double>(mbs) / iterations : 0;
 }
 
-// The stages alone, to show where the time goes.
+// The stages alone, to show where the time goes. BM_CooBuild/samples/count:
+// count = 1 with the partition counting, 0 without.
 void BM_CooBuild(benchmark::State& state) {
   const Batch& batch = Workload(state.range(0));
-  CooBuilder builder(Options());
+  CooBuilder builder(Options(state.range(1) != 0));
   PartitionedCoo coo;
   (void)builder.Build(batch, &coo);  // warm-up: grows the buffers
   int64_t ids = 0;
@@ -139,9 +197,11 @@ void BM_CooBuild(benchmark::State& state) {
   state.counters["ids/s"] = benchmark::Counter(static_cast<double>(ids), benchmark::Counter::kIsRate);
 }
 
+// The per-partition counts from sorted keys (PlanLocal's path when the
+// builder did not count them).
 void BM_PartitionStats(benchmark::State& state) {
   const Batch& batch = Workload(state.range(0));
-  CooBuilder builder(Options());
+  CooBuilder builder(Options(false));
   PartitionedCoo coo;
   (void)builder.Build(batch, &coo);
   MinibatchSplitter splitter(SplitOptions(ObservedLimit(coo, 1.0)));
@@ -279,10 +339,21 @@ void BM_PreprocessWorkersForcedMinibatching(benchmark::State& state) { RunWorker
 void BM_Preprocess(benchmark::State& state) { Run(state, 1.0); }
 void BM_PreprocessForcedMinibatching(benchmark::State& state) { Run(state, 0.25); }
 
-BENCHMARK(BM_CooBuild)->Arg(2048)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CooBuild)->Args({2048, 1})->Args({16384, 1})->Args({16384, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PartitionStats)->Arg(2048)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Preprocess)->Arg(2048)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_PreprocessForcedMinibatching)->Arg(2048)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
+// Five alternated rounds of preprocessing and floor each (medians).
+BENCHMARK(BM_Preprocess)
+    ->Arg(2048)
+    ->Arg(16384)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(5);
+BENCHMARK(BM_PreprocessForcedMinibatching)
+    ->Arg(2048)
+    ->Arg(16384)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(5);
 BENCHMARK(BM_SplitFill)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PreprocessWorkers)
     ->Args({16384, 1})
