@@ -243,9 +243,11 @@ absl::Status CooBuilder::CheckSampleIds(const Batch& batch) {
 
 // Pass 2: every id's record into its segment of the staging buffer, in
 // (feature, row) order; segments start on a line, so each destination's
-// line buffer leaves whole aligned lines.
+// line buffer leaves whole aligned lines. Not inlined: inside BuildWith its
+// loop ran out of registers and kept the per-id state on the stack.
 template <class Div, class Codec>
-void CooBuilder::Scatter(const Div& div_ref, const Codec& codec_ref, const Batch& batch) {
+[[gnu::noinline]] void CooBuilder::Scatter(const Div& div_ref, const Codec& codec_ref,
+                                           const Batch& batch) {
   using Record = typename Codec::Record;
   const Div div = div_ref;  // locals: the record stores could alias members
   const Codec codec = codec_ref;
@@ -264,40 +266,45 @@ void CooBuilder::Scatter(const Div& div_ref, const Codec& codec_ref, const Batch
   LineBuffer<Codec>* const lines =
       reinterpret_cast<LineBuffer<Codec>*>(lines_.Get(int64_t{N} * 8));
   cursor_.resize(N);
-  fill_.resize(N);
   int64_t* const cursor = cursor_.data();
-  int32_t* const fill = fill_.data();
-  const bool wrap = !options_.id_bound_check;
   const int row_bits = row_bits_;
-  for (int s = 0; s < S; ++s) {
-    for (int d = 0; d < N; ++d) {
-      cursor[d] = region_[int64_t{d} * S + s];
-      fill[d] = 0;
-    }
-    for (int f = 0; f < static_cast<int>(codes_.size()); ++f) {
-      const FeatureCode code = codes_[f];
-      const int64_t* const offsets = batch.offsets[f].data();
-      const int64_t* const ids = batch.ids[f].data();
-      const uint64_t feature_group = static_cast<uint64_t>(f) << row_bits;
-      for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
-        const uint64_t group = feature_group | static_cast<uint64_t>(row - s * per_sc);
-        const int64_t end = offsets[row + 1];
-        for (int64_t i = offsets[row]; i < end; ++i) {
-          const int64_t col = wrap ? Wrap(ids[i], code.vocab_size) : ids[i];
-          const int d = Destination(div, col, code.sc_shift);
-          LineBuffer<Codec>& line = lines[d];
-          line.records[fill[d]] = codec.Make(group, col);
-          if (++fill[d] == kPerLine) {
-            coo_internal::StreamLine(staging + cursor[d], &line);
-            cursor[d] += kPerLine;
-            fill[d] = 0;
+  // cursor[d] counts the records of destination d so far, buffered ones
+  // included: regions start on a line, so cursor[d] % kPerLine is the fill
+  // of d's line buffer.
+  auto scatter = [&](auto wrap_tag) {
+    constexpr bool kWrap = decltype(wrap_tag)::value;
+    for (int s = 0; s < S; ++s) {
+      for (int d = 0; d < N; ++d) cursor[d] = region_[int64_t{d} * S + s];
+      for (int f = 0; f < static_cast<int>(codes_.size()); ++f) {
+        const FeatureCode code = codes_[f];
+        const int64_t* const offsets = batch.offsets[f].data();
+        const int64_t* const ids = batch.ids[f].data();
+        const uint64_t feature_group = static_cast<uint64_t>(f) << row_bits;
+        for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
+          const uint64_t group = feature_group | static_cast<uint64_t>(row - s * per_sc);
+          const int64_t end = offsets[row + 1];
+          for (int64_t i = offsets[row]; i < end; ++i) {
+            const int64_t col = kWrap ? Wrap(ids[i], code.vocab_size) : ids[i];
+            const int d = Destination(div, col, code.sc_shift);
+            const int64_t c = cursor[d];
+            lines[d].records[c & (kPerLine - 1)] = codec.Make(group, col);
+            cursor[d] = c + 1;
+            if (((c + 1) & (kPerLine - 1)) == 0) {
+              coo_internal::StreamLine(staging + (c + 1 - kPerLine), &lines[d]);
+            }
           }
         }
       }
+      for (int d = 0; d < N; ++d) {  // partial lines: plain stores
+        const int64_t n = cursor[d] & (kPerLine - 1);
+        std::copy(lines[d].records, lines[d].records + n, staging + (cursor[d] - n));
+      }
     }
-    for (int d = 0; d < N; ++d) {  // partial lines: plain stores
-      std::copy(lines[d].records, lines[d].records + fill[d], staging + cursor[d]);
-    }
+  };
+  if (options_.id_bound_check) {
+    scatter(std::false_type());
+  } else {
+    scatter(std::true_type());
   }
   coo_internal::StreamFence();
 }

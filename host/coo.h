@@ -174,8 +174,7 @@ class CooBuilder {
   std::vector<int64_t> raw_counts_;  // ids per segment, duplicates included
   std::vector<int64_t> region_;      // staging start of each segment (records, line-aligned)
   std::vector<int64_t> histogram_;   // ids per destination of one source SC
-  std::vector<int64_t> cursor_;      // staging write position per destination
-  std::vector<int32_t> fill_;        // records in each destination's line buffer
+  std::vector<int64_t> cursor_;      // records of each destination so far (staging index)
   coo_internal::AlignedScratch<uint64_t> staging_;  // the records, per segment
   coo_internal::AlignedScratch<uint64_t> lines_;    // one line buffer per destination
   std::vector<int64_t> sample_ids_;  // ids per sample (limit check)

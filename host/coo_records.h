@@ -113,22 +113,6 @@ inline void StreamLine(void* dst, const void* src) {
 #endif
 }
 
-// Stores `v` (a COO entry: 8-byte words) without reading its lines into the
-// caches: 8-byte non-temporal stores, which the core combines into whole lines
-// when consecutive values are written in order; a plain store without SSE2.
-template <typename T>
-inline void StreamValue(T* dst, const T& v) {
-  static_assert(sizeof(T) % 8 == 0);
-#if defined(__SSE2__)
-  long long words[sizeof(T) / 8];
-  std::memcpy(words, &v, sizeof(T));
-  long long* d = reinterpret_cast<long long*>(dst);
-  for (size_t i = 0; i < sizeof(T) / 8; ++i) _mm_stream_si64(d + i, words[i]);
-#else
-  *dst = v;
-#endif
-}
-
 // Orders the non-temporal stores before what follows (they are weakly
 // ordered); a no-op without them.
 inline void StreamFence() {
