@@ -113,7 +113,8 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   return st;
 }
 
-absl::Status Run(int world_size) {
+// The config from the flags on this rank (no collectives).
+absl::StatusOr<lemrt::config::RunConfig> LoadOnThisRank(int world_size) {
   if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
   if (FLAGS_out.empty()) return absl::InvalidArgumentError("--out=FILE is required");
   if (FLAGS_batches <= 0) {
@@ -122,11 +123,25 @@ absl::Status Run(int world_size) {
   if (!(FLAGS_headroom >= 1.0)) {
     return absl::InvalidArgumentError(absl::StrFormat("--headroom must be >= 1, got %g", FLAGS_headroom));
   }
-  auto config = lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
-  if (!config.ok()) return config.status();
-  auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
-  if (!comm.ok()) return comm.status();
-  return Estimate(*config, **comm);
+  return lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
+}
+
+// Errors that can differ by rank (a file one rank cannot read, an MPMD job's
+// different arguments) are agreed before the next collective.
+absl::Status Run(Communicator& comm) {
+  auto config = LoadOnThisRank(comm.size());
+  absl::Status st = lemrt::runtime::AgreeOnStatus(comm, config.status());
+  if (!st.ok()) return st;
+  // --batches decides how many collectives run.
+  int64_t batches[2] = {FLAGS_batches, -int64_t{FLAGS_batches}};  // max, -min
+  st = comm.AllReduceMax(std::span<int64_t>(batches, 2));
+  if (!st.ok()) return st;
+  if (batches[0] != -batches[1]) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--batches differs between ranks (%d to %d); give every rank the same", -batches[1],
+        batches[0]));
+  }
+  return Estimate(*config, comm);
 }
 
 }  // namespace
@@ -138,9 +153,9 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  int world_size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  const absl::Status st = Run(world_size);
+  // The communicator first: everything after it that can fail is agreed over it.
+  auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+  const absl::Status st = comm.ok() ? Run(**comm) : comm.status();
   if (!st.ok()) {
     std::fprintf(stderr, "lemrt_limits: error: %s\n", std::string(st.message()).c_str());
     return 1;

@@ -63,6 +63,9 @@ DEFINE_string(metrics_csv, "",
 
 namespace {
 
+using lemrt::runtime::AgreeOnStatus;
+using lemrt::runtime::Communicator;
+
 // The first stop signal's number, 0 until one arrives: the one piece of
 // global state signal handling cannot avoid, written only by OnStopSignal
 // and read by the trainer once per step (Trainer::set_stop_signal).
@@ -124,17 +127,46 @@ std::string CheckpointOverride() {
   return text.empty() ? "" : absl::StrCat("\ncheckpoint {", text, " }");
 }
 
-// --dry_run: rank 0 prints the memory plan; every rank returns its verdict.
-absl::Status DryRun(const lemrt::config::RunConfig& config, int rank) {
+// --dry_run: rank 0 prints the memory plan; every rank returns the agreed
+// verdict (the plan reads the limits file, which may fail on one rank only).
+absl::Status DryRun(const lemrt::config::RunConfig& config, Communicator& comm) {
   auto plan = lemrt::device::BuildMemoryPlan(config);
-  if (!plan.ok()) return plan.status();
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, plan.status()));
   const absl::Status fit = lemrt::device::CheckMemoryPlan(*plan);
-  if (rank == 0) {
+  if (comm.rank() == 0) {
     std::printf("%s%s\n", lemrt::device::FormatMemoryPlan(*plan).c_str(),
                 fit.ok() ? "The plan fits." : "The plan does NOT fit.");
     std::fflush(stdout);
   }
-  return fit;
+  return AgreeOnStatus(comm, fit);
+}
+
+// The run's config from the flags on this rank (no collectives).
+absl::StatusOr<lemrt::config::RunConfig> LoadRunConfig(int world_size) {
+  if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
+  LEMRT_ASSIGN_OR_RETURN(const std::string observability, ObservabilityOverride());
+  return lemrt::config::LoadConfig(
+      FLAGS_config, FLAGS_override + CheckpointOverride() + observability, world_size);
+}
+
+// The flags that choose which collectives run must be set alike on every
+// rank (an MPMD job may give ranks different arguments): one all-reduce.
+absl::Status AgreeOnModeFlags(Communicator& comm) {
+  const bool flags[] = {FLAGS_dry_run, FLAGS_eval_quantized};
+  const char* names[] = {"--dry_run", "--eval_quantized"};
+  int64_t seen[4];  // per flag: max(set), max(unset)
+  for (int i = 0; i < 2; ++i) {
+    seen[2 * i] = flags[i] ? 1 : 0;
+    seen[2 * i + 1] = flags[i] ? 0 : 1;
+  }
+  LEMRT_RETURN_IF_ERROR(comm.AllReduceMax(std::span<int64_t>(seen, 4)));
+  for (int i = 0; i < 2; ++i) {
+    if (seen[2 * i] == 1 && seen[2 * i + 1] == 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(names[i], " is set on some ranks only; give every rank the same mode"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // Initialises MPI for the life of main; finalises it on exit.
@@ -163,20 +195,25 @@ std::string StopSentence(const lemrt::summary::RunSummary& summary,
                       config.checkpoint().dir());
 }
 
-// Runs the job; `*stop_signal` is set when a stop signal ended it early.
-absl::Status Run(int rank, int world_size, bool thread_multiple, int* stop_signal) {
-  if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
-  auto observability = ObservabilityOverride();
-  if (!observability.ok()) return observability.status();
-  auto config = lemrt::config::LoadConfig(
-      FLAGS_config, FLAGS_override + CheckpointOverride() + *observability, world_size);
-  if (!config.ok()) return config.status();
-  if (FLAGS_dry_run) return DryRun(*config, rank);
+// Every step that can fail on one rank only (a file one rank cannot read, an
+// MPMD job's different arguments) is agreed before the next collective, so
+// every rank ends with the same sentence.
+// `*stop_signal` is set when a stop signal ended the run early.
+absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool thread_multiple,
+                 int* stop_signal) {
+  const int rank = sparse_comm.rank();
+  const int world_size = sparse_comm.size();
+  LEMRT_RETURN_IF_ERROR(AgreeOnModeFlags(sparse_comm));
+  absl::StatusOr<lemrt::config::RunConfig> config = LoadRunConfig(world_size);
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, config.status()));
+  if (FLAGS_dry_run) return DryRun(*config, sparse_comm);
+  absl::Status threads = absl::OkStatus();
   if (!config->sparse_core().disable_full_embedding_pipelining() && !thread_multiple) {
-    return absl::FailedPreconditionError(
+    threads = absl::FailedPreconditionError(
         "pipelining needs MPI_THREAD_MULTIPLE, which this MPI does not provide; set "
         "sparse_core { disable_full_embedding_pipelining: true }");
   }
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, threads));
   if (rank == 0) {  // one warning when the node's cores are oversubscribed
     const std::string warning =
         lemrt::runtime::OversubscriptionWarning(lemrt::runtime::ComputeThreadBudget(
@@ -184,15 +221,10 @@ absl::Status Run(int rank, int world_size, bool thread_multiple, int* stop_signa
             lemrt::runtime::AvailableCores()));
     if (!warning.empty()) LOG(WARNING) << warning;
   }
-  auto sparse_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
-  if (!sparse_comm.ok()) return sparse_comm.status();
-  auto dense_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
-  if (!dense_comm.ok()) return dense_comm.status();
   // Outputs written at the end are checked now, not after the whole run.
-  absl::Status outputs =
-      lemrt::runtime::CheckOutputPaths(*config, FLAGS_summary_json, **sparse_comm);
-  if (!outputs.ok()) return outputs;
-  auto trainer = lemrt::runtime::Trainer::Create(*config, **sparse_comm, **dense_comm);
+  LEMRT_RETURN_IF_ERROR(
+      lemrt::runtime::CheckOutputPaths(*config, FLAGS_summary_json, sparse_comm));
+  auto trainer = lemrt::runtime::Trainer::Create(*config, sparse_comm, dense_comm);
   if (!trainer.ok()) return trainer.status();
   (*trainer)->set_stop_signal(&g_stop_signal);
   auto summary = (*trainer)->Run();
@@ -210,7 +242,7 @@ absl::Status Run(int rank, int world_size, bool thread_multiple, int* stop_signa
     return absl::OkStatus();
   }
   if (FLAGS_eval_quantized) {
-    absl::Status q = lemrt::runtime::EvaluateInt8Tables(*config, **trainer, **sparse_comm,
+    absl::Status q = lemrt::runtime::EvaluateInt8Tables(*config, **trainer, sparse_comm,
                                                         &*summary);
     if (!q.ok()) return q;
     const auto& e = summary->quantized_eval();
@@ -241,13 +273,17 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  int rank = 0, world_size = 1;
+  int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (rank != 0) FLAGS_minloglevel = google::GLOG_WARNING;
   InstallStopHandlers();
   int stop_signal = 0;
-  const absl::Status st = Run(rank, world_size, mpi.multiple(), &stop_signal);
+  // The communicators first: everything after them that can fail is agreed
+  // over them.
+  auto sparse_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+  auto dense_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+  absl::Status st = sparse_comm.ok() ? dense_comm.status() : sparse_comm.status();
+  if (st.ok()) st = Run(**sparse_comm, **dense_comm, mpi.multiple(), &stop_signal);
   if (!st.ok()) {
     std::fprintf(stderr, "lemrt_train: error: %s\n", std::string(st.message()).c_str());
     return 1;

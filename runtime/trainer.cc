@@ -82,11 +82,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
                                                          Communicator& dense_comm) {
   Communicator& comm = sparse_comm;
   if (comm.rank() == 0) LogStackingPlan(config);
-  // "Compilation": every rank sizes the same plan, so a plan that does not
-  // fit fails everywhere alike before any table is allocated.
+  // "Compilation": the plan is sized before any table is allocated. It reads
+  // the limits file, which one rank may fail to read, so its verdict is agreed.
   auto plan = device::BuildMemoryPlan(config);
-  if (!plan.ok()) return plan.status();
-  if (absl::Status fit = device::CheckMemoryPlan(*plan); !fit.ok()) return fit;
+  LEMRT_RETURN_IF_ERROR(
+      AgreeOnStatus(comm, plan.ok() ? device::CheckMemoryPlan(*plan) : plan.status()));
   std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
   // The checkpoint directory first: a bad one fails before any table work.
   LEMRT_ASSIGN_OR_RETURN(t->checkpointer_, checkpoint::Checkpointer::Open(config, comm));
@@ -124,7 +124,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   t->sparse_ = std::make_unique<SparseCoreStage>(config, *t->timed_sparse_comm_, optimizers,
                                                  /*initialize_tables=*/false);
   auto dense = TensorCoreStage::Create(config, dense_comm);
-  if (!dense.ok()) return dense.status();
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, dense.status()));
   t->tile_pool_ = std::make_unique<device::TilePool>(config.sparse_core().tile_threads());
   for (const auto& sc : t->sparse_->sparse_cores()) sc->set_tile_pool(t->tile_pool_.get());
   LEMRT_RETURN_IF_ERROR(t->InitializeTables(optimizers));

@@ -61,8 +61,9 @@ class Trainer {
   // SparseCore stages use `sparse_comm`, the TensorCore stage `dense_comm`;
   // when pipelining is on they are used from two threads at once, so they
   // must be distinct communicators (MPI_THREAD_MULTIPLE); they may be the
-  // same object when pipelining is off. All must outlive the trainer. Errors
-  // on any rank (e.g. an unreadable input shard) are agreed so every rank
+  // same object when pipelining is off. All must outlive the trainer. Every
+  // error, on any rank (an unreadable limits file or input shard, a plan that
+  // does not fit), is agreed before the next collective, so every rank
   // returns the same error.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const config::RunConfig& config,
                                                          Communicator& sparse_comm,
