@@ -15,14 +15,21 @@ double Auc(std::span<const float> scores, std::span<const float> labels) {
   const size_t n = scores.size();
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return scores[a] < scores[b]; });
+  // A strict weak order with NaN below every number (std::sort with a
+  // plain < on NaN is undefined behaviour and its result order-dependent).
+  auto less = [&](uint32_t a, uint32_t b) {
+    const bool nan_a = std::isnan(scores[a]), nan_b = std::isnan(scores[b]);
+    if (nan_a || nan_b) return nan_a && !nan_b;
+    return scores[a] < scores[b];
+  };
+  auto tied = [&](uint32_t a, uint32_t b) { return !less(a, b) && !less(b, a); };
+  std::sort(order.begin(), order.end(), less);
   // Sum of the (1-based, tie-averaged) ranks of the positives.
   double positive_rank_sum = 0;
   int64_t positives = 0;
   for (size_t begin = 0; begin < n;) {
     size_t end = begin + 1;
-    while (end < n && scores[order[end]] == scores[order[begin]]) ++end;
+    while (end < n && tied(order[end], order[begin])) ++end;
     const double average_rank = 0.5 * static_cast<double>(begin + 1 + end);
     for (size_t j = begin; j < end; ++j) {
       if (labels[order[j]] > 0.5f) {

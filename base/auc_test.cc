@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "base/random.h"
@@ -71,6 +72,36 @@ TEST(AucTest, MatchesNaivePairCountWithTies) {
     labels[i] = rng.NextDouble() < 0.3 + scores[i] * 0.4 ? 1 : 0;
   }
   EXPECT_NEAR(Auc(scores, labels), NaiveAuc(scores, labels), 1e-12);
+}
+
+// NaN scores rank below every number (-inf included) and tie with each
+// other: the AUC equals that of the same scores with every NaN replaced by
+// one value below all of them, whatever the input order.
+TEST(AucTest, NanScoresRankLowestAndTie) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CounterRng rng(7);
+  std::vector<float> scores(2000), labels(2000), replaced(2000);
+  for (size_t i = 0; i < scores.size(); ++i) {
+    const uint64_t kind = rng.NextBelow(8);
+    scores[i] = kind == 0 ? nan : kind == 1 ? -std::numeric_limits<float>::infinity()
+                                            : static_cast<float>(rng.NextBelow(50)) / 50;
+    labels[i] = rng.NextDouble() < (kind == 0 ? 0.6 : 0.4) ? 1 : 0;
+    replaced[i] = kind == 0 ? -std::numeric_limits<float>::max() : scores[i];
+    if (kind == 1) replaced[i] = -1;  // above the NaNs' stand-in, below the scores
+  }
+  const double expected = NaiveAuc(replaced, labels);
+  EXPECT_NEAR(Auc(scores, labels), expected, 1e-12);
+  // Any order of the same samples gives the same AUC.
+  for (int round = 0; round < 5; ++round) {
+    for (size_t i = scores.size() - 1; i > 0; --i) {
+      const size_t j = rng.NextBelow(i + 1);
+      std::swap(scores[i], scores[j]);
+      std::swap(labels[i], labels[j]);
+    }
+    EXPECT_NEAR(Auc(scores, labels), expected, 1e-12) << "round " << round;
+  }
+  std::vector<float> all_nan(10, nan), half = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0};
+  EXPECT_DOUBLE_EQ(Auc(all_nan, half), 0.5);
 }
 
 TEST(LogLossTest, MatchesHandComputation) {
