@@ -6,18 +6,17 @@
 
 #include "absl/strings/str_format.h"
 #include "base/random.h"
+#include "base/row_key.h"
 #include "host/radix_sort.h"
 
 namespace lemrt::host {
 namespace {
 
-constexpr int kColBits = 48;
 constexpr uint64_t kNoCut = std::numeric_limits<uint64_t>::max();
 
-uint64_t Key(int table, int64_t col) {
-  return (static_cast<uint64_t>(table) << kColBits) | static_cast<uint64_t>(col);
-}
-int KeyTable(uint64_t key) { return static_cast<int>(key >> kColBits); }
+using base::RowKeyTable;
+uint64_t Key(int table, int64_t col) { return base::RowKey(table, col); }
+int KeyTable(uint64_t key) { return RowKeyTable(key); }
 int BucketOfKey(uint64_t key) {
   return static_cast<int>(base::Mix64(key ^ 0x9e3779b97f4a7c15ULL) >> 58);
 }

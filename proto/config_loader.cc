@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/row_key.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -335,10 +336,18 @@ class Validator {
     }
   }
 
-  // Sizes whose products overflow the counters that hold them: the ids of
-  // one step (global_batch x ids per sample) are counted in 32 bits (COO
-  // rows, MPI counts), and a table's bytes (vocab_size x dim x 4 bytes x
-  // up to 3 copies with optimizer slots) in 64 bits.
+  // Sizes whose products overflow the counters that hold them.
+  //  - 32 bits count the COO entries of one step: a partition's ids
+  //    (host::PartitionCount), the entry indices of a SparseCore's dedup
+  //    (device::KeyIndex, SparseCoreStepState::entry_unique). One SparseCore
+  //    receives at most every id of the step, global_batch x ids per sample,
+  //    and ids per sample <= the sum of the features' max_sequence_length
+  //    because ingest holds each sample's list of feature f to
+  //    max_sequence_length ids (host data sources). The check below keeps
+  //    that product within int32.
+  //  - A row key holds 2^48 rows and 2^16 tables (base/row_key.h).
+  //  - 64 bits count a table's bytes (vocab_size x dim x 4 bytes x up to 3
+  //    copies with optimizer slots).
   void CheckCounterSizes() {
     constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
     int64_t ids_per_sample = 0;
@@ -353,8 +362,20 @@ class Validator {
                            "counters; use a smaller batch",
                            batch, ids_per_sample, kMaxInt32));
     }
+    if (c_.tables_size() > base::kMaxKeyTables) {
+      Fail({{"tables"}}, absl::StrFormat("%d tables are more than the %d a row key holds "
+                                         "(base/row_key.h)",
+                                         c_.tables_size(), base::kMaxKeyTables));
+    }
     for (int i = 0; i < c_.tables_size(); ++i) {
       const TableConfig& t = c_.tables(i);
+      if (t.vocab_size() > base::kMaxKeyRows) {
+        Fail({{"tables", i}, {"vocab_size"}},
+             absl::StrFormat("table '%s': %d rows are more than the 2^48 = %d rows a row key "
+                             "holds (table << 48 | row); split the table",
+                             t.name(), t.vocab_size(), base::kMaxKeyRows));
+        continue;
+      }
       const int64_t max_elements = std::numeric_limits<int64_t>::max() / (4 * 3);
       if (t.vocab_size() > 0 && t.dim() > 0 && t.vocab_size() > max_elements / t.dim()) {
         Fail({{"tables", i}, {"vocab_size"}},

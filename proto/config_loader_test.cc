@@ -186,9 +186,25 @@ TEST(ConfigLoaderTest, SizesThatOverflowCountersAreErrors) {
               HasSubstr("training.global_batch: 536870912 samples x 4 ids per sample"));
   EXPECT_THAT(ErrorOf("training { global_batch: 536870912 }"), HasSubstr("32-bit"));
   EXPECT_THAT(
-      ErrorOf("tables { name: 'h' vocab_size: 9223372036854775807 dim: 4 combiner: SUM }"),
-      HasSubstr("tables[2].vocab_size: table 'h': 9223372036854775807 rows x dim 4 overflows"));
+      ErrorOf("tables { name: 'h' vocab_size: 281474976710656 dim: 1000000 combiner: SUM }"),
+      HasSubstr("tables[2].vocab_size: table 'h': 281474976710656 rows x dim 1000000 overflows"));
   EXPECT_EQ(ErrorOf("tables { name: 'h' vocab_size: 1000000000000 dim: 4 combiner: SUM }"), "");
+}
+
+// A row key is table << 48 | row (base/row_key.h): 2^48 rows fit, one more
+// does not (it would alias table + 1's row 0).
+TEST(ConfigLoaderTest, TablesBeyondTheRowKeyAreErrors) {
+  EXPECT_EQ(ErrorOf("tables { name: 'h' vocab_size: 281474976710656 dim: 1 combiner: SUM }"), "");
+  EXPECT_THAT(ErrorOf("tables { name: 'h' vocab_size: 281474976710657 dim: 1 combiner: SUM }"),
+              HasSubstr("tables[2].vocab_size: table 'h': 281474976710657 rows are more than "
+                        "the 2^48 = 281474976710656 rows a row key holds"));
+  std::string tables;  // kValid's 2 tables + 65534 = 2^16 fit; one more does not
+  for (int i = 0; i < 65534; ++i) {
+    tables += "tables { name: 'x" + std::to_string(i) + "' vocab_size: 8 dim: 1 combiner: SUM }\n";
+  }
+  EXPECT_EQ(ErrorOf(tables), "");
+  EXPECT_THAT(ErrorOf(tables + "tables { name: 'y' vocab_size: 8 dim: 1 combiner: SUM }"),
+              HasSubstr("tables: 65537 tables are more than the 65536 a row key holds"));
 }
 
 TEST(ConfigLoaderTest, PartitionLimitsMustBePositive) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/row_key.h"
 #include "device/optimizers/optimizer.h"
 #include "device/tensorcore/dense_model.h"
 #include "glog/logging.h"
@@ -247,6 +248,14 @@ absl::Status CheckMemoryPlan(const MemoryPlan& p) {
   const int64_t spmem = p.spmem_bytes_per_tile_limit;
   for (const StackPlan& s : p.stacks) {
     const bool alone = s.tables.size() == 1;
+    const int64_t stack_rows = s.rows_per_sparse_core * p.num_chips * p.sparse_cores_per_chip;
+    if (!alone && stack_rows > base::kMaxKeyRows) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s holds %d rows (its members' rows padded to the SparseCores), more than the 2^48 "
+          "= %d rows a row key holds (base/row_key.h); split the stack "
+          "(sparse_core.table_stacks / disable_table_stacking)",
+          StackLabel(s), stack_rows, base::kMaxKeyRows));
+    }
     if (s.spmem_fixed_bytes > spmem) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "Fixed size allocations (%d bytes) do not fit in TileSpmem (%d bytes) for %s: "

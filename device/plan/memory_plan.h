@@ -195,7 +195,9 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& config, int64_t dense_params
 // (host::ResolveLimits: NotFound, InvalidArgument).
 absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& config);
 
-// OK when the plan fits; otherwise ResourceExhausted with the first failure:
+// OK when the plan fits. InvalidArgument when a stack holds more rows than a
+// row key does (2^48, base/row_key.h); otherwise ResourceExhausted with the
+// first failure:
 //   "Fixed size allocations (<B>) do not fit in TileSpmem (<B>) ..." (ids and
 //     unique ids from the limits; names the stack and its tables, the terms
 //     and what to lower),

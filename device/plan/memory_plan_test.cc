@@ -417,6 +417,22 @@ TEST(MemoryPlanTest, StackFailsWhereItsTablesFit) {
   EXPECT_THAT(st.message(), HasSubstr("lower the members' max_ids_per_partition"));
 }
 
+// A stack's rows are keyed like one table's (base/row_key.h): two tables of
+// 2^47 + 8 rows each fit alone but not stacked.
+TEST(MemoryPlanTest, StackBeyondTheRowKeyIsAnError) {
+  auto c = Load(R"pb(tables { name: "a" vocab_size: 140737488355336 dim: 16 combiner: SUM }
+                     tables { name: "b" vocab_size: 140737488355336 dim: 12 combiner: SUM }
+                     features { name: "fa" table: "a" }
+                     features { name: "fb" table: "b" })pb");
+  absl::Status st = CheckMemoryPlan(BuildMemoryPlan(c, 0));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("stack 'a+b' (tables 'a', 'b') holds 281474976710672 rows"));
+  EXPECT_THAT(st.message(), HasSubstr("more than the 2^48 = 281474976710656 rows a row key holds"));
+  c.mutable_sparse_core()->set_disable_table_stacking(true);
+  st = CheckMemoryPlan(BuildMemoryPlan(c, 0));
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;  // HBM, not the key
+}
+
 // xla_sc_num_serialized_tables_to_optimize_hbm counts stacks: with a + b
 // stacked and c alone, 1 serializes the stack with the larger stack term
 // (a + b: 6 ids x dim 16 vs c: 4 ids x dim 16), whole.

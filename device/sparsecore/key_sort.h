@@ -1,11 +1,11 @@
 // Sorting of (key, entry index) pairs for the SparseCore's per-step id dedup:
 // a least-significant-digit radix sort over only the key bits that vary in
 // the input, which beats std::sort by several times on the step's pairs
-// (keys are table << 48 | row). Where pext is fast (BMI2, but not AMD Zen
-// 1-2, which microcode it) the varying bits are gathered with it and sorted
-// in as few digits of up to 12 bits as cover them (typically 2 passes);
-// otherwise in 11-bit digits, skipping bits no key varies in (typically 2-3
-// passes).
+// (keys are base/row_key.h's table << 48 | row). Where pext is fast (BMI2,
+// but not AMD Zen 1-2, which microcode it) the varying bits are gathered
+// with it and sorted in as few digits of up to 12 bits as cover them
+// (typically 2 passes); otherwise in 11-bit digits, skipping bits no key
+// varies in (typically 2-3 passes).
 #ifndef LEMRT_DEVICE_SPARSECORE_KEY_SORT_H_
 #define LEMRT_DEVICE_SPARSECORE_KEY_SORT_H_
 

@@ -1,5 +1,6 @@
 #include "device/sparsecore/partition_dedup.h"
 
+#include "base/row_key.h"
 #include "device/sparsecore/key_sort.h"
 #include "device/sparsecore/row_kernels.h"
 #include "glog/logging.h"
@@ -7,15 +8,12 @@
 namespace lemrt::device {
 namespace {
 
-constexpr int kColBits = 48;
 // Entries the dedup prefetches ahead of the one it numbers (3 KiB).
 constexpr int64_t kEntriesAhead = 128;
 
-uint64_t Key(const host::CooEntry& e) {
-  return (static_cast<uint64_t>(e.table) << kColBits) | static_cast<uint64_t>(e.col);
-}
-int KeyTable(uint64_t key) { return static_cast<int>(key >> kColBits); }
-int64_t KeyCol(uint64_t key) { return static_cast<int64_t>(key & ((uint64_t{1} << kColBits) - 1)); }
+uint64_t Key(const host::CooEntry& e) { return base::RowKey(e.table, e.col); }
+int KeyTable(uint64_t key) { return base::RowKeyTable(key); }
+int64_t KeyCol(uint64_t key) { return base::RowKeyRow(key); }
 
 // The dedup's numbering of sorted (key, entry index) pairs, fed one at a
 // time (equal keys together, their indices ascending): fills unique_keys,

@@ -1,6 +1,6 @@
 // The first stage of a SparseCore's lookup: the dedup of one step's partition.
 // Numbers the distinct (table, col) keys of the received entries in key order
-// (keys are table << 48 | col) and records, for each entry, the index of its
+// (row keys, base/row_key.h) and records, for each entry, the index of its
 // unique key and its role in that key's gradient sum (EntryRole,
 // row_kernels.h). The gather, the combine (SparseCore::Forward) and the
 // update (SparseCore::Backward) then work per unique key. A pure function of

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/row_key.h"
+
 namespace lemrt::device {
 
 void QuantizeDequantize(const QuantizationParams& params, std::span<float> values) {
@@ -51,7 +53,7 @@ void TableQuantization::ApplyToGathered(std::span<const uint64_t> unique_keys,
                                         std::span<const int64_t> unique_offsets, int64_t begin,
                                         int64_t end, float* gathered) const {
   for (int64_t u = begin; u < end; ++u) {
-    const QuantizationParams* params = table(static_cast<int>(unique_keys[u] >> 48));
+    const QuantizationParams* params = table(base::RowKeyTable(unique_keys[u]));
     if (params == nullptr) continue;
     QuantizeDequantize(*params, std::span<float>(gathered + unique_offsets[u],
                                                  unique_offsets[u + 1] - unique_offsets[u]));

@@ -59,7 +59,7 @@ class TableQuantization {
   }
 
   // Applies QuantizeDequantize to the gathered rows [begin, end) of a
-  // SparseCore's lookup: row u is table (unique_keys[u] >> 48)'s and lies at
+  // SparseCore's lookup: row u is table RowKeyTable(unique_keys[u])'s (base/row_key.h) and lies at
   // gathered[unique_offsets[u] .. unique_offsets[u + 1]) (the layout of
   // SparseCoreStepState). Rows of unquantized tables are left alone.
   void ApplyToGathered(std::span<const uint64_t> unique_keys,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/row_key.h"
 #include "device/sparsecore/partition_dedup.h"
 #include "device/sparsecore/row_kernels.h"
 #include "absl/strings/str_format.h"
@@ -13,7 +14,6 @@
 namespace lemrt::device {
 namespace {
 
-constexpr int kColBits = 48;
 // Narrowest rows the combine may pool straight from the tables (Forward):
 // the narrowest with a fixed-dim one-hot loop that stores whole lines.
 constexpr int kDirectPoolMinDim = 16;
@@ -26,8 +26,8 @@ constexpr int64_t kStagedPrefetchBytes = int64_t{1} << 20;
 // Widest row whose single-entry gradient Backward forms on the stack.
 constexpr int kSingleRowFloats = 256;
 
-int KeyTable(uint64_t key) { return static_cast<int>(key >> kColBits); }
-int64_t KeyCol(uint64_t key) { return static_cast<int64_t>(key & ((uint64_t{1} << kColBits) - 1)); }
+int KeyTable(uint64_t key) { return base::RowKeyTable(key); }
+int64_t KeyCol(uint64_t key) { return base::RowKeyRow(key); }
 
 using host::SameGroup;
 

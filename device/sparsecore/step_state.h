@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/row_key.h"
 
 namespace lemrt::device {
 
@@ -57,9 +58,8 @@ struct SparseCoreStepState {
   absl::Status debug_status;
 };
 
-// Table index of one of SparseCoreStepState::unique_keys (keys are
-// table << 48 | col).
-inline int UniqueKeyTable(uint64_t key) { return static_cast<int>(key >> 48); }
+// Table index of one of SparseCoreStepState::unique_keys (base/row_key.h).
+inline int UniqueKeyTable(uint64_t key) { return base::RowKeyTable(key); }
 
 }  // namespace lemrt::device
 

@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "base/row_key.h"
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/table_allocator.h"
 #include "proto/config.pb.h"
@@ -33,13 +34,14 @@ class TableShard {
   int dim() const { return dim_; }
   int64_t local_rows() const { return local_rows_; }
   int64_t GlobalRow(int64_t local_row) const { return local_row * total_sc_ + global_sc_; }
-  // global_row / N. For 0 <= global_row < 2^48 (every key column) and
-  // N <= 2^16 it is the high half of global_row x ceil(2^64 / N), exact
+  // global_row / N. For 0 <= global_row < 2^48 (every key row,
+  // base/row_key.h) and N <= 2^16 it is the high half of global_row x ceil(2^64 / N), exact
   // since global_row x N < 2^64: a multiply instead of a 64-bit division per
   // id in the gather.
   int64_t LocalRow(int64_t global_row) const {
     if (total_sc_ == 1) return global_row;
-    if (reciprocal_ != 0 && static_cast<uint64_t>(global_row) < (uint64_t{1} << 48)) {
+    if (reciprocal_ != 0 &&
+        static_cast<uint64_t>(global_row) < static_cast<uint64_t>(base::kMaxKeyRows)) {
       return static_cast<int64_t>(
           (static_cast<unsigned __int128>(static_cast<uint64_t>(global_row)) * reciprocal_) >> 64);
     }
