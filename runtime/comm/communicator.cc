@@ -21,8 +21,17 @@ absl::Status AgreeOnStatus(Communicator& comm, const absl::Status& local) {
   if (!st.ok()) return st;
   const size_t colon = payload.find(':');
   const int code = std::stoi(payload.substr(0, colon));
-  return absl::Status(static_cast<absl::StatusCode>(code),
-                      absl::StrCat("rank ", root, ": ", payload.substr(colon + 1)));
+  const absl::string_view message = absl::string_view(payload).substr(colon + 1);
+  // An error every rank shares (a bad config) names no rank.
+  int64_t differs = local.ok() || static_cast<int>(local.code()) != code ||
+                            local.message() != message
+                        ? 1
+                        : 0;
+  st = comm.AllReduceMax(std::span<int64_t>(&differs, 1));
+  if (!st.ok()) return st;
+  const absl::StatusCode agreed = static_cast<absl::StatusCode>(code);
+  if (differs == 0) return absl::Status(agreed, message);
+  return absl::Status(agreed, absl::StrCat("rank ", root, ": ", message));
 }
 
 }  // namespace lemrt::runtime

@@ -51,8 +51,10 @@ class Communicator {
 
 // Agrees on a status that may differ by rank: when any rank's `local` is not
 // OK, every rank returns the error of the lowest failing rank, prefixed with
-// "rank N: ". Costs one all-reduce, plus a broadcast on error. Call it before
-// the next collective after any step that can fail on one rank only.
+// "rank N: " unless every rank failed with that same error (e.g. a config
+// error), which is returned as is. Costs one all-reduce, plus a broadcast and
+// an all-reduce on error. Call it before the next collective after any step
+// that can fail on one rank only.
 absl::Status AgreeOnStatus(Communicator& comm, const absl::Status& local);
 
 }  // namespace lemrt::runtime

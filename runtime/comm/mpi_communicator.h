@@ -1,12 +1,21 @@
 // Communicator over MPI. Owns a duplicate of the communicator it is given, so
 // its traffic never mixes with other users of MPI. MPI must be initialised
 // (by main) before Create and finalised after the object is destroyed.
+//
+// Sizes. Every count and offset is 64-bit: the personalised exchange and the
+// gather move each peer's block as point-to-point messages of at most
+// max_message_bytes (MPI counts are int, 2^31 - 1), the broadcast and the
+// reductions run in pieces of at most that size, so no size depends on a
+// 32-bit count and no call fails on one rank only because of its sizes. An
+// MPI error aborts the job (MPI_ERRORS_ARE_FATAL, inherited from the parent);
+// with another error handler, calls return Internal.
 // Thread-compatible.
 #ifndef LEMRT_RUNTIME_COMM_MPI_COMMUNICATOR_H_
 #define LEMRT_RUNTIME_COMM_MPI_COMMUNICATOR_H_
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -15,17 +24,30 @@
 
 namespace lemrt::runtime {
 
+struct MpiCommunicatorOptions {
+  // The largest message one transfer carries, bytes (default 1 GiB, well
+  // inside MPI's int counts). Tests lower it to split small exchanges into
+  // many messages; every rank must use the same value.
+  int64_t max_message_bytes = int64_t{1} << 30;
+};
+
 class MpiCommunicator : public Communicator {
  public:
-  // Duplicates `parent`. Errors: Internal when MPI fails.
-  static absl::StatusOr<std::unique_ptr<MpiCommunicator>> Create(MPI_Comm parent);
+  // Duplicates `parent`. Errors: Internal when MPI fails; InvalidArgument
+  // when options.max_message_bytes is not in [1, 2^31 - 1].
+  static absl::StatusOr<std::unique_ptr<MpiCommunicator>> Create(
+      MPI_Comm parent, MpiCommunicatorOptions options = {});
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  // As AllToAllv with equal blocks.
   absl::Status AllToAll(std::span<const int64_t> send, std::span<int64_t> recv) override;
+  // Point-to-point: for each peer, its block as messages of at most
+  // max_message_bytes (none for an empty block; a copy for this rank's own),
+  // receives posted before sends, all in flight at once, then one wait.
   absl::Status AllToAllv(const void* send, std::span<const int64_t> send_bytes,
                          std::span<const int64_t> send_offsets, void* recv,
                          std::span<const int64_t> recv_bytes,
@@ -35,18 +57,32 @@ class MpiCommunicator : public Communicator {
   absl::Status AllReduceSum(std::span<int64_t> values) override;
   absl::Status AllReduceSum(std::span<uint64_t> values) override;
   absl::Status AllReduceMax(std::span<int64_t> values) override;
+  // One MPI_Allgather of the lengths (8 B per rank), then AllToAllv's
+  // messages.
   absl::Status AllGather(std::span<const float> send, std::vector<float>* recv) override;
   absl::Status Broadcast(std::string* bytes, int root) override;
 
  private:
-  explicit MpiCommunicator(MPI_Comm comm);
-  absl::Status AllReduce(void* values, int count, MPI_Datatype type, MPI_Op op);
+  MpiCommunicator(MPI_Comm comm, MpiCommunicatorOptions options);
+  // MPI_Allreduce in place over `count` elements of `element_bytes`, in
+  // pieces of at most max_message_bytes.
+  absl::Status AllReduce(void* values, int64_t count, int64_t element_bytes, MPI_Datatype type,
+                         MPI_Op op);
+  // Posts `bytes` at `data` to or from `peer` as messages of at most
+  // max_message_bytes (appends to requests_).
+  absl::Status Post(bool receive, char* data, int64_t bytes, int peer);
+  // Waits for every request in requests_ and clears it.
+  absl::Status WaitAll(const char* what);
 
   MPI_Comm comm_;
+  const MpiCommunicatorOptions options_;
   int rank_ = 0;
   int size_ = 1;
-  // Scratch for MPI's int counts (allocated once, sized to the world).
-  std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_;
+  std::vector<MPI_Request> requests_;   // in flight, reused (no per-call allocation)
+  std::vector<int64_t> gather_counts_;  // AllGather: floats per rank
+  // AllToAll's and AllGather's AllToAllv arguments (bytes).
+  std::vector<int64_t> all_to_all_bytes_, all_to_all_offsets_;
+  std::vector<int64_t> gather_bytes_, gather_offsets_, gather_send_bytes_, gather_send_offsets_;
 };
 
 }  // namespace lemrt::runtime

@@ -1,0 +1,214 @@
+// MpiCommunicator and AgreeOnStatus across real ranks (1-4): the
+// personalised exchange, gather, broadcast and reductions move exactly the
+// bytes asked for when split into many small messages (max_message_bytes
+// forced down to a few bytes, standing in for MPI's 2^31 - 1 count limit),
+// including blocks that only one rank sends over the cap; a trainer on such
+// a communicator trains the same model; AgreeOnStatus names the lowest
+// failing rank unless every rank failed alike.
+//
+// With LEMRT_TEST_EXCHANGE_GIB=G (not set in CI: it needs about 2 x G GiB of
+// memory per rank) rank 0 also sends G GiB, over 2^31 bytes for G >= 2, to
+// rank 1 with the default message size.
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/random.h"
+#include "glog/logging.h"
+#include "gtest/gtest.h"
+#include "proto/config_loader.h"
+#include "runtime/comm/mpi_communicator.h"
+#include "runtime/trainer.h"
+
+namespace lemrt::runtime {
+namespace {
+
+std::unique_ptr<MpiCommunicator> Comm(int64_t max_message_bytes = int64_t{1} << 30) {
+  auto comm = MpiCommunicator::Create(MPI_COMM_WORLD, {max_message_bytes});
+  CHECK(comm.ok()) << comm.status();
+  return std::move(*comm);
+}
+
+// The byte that rank `from` sends rank `to` at position i of its block.
+char Byte(int from, int to, int64_t i) {
+  return static_cast<char>(base::Mix64((uint64_t{static_cast<uint32_t>(from)} << 40) ^
+                                       (uint64_t{static_cast<uint32_t>(to)} << 20) ^
+                                       static_cast<uint64_t>(i)));
+}
+
+// Block sizes rank `from` sends rank `to`: varied, some empty, and with
+// `big` one block (rank 0 to the last rank) far over the others.
+int64_t BlockBytes(int from, int to, int round, int64_t big) {
+  if (big > 0 && from == 0 && to != 0 && to == from + 1) return big;
+  return static_cast<int64_t>(base::Mix64(static_cast<uint64_t>(from * 131 + to * 7 + round)) %
+                              97);
+}
+
+// One exchange with the sizes above; every received byte checked.
+void CheckExchange(MpiCommunicator& comm, int round, int64_t big) {
+  const int W = comm.size(), me = comm.rank();
+  std::vector<int64_t> send_bytes(W), send_offsets(W), recv_bytes(W), recv_offsets(W);
+  int64_t sent = 0, received = 0;
+  for (int q = 0; q < W; ++q) {
+    // Blocks in reverse order in the send buffer, with a gap of 3 bytes, so
+    // offsets are not the prefix sums of sizes.
+    send_bytes[q] = BlockBytes(me, q, round, big);
+    recv_bytes[q] = BlockBytes(q, me, round, big);
+  }
+  for (int q = W - 1; q >= 0; --q) {
+    send_offsets[q] = sent;
+    sent += send_bytes[q] + 3;
+  }
+  for (int q = 0; q < W; ++q) {
+    recv_offsets[q] = received;
+    received += recv_bytes[q];
+  }
+  std::vector<char> send(sent), recv(received, 0);
+  for (int q = 0; q < W; ++q) {
+    for (int64_t i = 0; i < send_bytes[q]; ++i) send[send_offsets[q] + i] = Byte(me, q, i);
+  }
+  ASSERT_TRUE(comm.AllToAllv(send.data(), send_bytes, send_offsets, recv.data(), recv_bytes,
+                             recv_offsets)
+                  .ok());
+  int64_t wrong = 0;
+  for (int q = 0; q < W; ++q) {
+    for (int64_t i = 0; i < recv_bytes[q]; ++i) {
+      wrong += recv[recv_offsets[q] + i] != Byte(q, me, i) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "round " << round << " on rank " << me;
+}
+
+TEST(MpiCommunicatorTest, ExchangeSplitIntoSmallMessages) {
+  for (int64_t cap : {int64_t{1}, int64_t{7}, int64_t{64}, int64_t{1} << 30}) {
+    auto comm = Comm(cap);
+    for (int round = 0; round < 4; ++round) CheckExchange(*comm, round, 0);
+    // One block over the cap many times over, on one rank only: before,
+    // a count over the limit failed on that rank alone and the others hung.
+    CheckExchange(*comm, 9, 1000 * cap < 5000 ? 1000 * cap : 5000);
+  }
+}
+
+TEST(MpiCommunicatorTest, GatherBroadcastAndReductionsInPieces) {
+  const int W = Comm()->size();
+  for (int64_t cap : {int64_t{8}, int64_t{1} << 30}) {
+    auto comm = Comm(cap);
+    const int me = comm->rank();
+    std::vector<float> mine(3 * me + 1);
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<float>(100 * me + i);
+    std::vector<float> all;
+    ASSERT_TRUE(comm->AllGather(mine, &all).ok());
+    std::vector<float> want;
+    for (int r = 0; r < W; ++r) {
+      for (int i = 0; i < 3 * r + 1; ++i) want.push_back(static_cast<float>(100 * r + i));
+    }
+    EXPECT_EQ(all, want);
+
+    std::string text = me == W - 1 ? std::string("a message of more than eight bytes") : "";
+    ASSERT_TRUE(comm->Broadcast(&text, W - 1).ok());
+    EXPECT_EQ(text, "a message of more than eight bytes");
+
+    std::vector<int64_t> sums(11), maxima(11);
+    std::vector<double> dsums(5);
+    for (int i = 0; i < 11; ++i) {
+      sums[i] = me * 1000 + i;
+      maxima[i] = (me + i) % W;
+    }
+    for (int i = 0; i < 5; ++i) dsums[i] = 0.5 * me + i;
+    ASSERT_TRUE(comm->AllReduceSum(std::span<int64_t>(sums)).ok());
+    ASSERT_TRUE(comm->AllReduceMax(std::span<int64_t>(maxima)).ok());
+    ASSERT_TRUE(comm->AllReduceSum(std::span<double>(dsums)).ok());
+    for (int i = 0; i < 11; ++i) {
+      EXPECT_EQ(sums[i], 1000 * (W * (W - 1) / 2) + int64_t{W} * i);
+      EXPECT_EQ(maxima[i], W - 1);  // (me + i) % W takes every value over the ranks
+    }
+    for (int i = 0; i < 5; ++i) EXPECT_DOUBLE_EQ(dsums[i], 0.25 * W * (W - 1) + W * i);
+  }
+}
+
+TEST(MpiCommunicatorTest, CreateRejectsAMessageSizeMpiCannotCount) {
+  EXPECT_EQ(MpiCommunicator::Create(MPI_COMM_WORLD, {0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MpiCommunicator::Create(MPI_COMM_WORLD, {int64_t{1} << 31}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AgreeOnStatusTest, LowestFailingRankUnlessAllFailedAlike) {
+  auto comm = Comm();
+  const int W = comm->size(), me = comm->rank();
+  EXPECT_TRUE(AgreeOnStatus(*comm, absl::OkStatus()).ok());
+  // The last rank fails alone (with one rank, every rank failed alike).
+  absl::Status st = AgreeOnStatus(
+      *comm, me == W - 1 ? absl::NotFoundError("no file x") : absl::OkStatus());
+  EXPECT_EQ(st, absl::NotFoundError(W > 1 ? absl::StrCat("rank ", W - 1, ": no file x")
+                                          : "no file x"));
+  // Every rank fails with its own message: the lowest rank's, named.
+  st = AgreeOnStatus(*comm, absl::InternalError(absl::StrCat("bad on ", me)));
+  EXPECT_EQ(st, absl::InternalError(W > 1 ? "rank 0: bad on 0" : "bad on 0"));
+  // Every rank fails alike (a config error): no rank named.
+  st = AgreeOnStatus(*comm, absl::InvalidArgumentError("x.pbtxt:3: bad field"));
+  EXPECT_EQ(st, absl::InvalidArgumentError("x.pbtxt:3: bad field"));
+  // Same message but another code on one rank: not alike.
+  st = AgreeOnStatus(*comm, me == W - 1 && W > 1 ? absl::InternalError("e")
+                                                 : absl::InvalidArgumentError("e"));
+  EXPECT_EQ(st, absl::InvalidArgumentError(W > 1 ? "rank 0: e" : "e"));
+}
+
+// The trainer over communicators whose messages carry at most 40 bytes
+// trains the same model as with the default size (every exchange of the
+// SparseCore stage and the dense all-reduce split into many messages).
+TEST(MpiCommunicatorTest, TrainerWithSmallMessagesTrainsTheSameModel) {
+  const int W = Comm()->size();
+  auto config = config::ParseConfig(R"pb(
+    tables { name: "a" vocab_size: 300 dim: 16 combiner: SUM optimizer { adagrad {} } }
+    tables { name: "b" vocab_size: 80 dim: 8 combiner: MEAN }
+    features { name: "a1" table: "a" max_sequence_length: 3 }
+    features { name: "b1" table: "b" max_sequence_length: 2 }
+    model { num_dense_features: 4 bottom_mlp: [ 8 ] top_mlp: [ 8, 1 ] }
+    training { global_batch: 48 steps: 4 seed: 3 eval_samples: 48 log_every: 0 }
+  )pb", "small_messages_test", "", W);
+  ASSERT_TRUE(config.ok()) << config.status();
+  std::string checksum[2];
+  for (int small = 0; small < 2; ++small) {
+    auto sparse_comm = Comm(small ? 40 : int64_t{1} << 30);
+    auto dense_comm = Comm(small ? 40 : int64_t{1} << 30);
+    auto trainer = Trainer::Create(*config, *sparse_comm, *dense_comm);
+    ASSERT_TRUE(trainer.ok()) << trainer.status();
+    auto summary = (*trainer)->Run();
+    ASSERT_TRUE(summary.ok()) << summary.status();
+    checksum[small] = summary->model_checksum();
+  }
+  EXPECT_EQ(checksum[0], checksum[1]);
+}
+
+TEST(MpiCommunicatorTest, ExchangeOverTwoGiB) {
+  const char* gib = std::getenv("LEMRT_TEST_EXCHANGE_GIB");
+  auto comm = Comm();
+  if (gib == nullptr || comm->size() < 2) GTEST_SKIP() << "set LEMRT_TEST_EXCHANGE_GIB";
+  const int64_t bytes = static_cast<int64_t>(std::atof(gib) * (int64_t{1} << 30));
+  const int W = comm->size(), me = comm->rank();
+  std::vector<int64_t> send_bytes(W, 0), recv_bytes(W, 0), offsets(W, 0);
+  if (me == 0) send_bytes[1] = bytes;
+  if (me == 1) recv_bytes[0] = bytes;
+  std::vector<char> send(me == 0 ? bytes : 0), recv(me == 1 ? bytes : 0);
+  for (int64_t i = 0; i < static_cast<int64_t>(send.size()); i += 4096) {
+    send[i] = static_cast<char>(i >> 12);
+  }
+  if (!send.empty()) send.back() = 'z';
+  absl::Status st =
+      comm->AllToAllv(send.data(), send_bytes, offsets, recv.data(), recv_bytes, offsets);
+  EXPECT_TRUE(st.ok()) << st;
+  if (me == 1) {
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < bytes; i += 4096) wrong += recv[i] != static_cast<char>(i >> 12);
+    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(recv.back(), 'z');
+  }
+}
+
+}  // namespace
+}  // namespace lemrt::runtime
