@@ -43,10 +43,11 @@ HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::
   // The split's partition counts come from the builder's pass over the ids.
   coo_options_.count_partitions = limited_;
   inline_work_ = NewWork();
-  // One entry per training step: reserved, so the step loop never allocates
-  // (tests/steady_state_alloc_mpi_test.cc); capped at 16 MiB.
+  // One entry per training step up to kListedSteps: reserved, so the step
+  // loop never allocates (tests/steady_state_alloc_mpi_test.cc); 256 KiB at
+  // most, whatever training.steps.
   minibatches_per_step_.reserve(
-      static_cast<size_t>(std::clamp<int64_t>(config.training().steps(), 0, int64_t{1} << 22)));
+      static_cast<size_t>(std::clamp<int64_t>(config.training().steps(), 0, kListedSteps)));
   boundary_flags_.resize(host::MinibatchSplitter::kBuckets);
   dropped_scratch_.resize(dropped_per_table_.size());
 }
@@ -94,7 +95,11 @@ void HostStage::CountTrainStep(const HostWork& work,
                                const std::vector<host::PartitionedCoo>& minibatches) {
   ids_total_ += work.coo.ids_total;
   ids_after_dedup_ += work.coo.ids_after_dedup;
-  minibatches_per_step_.push_back(static_cast<int32_t>(minibatches.size()));
+  const auto count = static_cast<int32_t>(minibatches.size());
+  if (train_steps_ < kListedSteps) minibatches_per_step_.push_back(count);
+  ++train_steps_;
+  minibatches_sum_ += count;
+  max_minibatches_ = std::max(max_minibatches_, count);
   int64_t dropped = 0;
   for (size_t t = 0; t < dropped_scratch_.size(); ++t) {
     dropped_per_table_[t] += dropped_scratch_[t];
@@ -114,15 +119,10 @@ absl::Status HostStage::Summarise(summary::PreprocessStats* out) {
   absl::Status st = comm_.AllReduceSum(std::span<int64_t>(dropped));
   if (!st.ok()) return st;
   out->clear_minibatches_per_step();
-  int32_t max_minibatches = 0;
-  double sum = 0;
-  for (int32_t m : minibatches_per_step_) {
-    out->add_minibatches_per_step(m);
-    max_minibatches = std::max(max_minibatches, m);
-    sum += m;
-  }
-  out->set_max_minibatches(max_minibatches);
-  out->set_mean_minibatches(minibatches_per_step_.empty() ? 0 : sum / minibatches_per_step_.size());
+  for (int32_t m : minibatches_per_step_) out->add_minibatches_per_step(m);
+  out->set_max_minibatches(max_minibatches_);
+  out->set_mean_minibatches(
+      train_steps_ == 0 ? 0 : static_cast<double>(minibatches_sum_) / train_steps_);
   double total = 0;
   for (size_t t = 0; t < dropped.size(); ++t) {
     (*out->mutable_ids_dropped_per_table())[limits_.table_names[t]] = static_cast<double>(dropped[t]);

@@ -105,6 +105,9 @@ class HostStage {
   // Training totals on this chip.
   int64_t ids_total() const { return ids_total_; }
   int64_t ids_after_dedup() const { return ids_after_dedup_; }
+  // Minibatches of the first kListedSteps training steps (the summary's
+  // list); the mean and maximum cover every step.
+  static constexpr int64_t kListedSteps = 65536;
   const std::vector<int32_t>& minibatches_per_step() const { return minibatches_per_step_; }
   // Dropped ids per table (training steps only).
   const std::vector<int64_t>& dropped_per_table() const { return dropped_per_table_; }
@@ -126,7 +129,10 @@ class HostStage {
   std::vector<int64_t> boundary_flags_;
   std::vector<int64_t> dropped_scratch_;
   std::vector<int64_t> dropped_per_table_;
-  std::vector<int32_t> minibatches_per_step_;
+  std::vector<int32_t> minibatches_per_step_;  // the first kListedSteps
+  int64_t train_steps_ = 0;
+  int64_t minibatches_sum_ = 0;
+  int32_t max_minibatches_ = 0;
   int64_t ids_total_ = 0;
   int64_t ids_after_dedup_ = 0;
   int64_t drop_logs_ = 0;

@@ -19,16 +19,6 @@ constexpr int kAllStages = (1 << RunRecorder::kNumStages) - 1;
 constexpr const char* kForwardExchanges[] = {"alltoall counts", "alltoallv ids",
                                              "alltoallv partials"};
 
-google::protobuf::Value NumberOrNull(int64_t v) {
-  google::protobuf::Value out;
-  if (v < 0) {
-    out.set_null_value(google::protobuf::NULL_VALUE);
-  } else {
-    out.set_number_value(static_cast<double>(v));
-  }
-  return out;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RunRecorder>> RunRecorder::Create(const config::RunConfig& config,
@@ -56,8 +46,8 @@ RunRecorder::RunRecorder(const config::RunConfig& config, int rank, int world_si
     trace_first_ = o.trace_first_step() - 1;
     trace_last_ = std::min<int64_t>(o.trace_last_step(), steps) - 1;
   }
-  steps_.resize(steps);
-  intervals_.reserve(steps * kNumStages);
+  slots_.resize(kStepSlots);
+  series_.resize(kNumSeries);
   table_ids_.assign(num_tables_, 0);
   table_unique_.assign(num_tables_, 0);
   table_max_partition_.assign(num_tables_, 0);
@@ -77,10 +67,39 @@ double RunRecorder::Ms(Clock::time_point t) const {
   return std::chrono::duration<double, std::milli>(t - origin_).count();
 }
 
+RunRecorder::StepTimes* RunRecorder::SlotLocked(int64_t step) {
+  if (step < 0) return nullptr;
+  StepTimes& t = slots_[step % kStepSlots];
+  if (t.step == step) return t.retired ? nullptr : &t;
+  if (t.step > step) return nullptr;
+  if (t.step >= 0) RetireIfCompleteLocked(t, /*final=*/true);  // else dropped
+  t = StepTimes{};
+  t.step = step;
+  return &t;
+}
+
+void RunRecorder::RetireIfCompleteLocked(StepTimes& t, bool final) {
+  if (t.retired || t.step < 0 || t.stages_mask != kAllStages || !(t.step_done || final)) return;
+  t.retired = true;
+  ++retired_steps_;
+  for (int k = 0; k < kNumStages; ++k) {
+    series_[k].Add(t.dur_ms[k]);
+    stage_sum_ms_ += t.dur_ms[k];
+    window_stage_ms_[k] += t.dur_ms[k];
+  }
+  series_[kExchange].Add(t.exchange_ms);
+  series_[kHostWait].Add(t.host_wait_ms);
+  series_[kStep].Add(t.step_ms);
+  window_stage_ms_[kNumStages] += t.exchange_ms;
+  ++window_complete_;
+  if (Traced(t.step)) traced_handovers_.emplace_back(t.end_ms[kScForward], t.begin_ms[kTc]);
+}
+
 void RunRecorder::StageLocked(int64_t step, Stage stage, Clock::time_point begin,
                               Clock::time_point end) {
-  if (step < 0 || step >= static_cast<int64_t>(steps_.size())) return;
-  StepTimes& t = steps_[step];
+  StepTimes* slot = SlotLocked(step);
+  if (slot == nullptr) return;
+  StepTimes& t = *slot;
   const double b = Ms(begin), e = Ms(end);
   if ((t.stages_mask & (1 << stage)) == 0) {
     t.begin_ms[stage] = b;
@@ -91,7 +110,8 @@ void RunRecorder::StageLocked(int64_t step, Stage stage, Clock::time_point begin
   }
   t.stages_mask |= 1 << stage;
   t.dur_ms[stage] += e - b;
-  intervals_.emplace_back(b, e);
+  busy_.Add(b, e);
+  RetireIfCompleteLocked(t, /*final=*/false);
 }
 
 void RunRecorder::HostDone(int64_t step, Clock::time_point begin, Clock::time_point end,
@@ -127,15 +147,16 @@ void RunRecorder::SparseDone(int64_t step, Stage stage, Clock::time_point begin,
                              Clock::time_point end,
                              std::span<const SparseStepBuffers> minibatches) {
   TimedLock lock(*this);
-  StageLocked(step, stage, begin, end);
   const bool backward = stage == kScBackward;
   const bool traced = Traced(step);
   const TraceThreads threads{sparse_cores_per_chip_};
+  // The exchanges count before the stage, which may complete the step.
+  StepTimes* slot = SlotLocked(step);
   int ordinal = 0;
   for (const Exchange& x : pending_exchanges_) {
     if (x.begin < begin) continue;  // an earlier evaluation's exchange
-    if (step >= 0 && step < static_cast<int64_t>(steps_.size())) {
-      steps_[step].exchange_ms += std::chrono::duration<double, std::milli>(x.end - x.begin).count();
+    if (slot != nullptr) {
+      slot->exchange_ms += std::chrono::duration<double, std::milli>(x.end - x.begin).count();
     }
     if (traced) {
       const char* name = backward ? "alltoallv gradients" : kForwardExchanges[ordinal % 3];
@@ -148,6 +169,7 @@ void RunRecorder::SparseDone(int64_t step, Stage stage, Clock::time_point begin,
     ++ordinal;
   }
   pending_exchanges_.clear();
+  StageLocked(step, stage, begin, end);
   for (size_t m = 0; m < minibatches.size(); ++m) {
     if (!backward) {
       for (const auto& state : minibatches[m].sc_states) {
@@ -188,8 +210,8 @@ void RunRecorder::DenseDone(int64_t step, Clock::time_point begin, Clock::time_p
 
 void RunRecorder::HostQueueWait(int64_t step, double wait_ms) {
   TimedLock lock(*this);
-  if (step < 0 || step >= static_cast<int64_t>(steps_.size())) return;
-  steps_[step].host_wait_ms += wait_ms;
+  StepTimes* t = SlotLocked(step);
+  if (t != nullptr) t->host_wait_ms += wait_ms;
 }
 
 void RunRecorder::OnHostQueueDepth(int64_t step, Clock::time_point t, int64_t ready) {
@@ -208,22 +230,11 @@ MetricsRow RunRecorder::WindowRowLocked(int64_t step, double loss) const {
   MetricsRow row;
   row.step = step + 1;
   row.loss = loss;
-  double step_sum = 0;
-  int64_t n = 0, complete = 0;
-  std::array<double, kNumStages> stage_sum{};
-  double exchange_sum = 0;
-  for (int64_t j = window_first_step_; j <= step; ++j) {
-    const StepTimes& t = steps_[j];
-    step_sum += t.step_ms;
-    ++n;
-    // With pipelining the update of the newest steps may still be running.
-    if (t.stages_mask != kAllStages) continue;
-    ++complete;
-    for (int k = 0; k < kNumStages; ++k) stage_sum[k] += t.dur_ms[k];
-    exchange_sum += t.exchange_ms;
+  const int64_t n = window_steps_;
+  if (n > 0) row.step_ms = window_step_ms_ / n;
+  if (window_step_ms_ > 0) {
+    row.samples_per_sec = n * config_.training().global_batch() / (window_step_ms_ / 1e3);
   }
-  if (n > 0) row.step_ms = step_sum / n;
-  if (step_sum > 0) row.samples_per_sec = n * config_.training().global_batch() / (step_sum / 1e3);
   const auto& tc = config_.training();
   row.dense_lr = device::LearningRateSchedule::ForDense(tc).Rate(
       tc.dense_optimizer().has_learning_rate() ? tc.dense_optimizer().learning_rate()
@@ -231,12 +242,13 @@ MetricsRow RunRecorder::WindowRowLocked(int64_t step, double loss) const {
       step);
   row.embedding_lr =
       device::LearningRateSchedule::ForEmbeddings(tc).Rate(tc.embedding_learning_rate(), step);
-  if (complete > 0) {
-    row.host_ms = stage_sum[kHost] / complete;
-    row.sc_forward_ms = stage_sum[kScForward] / complete;
-    row.tc_ms = stage_sum[kTc] / complete;
-    row.sc_backward_ms = stage_sum[kScBackward] / complete;
-    row.exchange_ms = exchange_sum / complete;
+  if (window_complete_ > 0) {
+    const double c = static_cast<double>(window_complete_);
+    row.host_ms = window_stage_ms_[kHost] / c;
+    row.sc_forward_ms = window_stage_ms_[kScForward] / c;
+    row.tc_ms = window_stage_ms_[kTc] / c;
+    row.sc_backward_ms = window_stage_ms_[kScBackward] / c;
+    row.exchange_ms = window_stage_ms_[kNumStages] / c;
   }
   return row;
 }
@@ -252,15 +264,23 @@ absl::Status RunRecorder::FlushRowLocked() {
 void RunRecorder::StepDone(int64_t step, Clock::time_point begin, Clock::time_point end,
                            double loss) {
   TimedLock lock(*this);
-  if (step < 0 || step >= static_cast<int64_t>(steps_.size())) return;
-  steps_[step].step_ms = std::chrono::duration<double, std::milli>(end - begin).count();
+  StepTimes* t = SlotLocked(step);
+  if (t == nullptr) return;
+  t->step_ms = std::chrono::duration<double, std::milli>(end - begin).count();
+  t->step_done = true;
+  ++window_steps_;
+  window_step_ms_ += t->step_ms;
+  RetireIfCompleteLocked(*t, /*final=*/false);
   const auto& tc = config_.training();
   const bool log_now = tc.log_every() > 0 && (step + 1) % tc.log_every() == 0;
   const bool eval_step =
       step + 1 == tc.steps() || (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0);
   if (!log_now && !(csv_ != nullptr && eval_step)) return;
   const MetricsRow row = WindowRowLocked(step, loss);
-  window_first_step_ = step + 1;
+  window_steps_ = 0;
+  window_step_ms_ = 0;
+  window_complete_ = 0;
+  window_stage_ms_.fill(0);
   if (log_now && rank_ == 0) {
     LOG(INFO) << ProgressLine(row.step, tc.steps(), loss, row.samples_per_sec, row.step_ms / 1e3);
   }
@@ -300,136 +320,11 @@ void RunRecorder::ReportQueueDepth(const char* queue, Clock::time_point t, int64
   trace_->AddCounter(queue, "depth", t, depth);
 }
 
-void RunRecorder::AddQueueCounters() {
-  // Steps whose lookup is done and whose TensorCore work has not started: the
-  // hand-over queue between the SparseCore executor and the TensorCore.
-  std::vector<std::pair<double, int>> changes;
-  for (int64_t j = trace_first_; j <= trace_last_ && j < static_cast<int64_t>(steps_.size()); ++j) {
-    const StepTimes& t = steps_[j];
-    const int need = (1 << kScForward) | (1 << kTc);
-    if ((t.stages_mask & need) != need) continue;
-    changes.emplace_back(t.end_ms[kScForward], +1);
-    changes.emplace_back(t.begin_ms[kTc], -1);
-  }
-  std::sort(changes.begin(), changes.end());
-  int64_t depth = 0;
-  for (const auto& [ms, delta] : changes) {
-    depth = std::max<int64_t>(0, depth + delta);
-    const auto t = origin_ + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double, std::milli>(ms));
-    trace_->AddCounter("lookup queue", "steps", t, depth);
-  }
-}
-
-absl::Status RunRecorder::FinishStages(Communicator& comm, summary::RunSummary* s) {
-  // Steps this run completed (a resumed run starts later; every rank runs the
-  // same steps).
-  constexpr int kSeries = kNumStages + 3;  // + exchange, host_wait, step
-  std::array<std::vector<float>, kSeries> mine;
-  double overlap[2] = {0, 0};  // stage sum, busy
-  for (const StepTimes& t : steps_) {
-    if (t.stages_mask != kAllStages) continue;
-    for (int k = 0; k < kNumStages; ++k) {
-      mine[k].push_back(static_cast<float>(t.dur_ms[k]));
-      overlap[0] += t.dur_ms[k];
-    }
-    mine[kNumStages].push_back(static_cast<float>(t.exchange_ms));
-    mine[kNumStages + 1].push_back(static_cast<float>(t.host_wait_ms));
-    mine[kNumStages + 2].push_back(static_cast<float>(t.step_ms));
-  }
-  overlap[1] = BusyTime(intervals_);
-  LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<double>(overlap, 2)));
-  std::array<Distribution, kSeries> dist;
-  for (int k = 0; k < kSeries; ++k) {
-    std::vector<float> all;
-    LEMRT_RETURN_IF_ERROR(comm.AllGather(mine[k], &all));
-    dist[k] = Distribute(std::vector<double>(all.begin(), all.end()));
-  }
-  const double step_mean = dist[kSeries - 1].mean;
-  const char* names[kSeries] = {"host",     "sc_forward", "tc",  "sc_backward",
-                                "exchange", "host_wait",  "step"};
-  for (int k = 0; k < kSeries; ++k) {
-    auto* st = s->add_stages();
-    st->set_name(names[k]);
-    st->set_mean_ms(dist[k].mean);
-    st->set_p50_ms(dist[k].p50);
-    st->set_p99_ms(dist[k].p99);
-    st->set_share(step_mean > 0 ? dist[k].mean / step_mean : 0);
-  }
-  auto* o = s->mutable_overlap();
-  o->set_stage_sum_ms(overlap[0]);
-  o->set_busy_ms(overlap[1]);
-  o->set_fraction(overlap[0] > 0 ? std::max(0.0, 1 - overlap[1] / overlap[0]) : 0);
-  return absl::OkStatus();
-}
-
-absl::Status RunRecorder::FinishTables(Communicator& comm, summary::RunSummary* s) {
-  const int T = num_tables_;
-  const int64_t N = total_sparse_cores_;
-  // Sums: ids [T], unique [T], padded [T], partition ids [T x N].
-  std::vector<int64_t> sums;
-  sums.insert(sums.end(), table_ids_.begin(), table_ids_.end());
-  sums.insert(sums.end(), table_unique_.begin(), table_unique_.end());
-  for (int64_t p : padded_) sums.push_back(std::max<int64_t>(p, 0));
-  sums.insert(sums.end(), partition_ids_.begin(), partition_ids_.end());
-  // Maxima (-1 = not reported anywhere): max partition, limits, max unique, padded reported.
-  std::vector<int64_t> maxima;
-  maxima.insert(maxima.end(), table_max_partition_.begin(), table_max_partition_.end());
-  maxima.insert(maxima.end(), limit_ids_.begin(), limit_ids_.end());
-  maxima.insert(maxima.end(), limit_unique_.begin(), limit_unique_.end());
-  maxima.insert(maxima.end(), max_unique_.begin(), max_unique_.end());
-  for (int64_t p : padded_) maxima.push_back(p < 0 ? -1 : 1);
-  LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(sums)));
-  LEMRT_RETURN_IF_ERROR(comm.AllReduceMax(std::span<int64_t>(maxima)));
-  for (int t = 0; t < T; ++t) {
-    auto* ts = s->add_tables();
-    ts->set_name(config_.tables(t).name());
-    ts->set_ids(static_cast<double>(sums[t]));
-    ts->set_unique_ids(static_cast<double>(sums[T + t]));
-    int64_t after_dedup = 0, busiest = 0;
-    for (int64_t d = 0; d < N; ++d) {
-      const int64_t v = sums[3 * T + t * N + d];
-      ts->add_partition_ids(static_cast<double>(v));
-      after_dedup += v;
-      busiest = std::max(busiest, v);
-    }
-    ts->set_ids_after_dedup(static_cast<double>(after_dedup));
-    ts->set_partition_skew(after_dedup > 0 ? static_cast<double>(busiest) * N / after_dedup : 0);
-    ts->set_max_ids_per_partition(static_cast<double>(maxima[t]));
-    *ts->mutable_max_ids_per_partition_limit() = NumberOrNull(maxima[T + t]);
-    *ts->mutable_max_unique_ids_per_partition_limit() = NumberOrNull(maxima[2 * T + t]);
-    *ts->mutable_max_unique_ids_per_partition() = NumberOrNull(maxima[3 * T + t]);
-    *ts->mutable_padded_ids() = NumberOrNull(maxima[4 * T + t] < 0 ? -1 : sums[2 * T + t]);
-  }
-  return absl::OkStatus();
-}
-
 RunRecorder::TimedLock::TimedLock(RunRecorder& r) : r_(r), begin_(Clock::now()) { r_.mu_.lock(); }
 
 RunRecorder::TimedLock::~TimedLock() {
   r_.self_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - begin_).count();
   r_.mu_.unlock();
-}
-
-absl::Status RunRecorder::Finish(Communicator& comm, summary::RunSummary* s) {
-  std::lock_guard<std::mutex> lock(mu_);
-  (void)FlushRowLocked();
-  {
-    int64_t steps = 0;
-    for (const StepTimes& t : steps_) steps += t.stages_mask == kAllStages ? 1 : 0;
-    double self[1] = {steps > 0 ? self_ms_ / steps : 0};
-    LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<double>(self, 1)));
-    s->set_recorder_ms_per_step(self[0] / comm.size());
-  }
-  if (trace_ != nullptr) AddQueueCounters();
-  LEMRT_RETURN_IF_ERROR(FinishStages(comm, s));
-  LEMRT_RETURN_IF_ERROR(FinishTables(comm, s));
-  for (std::string& line : Diagnose(*s)) s->add_diagnosis(std::move(line));
-  if (trace_ != nullptr) {
-    LEMRT_RETURN_IF_ERROR(WriteMergedTrace(comm, *trace_, config_.observability().trace_json()));
-  }
-  csv_.reset();
-  return AgreeOnStatus(comm, csv_status_);
 }
 
 }  // namespace lemrt::runtime

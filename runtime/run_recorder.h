@@ -12,8 +12,12 @@
 //
 // Cost when tracing and the CSV are off: a few clock reads and counter
 // updates per step plus one pass over the step's COO entries (per-table
-// counts). With tracing on, about 10 + 2 S events per traced step, kept in
-// memory until Finish.
+// counts). Memory does not grow with the steps: the stage times of at most
+// kStepSlots steps in flight, seven fixed-size percentile sketches
+// (base/quantile_sketch.h, 50 KiB each) and the busy periods of the overlap
+// (BusyTimeAccumulator, 8 KiB), about 0.4 MiB in all, allocated at Create;
+// the hooks allocate nothing. With tracing on, about 10 + 2 S events per
+// traced step, kept in memory until Finish.
 #ifndef LEMRT_RUNTIME_RUN_RECORDER_H_
 #define LEMRT_RUNTIME_RUN_RECORDER_H_
 
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/quantile_sketch.h"
 #include "host/batch.h"
 #include "host/coo.h"
 #include "proto/config.pb.h"
@@ -36,6 +41,7 @@
 #include "runtime/host_prefetcher.h"
 #include "runtime/metrics_csv.h"
 #include "runtime/sparsecore_stage.h"
+#include "runtime/stage_stats.h"
 #include "runtime/timed_communicator.h"
 #include "runtime/trace_buffer.h"
 
@@ -98,18 +104,30 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   // Collective, after the last step has drained: fills `s`'s stages, overlap,
   // tables and diagnosis (appending the diagnosis to any already there),
   // writes the merged trace (rank 0) and closes the CSV. File errors are
-  // agreed by all ranks.
+  // agreed by all ranks. A stage's mean is exact; its p50 and p99 are the
+  // nearest-rank percentiles over all chips' steps to within
+  // base::QuantileSketch::kRelativeError (0.39%).
   absl::Status Finish(Communicator& comm, summary::RunSummary* s);
 
   bool tracing() const { return trace_ != nullptr; }
 
+  // Steps whose stage times are held at once: a step's slot is reused by
+  // the step kStepSlots later, far beyond the pipeline's depth (a step still
+  // incomplete then is left out of the stage statistics).
+  static constexpr int kStepSlots = 64;
+  // The series of the stage statistics: the stages, then these.
+  enum Series { kExchange = kNumStages, kHostWait, kStep, kNumSeries };
+
  private:
   struct StepTimes {
+    int64_t step = -1;  // the step held; -1 = none
     std::array<double, kNumStages> begin_ms{}, end_ms{}, dur_ms{};
     double exchange_ms = 0;
     double host_wait_ms = 0;
     double step_ms = 0;
-    int stages_mask = 0;  // bit k: stage k recorded
+    int stages_mask = 0;     // bit k: stage k recorded
+    bool step_done = false;  // StepDone seen
+    bool retired = false;    // counted in the statistics
   };
   struct Exchange {
     Clock::time_point begin, end;
@@ -131,6 +149,12 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   RunRecorder(const config::RunConfig& config, int rank, int world_size);
   bool Traced(int64_t step) const;
   double Ms(Clock::time_point t) const;
+  // The slot of `step`, claimed for it if it holds an older step (retiring
+  // or dropping that one); null for a step already past (or negative).
+  StepTimes* SlotLocked(int64_t step);
+  // Counts `t` in the statistics once all its stages are in (and, unless
+  // `final`, its StepDone too).
+  void RetireIfCompleteLocked(StepTimes& t, bool final);
   void StageLocked(int64_t step, Stage stage, Clock::time_point begin, Clock::time_point end);
   void SparseDone(int64_t step, Stage stage, Clock::time_point begin, Clock::time_point end,
                   std::span<const SparseStepBuffers> minibatches);
@@ -152,8 +176,14 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   std::unique_ptr<MetricsCsv> csv_;     // rank 0 with --metrics_csv only
 
   std::mutex mu_;
-  std::vector<StepTimes> steps_;
-  std::vector<std::pair<double, double>> intervals_;  // stage intervals, ms
+  std::vector<StepTimes> slots_;  // kStepSlots; step j in slot j % kStepSlots
+  // Over the retired (complete) steps: per series, and the overlap.
+  std::vector<base::QuantileSketch> series_;  // kNumSeries
+  int64_t retired_steps_ = 0;
+  double stage_sum_ms_ = 0;
+  BusyTimeAccumulator busy_;
+  // Traced steps' (sc_forward end, tc begin), for the lookup-queue counter.
+  std::vector<std::pair<double, double>> traced_handovers_;
   // Exchanges since the last SparseDone (SparseCore executor thread only).
   std::vector<Exchange> pending_exchanges_;
   // Per table; partition_ids_ is [table][global SC].
@@ -161,8 +191,13 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   std::vector<int64_t> partition_ids_;
   std::vector<int64_t> scratch_counts_;
   std::vector<int64_t> limit_ids_, limit_unique_, max_unique_, padded_;  // -1 = not reported
-  // Progress / CSV window (main thread).
-  int64_t window_first_step_ = 0;
+  // Progress / CSV window: steps done since the last row, and the stage
+  // times of the steps retired since then (with pipelining a step's update
+  // may retire after its row).
+  int64_t window_steps_ = 0;
+  double window_step_ms_ = 0;
+  int64_t window_complete_ = 0;
+  std::array<double, kNumStages + 1> window_stage_ms_{};  // + exchange
   std::optional<MetricsRow> pending_row_;
   absl::Status csv_status_;  // first CSV write error
   double self_ms_ = 0;       // time inside the hooks

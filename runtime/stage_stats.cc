@@ -1,6 +1,7 @@
 #include "runtime/stage_stats.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_format.h"
 
@@ -15,22 +16,6 @@ const summary::StageStats* FindStage(const summary::RunSummary& s, const std::st
 }
 
 }  // namespace
-
-Distribution Distribute(std::span<const double> values) {
-  Distribution d;
-  if (values.empty()) return d;
-  std::vector<double> v(values.begin(), values.end());
-  std::sort(v.begin(), v.end());
-  double sum = 0;
-  for (double x : v) sum += x;
-  d.mean = sum / v.size();
-  auto rank = [&](double p) {
-    return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
-  };
-  d.p50 = rank(0.5);
-  d.p99 = rank(0.99);
-  return d;
-}
 
 double BusyTime(std::vector<std::pair<double, double>> intervals) {
   std::sort(intervals.begin(), intervals.end());
@@ -48,6 +33,41 @@ double BusyTime(std::vector<std::pair<double, double>> intervals) {
     open_end = e;
   }
   if (open) busy += open_end - open_begin;
+  return busy;
+}
+
+BusyTimeAccumulator::BusyTimeAccumulator() { periods_.reserve(kPeriods + 1); }
+
+void BusyTimeAccumulator::Add(double begin, double end) {
+  if (folded_any_) begin = std::max(begin, frontier_);
+  if (!(end > begin)) return;
+  // The first period that could touch [begin, end): the last one beginning
+  // at or before `begin`, if it reaches it.
+  auto it = std::lower_bound(periods_.begin(), periods_.end(), begin,
+                             [](const std::pair<double, double>& p, double b) {
+                               return p.first < b;
+                             });
+  if (it != periods_.begin() && std::prev(it)->second >= begin) --it;
+  auto last = it;
+  while (last != periods_.end() && last->first <= end) {
+    begin = std::min(begin, last->first);
+    end = std::max(end, last->second);
+    ++last;
+  }
+  it = periods_.erase(it, last);
+  periods_.insert(it, {begin, end});
+  if (static_cast<int>(periods_.size()) > kPeriods) {
+    const auto fold_end = periods_.begin() + kPeriods / 2;
+    for (auto p = periods_.begin(); p != fold_end; ++p) folded_ms_ += p->second - p->first;
+    frontier_ = std::prev(fold_end)->second;
+    folded_any_ = true;
+    periods_.erase(periods_.begin(), fold_end);
+  }
+}
+
+double BusyTimeAccumulator::Total() const {
+  double busy = folded_ms_;
+  for (const auto& [b, e] : periods_) busy += e - b;
   return busy;
 }
 

@@ -1,6 +1,7 @@
-// Arithmetic of the end-of-run report: distributions of stage times, the
-// busy time of overlapping stage intervals, and the diagnosis sentences drawn
-// from a finished summary. Stateless functions; thread-safe.
+// Arithmetic of the end-of-run report: the busy time of overlapping stage
+// intervals (whole, or accumulated in bounded memory) and the diagnosis
+// sentences drawn from a finished summary. The functions are stateless and
+// thread-safe. Stage-time percentiles: base/quantile_sketch.h.
 #ifndef LEMRT_RUNTIME_STAGE_STATS_H_
 #define LEMRT_RUNTIME_STAGE_STATS_H_
 
@@ -13,17 +14,29 @@
 
 namespace lemrt::runtime {
 
-struct Distribution {
-  double mean = 0;
-  double p50 = 0;  // nearest-rank percentiles
-  double p99 = 0;
-};
-
-// Mean and percentiles of `values` (all zero when empty).
-Distribution Distribute(std::span<const double> values);
-
 // Length of the union of the intervals [begin, end) (any order, any overlap).
 double BusyTime(std::vector<std::pair<double, double>> intervals);
+
+// BusyTime of intervals added one at a time, in bounded memory: it keeps the
+// newest kPeriods disjoint busy periods (merging each interval into them) and
+// folds the older half into a total when full. Equal to BusyTime of all the
+// intervals as long as no interval begins before the end of a folded period,
+// i.e. reaches back over more than kPeriods / 2 busy periods (a stage's
+// interval reaches back over a few steps' stages at most); the part of one
+// that does is not counted. Add never allocates. Not thread-safe.
+class BusyTimeAccumulator {
+ public:
+  static constexpr int kPeriods = 512;
+  BusyTimeAccumulator();
+  void Add(double begin, double end);
+  double Total() const;
+
+ private:
+  std::vector<std::pair<double, double>> periods_;  // sorted, disjoint
+  double folded_ms_ = 0;
+  double frontier_ = 0;  // end of the newest folded period
+  bool folded_any_ = false;
+};
 
 // Thresholds of Diagnose, documented in docs/observability.md.
 inline constexpr double kHostBoundShare = 0.30;    // host share (no host_wait stage)

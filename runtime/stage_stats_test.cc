@@ -13,24 +13,43 @@ bool Mentions(const std::vector<std::string>& lines, const std::string& what) {
                      [&](const std::string& l) { return l.find(what) != std::string::npos; });
 }
 
-TEST(DistributeTest, MatchesSortedReference) {
-  for (int n : {0, 1, 2, 7, 100, 1001}) {
-    std::mt19937 rng(n);
-    std::vector<double> v(n);
-    for (double& x : v) x = std::uniform_real_distribution<double>(0, 10)(rng);
-    const Distribution d = Distribute(v);
-    if (n == 0) {
-      EXPECT_EQ(d.mean, 0);
-      continue;
+TEST(BusyTimeAccumulatorTest, EqualsBusyTimeOfAllIntervals) {
+  // A pipelined run's stage intervals: per step host, forward, tc and
+  // backward, the next step's host and forward overlapping this step's tc,
+  // reported when each ends (out of begin order), with idle gaps, over far
+  // more busy periods than the accumulator keeps.
+  std::mt19937 rng(9);
+  std::vector<std::pair<double, double>> all;
+  BusyTimeAccumulator acc;
+  double t = 0;
+  for (int step = 0; step < 5000; ++step) {
+    auto len = [&] { return std::uniform_real_distribution<double>(0.1, 3)(rng); };
+    const double host = len(), fwd = len(), tc = len(), bwd = len();
+    const std::pair<double, double> iv[4] = {{t, t + host},
+                                             {t + host, t + host + fwd},
+                                             {t + host + fwd * 0.5, t + host + fwd + tc},
+                                             {t + host + fwd + tc, t + host + fwd + tc + bwd}};
+    for (int k : {0, 2, 1, 3}) {  // tc ends before forward is reported
+      acc.Add(iv[k].first, iv[k].second);
+      all.push_back(iv[k]);
     }
-    std::vector<double> sorted = v;
-    std::sort(sorted.begin(), sorted.end());
-    double sum = 0;
-    for (double x : v) sum += x;
-    EXPECT_NEAR(d.mean, sum / n, 1e-9);
-    EXPECT_EQ(d.p50, sorted[static_cast<size_t>(0.5 * (n - 1) + 0.5)]);
-    EXPECT_EQ(d.p99, sorted[static_cast<size_t>(0.99 * (n - 1) + 0.5)]);
-    EXPECT_LE(d.p50, d.p99);
+    // Idle gaps on every 3rd step, so the busy periods are many.
+    t += host + fwd + (step % 3 == 0 ? tc + bwd + 0.5 : 0.25);
+  }
+  acc.Add(3, 3);  // empty
+  const double exact = BusyTime(all);
+  EXPECT_NEAR(acc.Total(), exact, 1e-9 * exact);
+  EXPECT_GT(exact, 1000);
+}
+
+TEST(BusyTimeAccumulatorTest, SmallCasesMatchBusyTime) {
+  const std::vector<std::vector<std::pair<double, double>>> cases = {
+      {}, {{0, 1}, {2, 3}}, {{0, 4}, {1, 2}}, {{3, 6}, {0, 4}, {5, 7}}, {{0, 1}, {1, 2}},
+      {{2, 2}, {5, 4}}, {{5, 6}, {0, 1}, {2, 3}, {0.5, 5.5}}};
+  for (const auto& c : cases) {
+    BusyTimeAccumulator acc;
+    for (const auto& [b, e] : c) acc.Add(b, e);
+    EXPECT_DOUBLE_EQ(acc.Total(), BusyTime(c));
   }
 }
 

@@ -375,19 +375,20 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
                          stop_signal_ != nullptr && *stop_signal_ != 0 ? 1.0 : 0.0};
     LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceSum(std::span<double>(reduced, 2)));
     const double loss = reduced[0];
-    totals.step_ms.push_back(MsSince(step_start));
-    totals.train_sec += totals.step_ms.back() / 1000.0;
+    const double step_ms = MsSince(step_start);
+    totals.step_ms.Add(step_ms);
+    totals.train_sec += step_ms / 1000.0;
     totals.wait_ms += done.forward_wait_ms;
-    totals.losses.push_back(loss / tc.global_batch());
-    if (!std::isfinite(totals.losses.back())) {
+    const double mean_loss = loss / tc.global_batch();
+    totals.losses[totals.steps_run++ % totals.losses.size()] = mean_loss;
+    if (!std::isfinite(mean_loss)) {
       // An update in flight may have failed first, naming the cause (e.g.
       // the NaN check's table): that error wins.
       LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
       return absl::InternalError(absl::StrFormat(
-          "step %d: the training loss is %f; lower the learning rates", step,
-          totals.losses.back()));
+          "step %d: the training loss is %f; lower the learning rates", step, mean_loss));
     }
-    recorder_->StepDone(step, step_start, Clock::now(), totals.losses.back());  // progress, CSV
+    recorder_->StepDone(step, step_start, Clock::now(), mean_loss);  // progress, CSV
     if (drain) {
       // Drain point: no step is in flight and every update of steps <= step
       // is applied. Evaluation and checkpoints happen here only; a stop

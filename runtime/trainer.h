@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/quantile_sketch.h"
 #include "device/optimizers/optimizer.h"
 #include "device/plan/memory_plan.h"
 #include "host/coo.h"
@@ -100,8 +101,11 @@ class Trainer {
   // What the step loop accumulates on this rank for the summary.
   struct LoopTotals {
     int64_t first_step = 0;       // 0, or the restored step
-    std::vector<double> step_ms;  // per step run
-    std::vector<double> losses;   // global mean loss per step run
+    base::QuantileSketch step_ms;  // per step run (this rank's)
+    // Global mean loss of the steps run: step j's in losses[j % 10], the
+    // last 10 kept.
+    std::array<double, 10> losses{};
+    int64_t steps_run = 0;
     double wait_ms = 0;           // waiting for lookups
     double train_sec = 0;         // sum of step_ms, seconds
     int64_t end_step = 0;         // steps done at the end (< steps when stopped)
