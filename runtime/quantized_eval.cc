@@ -7,32 +7,51 @@
 #include "device/sparsecore/quantization.h"
 
 namespace lemrt::runtime {
+namespace {
 
-absl::Status EvaluateInt8Tables(const config::RunConfig& config, Trainer& trainer,
-                                Communicator& comm, summary::RunSummary* summary) {
-  // Replace every local row by its int8 round trip, keeping the f32 rows.
-  std::vector<std::vector<float>> saved;
+// Turns every SparseCore's int8 lookups on for its lifetime.
+class Int8Lookups {
+ public:
+  explicit Int8Lookups(const SparseCoreStage& sparse) : sparse_(sparse) { Set(true); }
+  ~Int8Lookups() { Set(false); }
+  Int8Lookups(const Int8Lookups&) = delete;
+  Int8Lookups& operator=(const Int8Lookups&) = delete;
+
+ private:
+  void Set(bool on) {
+    for (const auto& sc : sparse_.sparse_cores()) sc->set_int8_lookups(on);
+  }
+  const SparseCoreStage& sparse_;
+};
+
+// The largest |round trip - value| over this rank's table elements, one row
+// at a time through a row-sized scratch (the tables are not changed).
+float LocalMaxInt8Error(const SparseCoreStage& sparse) {
   float max_error = 0;
-  for (const auto& sc : trainer.sparse().sparse_cores()) {
+  std::vector<float> scratch;
+  for (const auto& sc : sparse.sparse_cores()) {
     for (int t = 0; t < sc->num_tables(); ++t) {
-      device::TableShard& shard = sc->mutable_shard(t);
-      saved.emplace_back(shard.weights().begin(), shard.weights().end());
+      const device::TableShard& shard = sc->shard(t);
       for (int64_t r = 0; r < shard.local_rows(); ++r) {
-        max_error = std::max(max_error, device::Int8RoundTripRow(shard.mutable_row(r)));
+        const float* row = shard.row(r);
+        scratch.assign(row, row + shard.dim());
+        max_error = std::max(max_error, device::Int8RoundTripRow(scratch));
       }
     }
   }
-  auto eval = trainer.Evaluate();
-  // Restore before returning, whatever Evaluate said.
-  size_t k = 0;
-  for (const auto& sc : trainer.sparse().sparse_cores()) {
-    for (int t = 0; t < sc->num_tables(); ++t) {
-      std::span<float> w = sc->mutable_shard(t).mutable_weights();
-      std::copy(saved[k].begin(), saved[k].end(), w.begin());
-      ++k;
-    }
-  }
+  return max_error;
+}
+
+}  // namespace
+
+absl::Status EvaluateInt8Tables(const config::RunConfig& config, Trainer& trainer,
+                                Communicator& comm, summary::RunSummary* summary) {
+  absl::StatusOr<EvalResult> eval = [&] {
+    Int8Lookups int8(trainer.sparse());
+    return trainer.Evaluate();
+  }();
   if (!eval.ok()) return eval.status();
+  float max_error = LocalMaxInt8Error(trainer.sparse());
   const std::vector<float> mine = {max_error};
   std::vector<float> all;
   LEMRT_RETURN_IF_ERROR(comm.AllGather(mine, &all));

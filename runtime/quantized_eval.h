@@ -1,10 +1,13 @@
 // Post-training int8 quantization (reference section 13; lemrt_train
 // --eval_quantized): the trained model is evaluated again with every table
-// row replaced by its int8 round trip (device::Int8RoundTripRow: uint8 codes
+// row read as its int8 round trip (device::Int8RoundTripRow: uint8 codes
 // with an f32 scale and offset per row), and the AUC / logloss change and the
-// table bytes int8 storage saves are reported. The f32 rows are restored
-// afterwards, so the model (checksum, checkpoints) is unchanged.
-// Thread-compatible; call after Trainer::Run.
+// table bytes int8 storage saves are reported. The lookups round-trip each
+// gathered row in the staging buffer (SparseCore::set_int8_lookups): the
+// tables are neither changed nor copied, so the model (checksum,
+// checkpoints) is unchanged and the extra memory is one row of scratch plus
+// the staging buffers the lookup already has. Thread-compatible; call after
+// Trainer::Run.
 #ifndef LEMRT_RUNTIME_QUANTIZED_EVAL_H_
 #define LEMRT_RUNTIME_QUANTIZED_EVAL_H_
 

@@ -100,7 +100,7 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   // DRAM once, and pooling in place measured no faster there (BM_MultiHot);
   // distinct spread ids pool in place about 1.5x faster since the one-hot
   // loop (PoolSingleRun) prefetches ahead (BM_Lookup/dim/ids/0/0; docs/performance.md). Rows under 16 floats have no fixed-dim one-hot loop.
-  const bool stage_all = quantization_.any() || checks_.guard_words;
+  const bool stage_all = quantization_.any() || checks_.guard_words || int8_lookups_;
   std::vector<uint8_t>& stage_table = state->stage_table;
   stage_table.assign(dims_.size(), 1);
   if (!stage_all) {
@@ -134,6 +134,17 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
                      gathered + state->unique_offsets[u]);
         }
         u = run_end;
+      }
+    });
+  }
+
+  // Post-training int8 evaluation: pooling sees each row's int8 round trip.
+  if (int8_lookups_) {
+    RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
+      const uint64_t* keys = state->unique_keys.data();
+      for (int64_t u = begin; u < end; ++u) {
+        Int8RoundTripRow(std::span<float>(gathered + state->unique_offsets[u],
+                                          dims_[KeyTable(keys[u])]));
       }
     });
   }
@@ -297,6 +308,7 @@ absl::Status SparseCore::CheckFiniteGroups(
 void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segments,
                           std::span<const float* const> grads, SparseCoreStepState* state,
                           bool continue_step) {
+  CHECK(!int8_lookups_) << "SparseCore::Backward with int8 lookups on (evaluation only)";
   const int64_t step = continue_step && updates_ > 0 ? updates_ : ++updates_;
   state->debug_status = absl::OkStatus();
   if (checks_.nan) {

@@ -66,6 +66,16 @@ class SparseCore {
   absl::Status VerifyGuardWords(const SparseCoreStepState& state, std::string_view stage) const;
   int num_tiles() const { return tiles_; }
 
+  // Post-training int8 evaluation (lemrt_train --eval_quantized): while on,
+  // Forward pools every gathered row as its int8 round trip
+  // (Int8RoundTripRow, before any simulated quantization), giving the
+  // partials that tables with every row round-tripped in place would give,
+  // bit for bit, without touching or copying the tables (the rows are
+  // staged, so the extra memory is the staging buffer's). Forward only:
+  // Backward must not run while it is on.
+  void set_int8_lookups(bool on) { int8_lookups_ = on; }
+  bool int8_lookups() const { return int8_lookups_; }
+
   // Update: grads[k] holds the loss gradients w.r.t. segment k's partials.
   // Sums each unique id's contributions in entry order (independent of
   // arrival timing) and applies its table's optimizer once per unique id.
@@ -99,6 +109,7 @@ class SparseCore {
   DebugChecks checks_;
   // Simulated quantization of the gathered rows (quantization.h).
   TableQuantization quantization_;
+  bool int8_lookups_ = false;
   std::vector<std::string> table_names_;
   // Debug checks; the step named in errors is updates_ (0-based).
   absl::Status CheckBounds(std::span<const std::span<const host::CooEntry>> segments) const;
