@@ -5,8 +5,9 @@
 # the checksum of an uninterrupted run that drains at that step.
 #  - SIGTERM to one rank only (the ranks agree on stopping over their loss
 #    all-reduce);
-#  - SIGTERM to mpirun (it forwards SIGTERM to every rank; with
-#    --mca odls_base_sigkill_timeout 30 it waits before its SIGKILL);
+#  - SIGTERM to mpirun (Open MPI 4.1 sends SIGCONT, waits
+#    odls_base_sigkill_timeout s (30 here), sends SIGTERM, waits again, then
+#    SIGKILL; while it waits it reads no output, so this job logs little);
 #  - SIGUSR1 to mpirun (forwarded without a SIGKILL);
 #  - SIGINT without a checkpoint directory: summary and sentence, no save;
 #  - SIGTERM then SIGINT: the second one exits at once, rc 130.
@@ -14,18 +15,19 @@
 set -uo pipefail
 source "$(dirname "$0")/fault_lib.sh"
 long='training { steps: 1000000 log_every: 10 eval_samples: 0 }'
+ready=20
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
 pass() { passed=$((passed + 1)); echo "ok   $*"; }
 json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {"d": d}))' "$@"; }
 
 # start NAME MPI_ARGS...: starts a long run in the background ($job) and
-# waits for its step-20 progress line; $ranks lists the rank pids.
+# waits for its step-$ready progress line; $ranks lists the rank pids.
 start() {
   local name="$1"; shift
   timeout 120 "${MPIRUN[@]}" "$@" "$LEMRT_BIN/lemrt_train" --config="$config" --override="$long" \
     --summary_json="$work/$name.json" "${RUN_ARGS[@]}" > "$work/$name.log" 2>&1 &
   job=$!
-  for _ in $(seq 600); do grep -q "step 20/" "$work/$name.log" && break; sleep 0.1; done
+  for _ in $(seq 600); do grep -q "step $ready/" "$work/$name.log" && break; sleep 0.1; done
   mpirun_pid=$(pgrep -P "$job" | head -n 1)
   ranks=$(pgrep -P "$mpirun_pid" -x lemrt_train | sort -n | tr '\n' ' ')
 }
@@ -69,28 +71,21 @@ if [ -n "$stop" ]; then
   fi
 fi
 
-# --- SIGTERM to mpirun, which forwards it to every rank. On a loaded
-# machine (CI beside a build) the forwarded SIGTERM was seen to reach no rank
-# in 2 runs of many: the ranks trained on until mpirun's SIGKILL, with no stop
-# line. Until that is understood the case gets a second try on a fresh job,
-# and says so; two misses fail.
-term_mpirun() {
-  RUN_ARGS=(--checkpoint_dir="$work/ck2$1")
-  start term_mpirun -np 2 --mca odls_base_sigkill_timeout 30
-  kill -TERM "$mpirun_pid"
-  wait "$job"; rc=$?
-  grep -q "stopped by SIGTERM after step .*checkpoint saved: $work/ck2$1/step-" "$work/term_mpirun.log" \
-    && [ "$rc" -ne 0 ] && "$LEMRT_BIN/lemrt_ckpt" verify "$work/ck2$1" > "$work/verify2" 2>&1
-}
-if term_mpirun ""; then
+# --- SIGTERM to mpirun. mpirun forwards no output during its waits, so a
+# rank that logs more than a pipe holds (64 KiB: ~6,000 steps at log_every
+# 10 here) in those 30 s blocks in its log write and never reaches the stop;
+# this job logs every 1,000 steps.
+RUN_ARGS=(--checkpoint_dir="$work/ck2")
+long='training { steps: 1000000 log_every: 1000 eval_samples: 0 }'; ready=1000
+start term_mpirun -np 2 --mca odls_base_sigkill_timeout 30
+long='training { steps: 1000000 log_every: 10 eval_samples: 0 }'; ready=20
+kill -TERM "$mpirun_pid"
+wait "$job"; rc=$?
+if grep -q "stopped by SIGTERM after step .*checkpoint saved: $work/ck2/step-" "$work/term_mpirun.log" \
+   && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && "$LEMRT_BIN/lemrt_ckpt" verify "$work/ck2" > "$work/verify2" 2>&1; then
   pass "term_mpirun: rc=$rc, $(head -n 1 "$work/verify2")"
 else
-  echo "term_mpirun: first try missed the stop (rc=$rc); its log ends:"; tail -n 5 "$work/term_mpirun.log"
-  if term_mpirun "_again"; then
-    pass "term_mpirun (second try): rc=$rc, $(head -n 1 "$work/verify2")"
-  else
-    fail "term_mpirun: rc=$rc on two tries"; tail -n 15 "$work/term_mpirun.log"
-  fi
+  fail "term_mpirun: rc=$rc"; tail -n 15 "$work/term_mpirun.log"
 fi
 
 # --- SIGUSR1 to mpirun: forwarded to every rank, without a SIGKILL after it.
