@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <limits>
@@ -22,7 +23,10 @@
 #include "device/plan/memory_plan.h"
 #include "device/plan/memory_plan_report.h"
 #include "proto/config_loader.h"
+#include "runtime/comm/collective_monitor.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/comm/mpi_watchdog.h"
+#include "runtime/comm/watched_communicator.h"
 #include "runtime/host_prefetcher.h"
 #include "runtime/output_paths.h"
 #include "runtime/quantized_eval.h"
@@ -221,10 +225,36 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
             lemrt::runtime::AvailableCores()));
     if (!warning.empty()) LOG(WARNING) << warning;
   }
+  // Every collective from here on is watched: one that waits too long
+  // aborts the job with a sentence instead of hanging
+  // (runtime/comm/mpi_watchdog.h).
+  lemrt::runtime::CollectiveMonitor monitor;
+  lemrt::runtime::WatchedCommunicator sparse_watched(
+      sparse_comm, monitor, lemrt::runtime::CollectiveMonitor::kSparseCore);
+  lemrt::runtime::WatchedCommunicator dense_watched(
+      dense_comm, monitor, lemrt::runtime::CollectiveMonitor::kTensorCore);
+  std::unique_ptr<lemrt::runtime::MpiWatchdog> watchdog;
+  const double timeout_s = config->watchdog().collective_timeout_s();
+  if (timeout_s > 0 && thread_multiple) {
+    lemrt::runtime::WatchdogOptions options;
+    options.timeout_s = timeout_s;
+    // A healthy peer answers within a poll interval; short timeouts (tests)
+    // need not wait the full 5 s for one that is stopped.
+    options.answer_wait_s = std::clamp(timeout_s / 4, 1.0, 5.0);
+    options.on_stall = [](const std::string& sentence) {
+      std::fprintf(stderr, "lemrt_train: error: %s\n", sentence.c_str());
+      std::fflush(stderr);
+    };
+    auto started = lemrt::runtime::MpiWatchdog::Start(MPI_COMM_WORLD, monitor, options);
+    LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, started.status()));
+    watchdog = std::move(*started);
+  } else if (timeout_s > 0 && rank == 0) {
+    LOG(WARNING) << "the collective watchdog is off: it needs MPI_THREAD_MULTIPLE";
+  }
   // Outputs written at the end are checked now, not after the whole run.
   LEMRT_RETURN_IF_ERROR(
-      lemrt::runtime::CheckOutputPaths(*config, FLAGS_summary_json, sparse_comm));
-  auto trainer = lemrt::runtime::Trainer::Create(*config, sparse_comm, dense_comm);
+      lemrt::runtime::CheckOutputPaths(*config, FLAGS_summary_json, sparse_watched));
+  auto trainer = lemrt::runtime::Trainer::Create(*config, sparse_watched, dense_watched, &monitor);
   if (!trainer.ok()) return trainer.status();
   (*trainer)->set_stop_signal(&g_stop_signal);
   auto summary = (*trainer)->Run();
@@ -242,7 +272,7 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
     return absl::OkStatus();
   }
   if (FLAGS_eval_quantized) {
-    absl::Status q = lemrt::runtime::EvaluateInt8Tables(*config, **trainer, sparse_comm,
+    absl::Status q = lemrt::runtime::EvaluateInt8Tables(*config, **trainer, sparse_watched,
                                                         &*summary);
     if (!q.ok()) return q;
     const auto& e = summary->quantized_eval();

@@ -144,6 +144,7 @@ class Validator {
     CheckData();
     CheckObservability();
     CheckCheckpoint();
+    CheckWatchdog();
     CheckCounterSizes();
     if (errors_.empty()) return std::nullopt;
     return errors_.front();
@@ -667,6 +668,16 @@ class Validator {
       Fail({{"observability"}, {"trace_last_step"}},
            absl::StrFormat("is %d, before trace_first_step %d", o.trace_last_step(),
                            o.trace_first_step()));
+    }
+  }
+
+  // The watchdog's timeout is a number of seconds; 0 turns it off.
+  void CheckWatchdog() {
+    if (c_.watchdog().collective_timeout_s() < 0 ||
+        !std::isfinite(c_.watchdog().collective_timeout_s())) {
+      Fail({{"watchdog"}, {"collective_timeout_s"}},
+           absl::StrCat("must be a finite number of seconds >= 0 (0 turns the watchdog off), got ",
+                        c_.watchdog().collective_timeout_s()));
     }
   }
 

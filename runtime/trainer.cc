@@ -73,13 +73,15 @@ Trainer::Trainer(const config::RunConfig& config, Communicator& sparse_comm,
       sparse_comm_(sparse_comm),
       dense_comm_(dense_comm),
       pipelining_(!config.sparse_core().disable_full_embedding_pipelining()),
+      stall_hook_(sparse_comm.rank()),
       eval_tracker_(config.training().early_stop_evals()) {}
 
 Trainer::~Trainer() = default;
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
                                                          Communicator& sparse_comm,
-                                                         Communicator& dense_comm) {
+                                                         Communicator& dense_comm,
+                                                         CollectiveMonitor* monitor) {
   Communicator& comm = sparse_comm;
   if (comm.rank() == 0) LogStackingPlan(config);
   // "Compilation": the plan is sized before any table is allocated. It reads
@@ -88,6 +90,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   LEMRT_RETURN_IF_ERROR(
       AgreeOnStatus(comm, plan.ok() ? device::CheckMemoryPlan(*plan) : plan.status()));
   std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
+  t->monitor_ = monitor;
   // The checkpoint directory first: a bad one fails before any table work.
   LEMRT_ASSIGN_OR_RETURN(t->checkpointer_, checkpoint::Checkpointer::Open(config, comm));
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
@@ -137,6 +140,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
     slot.d_activations.resize(slot.activations.size());
   }
   t->ReserveStepBuffers();  // no reallocation (and no first touch) in the steps
+  double io_bytes = 0;
+  for (const auto& sc : t->sparse_->sparse_cores()) {
+    for (int tb = 0; tb < sc->num_tables(); ++tb) {
+      io_bytes += double(sc->shard(tb).local_rows()) * 4 * sc->shard(tb).dim() *
+                  (1 + t->table_optimizers_[tb]->slots_per_param());
+    }
+  }
+  t->checkpoint_io_allowance_s_ = io_bytes / 10e6;
   return t;
 }
 
@@ -190,6 +201,8 @@ void Trainer::ReserveStepBuffers() {
 
 absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   slot.step = step;
+  Mark(CollectiveMonitor::kSparseCore, step, "sc_forward");
+  stall_hook_.At(step);
   // The step's local host half ran on a worker (or runs inline in Take when
   // maximum_parallel_iterations is 0); its collective half runs here, in
   // step order. With workers the host stage is the worker's time and the
@@ -228,6 +241,7 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
 }
 
 absl::Status Trainer::Dense(StepSlot& slot) {
+  Mark(CollectiveMonitor::kTensorCore, slot.step, "tc");
   const Clock::time_point t0 = Clock::now();
   auto loss = dense_->Step(slot.batch, slot.activations, slot.d_activations);
   if (!loss.ok()) return loss.status();
@@ -238,6 +252,7 @@ absl::Status Trainer::Dense(StepSlot& slot) {
 }
 
 absl::Status Trainer::Backward(StepSlot& slot) {
+  Mark(CollectiveMonitor::kSparseCore, slot.step, "sc_backward");
   const Clock::time_point t0 = Clock::now();
   absl::Status st =
       sparse_->Backward(slot.sc_coos, slot.d_activations, &slot.minibatch_sparse);
@@ -305,6 +320,8 @@ std::unique_ptr<StepPipeline> Trainer::NewPipeline() {
 
 absl::Status Trainer::Stop(int64_t step, LoopTotals* totals) {
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
+  Mark(CollectiveMonitor::kTensorCore, step, "stop");
+  Mark(CollectiveMonitor::kSparseCore, step, "checkpoint save", checkpoint_io_allowance_s_);
   // Ranks may have caught different signals (or none): name the highest.
   int64_t signal = stop_signal_ != nullptr ? *stop_signal_ : 0;
   LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceMax(std::span<int64_t>(&signal, 1)));
@@ -337,6 +354,8 @@ absl::StatusOr<bool> Trainer::AfterEvaluation(int64_t steps_done, const EvalResu
   const bool due = checkpoint::Checkpointer::Due(config_, steps_done) || (has_dir && stop);
   // The final step's checkpoint was saved before the final evaluation.
   if (!final && (due || keep_best)) {
+    Mark(CollectiveMonitor::kSparseCore, steps_done - 1, "checkpoint save",
+         checkpoint_io_allowance_s_);
     LEMRT_RETURN_IF_ERROR(checkpointer.Save(steps_done, *sparse_, *dense_));
   }
   if (keep_best) {
@@ -353,9 +372,12 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   const bool leader = sparse_comm_.rank() == 0;
   LoopTotals totals;
   checkpoint::Checkpointer& checkpointer = *checkpointer_;
+  Mark(CollectiveMonitor::kSparseCore, -1, "checkpoint restore", checkpoint_io_allowance_s_);
   LEMRT_ASSIGN_OR_RETURN(totals.first_step, checkpointer.RestoreIfConfigured(*sparse_, *dense_));
   // Restored at the last step: saving re-shards the checkpoint to this world size.
   if (totals.first_step == tc.steps()) {
+    Mark(CollectiveMonitor::kSparseCore, totals.first_step - 1, "checkpoint save",
+         checkpoint_io_allowance_s_);
     LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(totals.first_step, *sparse_, *dense_));
   }
   prefetcher_ = std::make_unique<HostPrefetcher>(
@@ -371,6 +393,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
     LEMRT_ASSIGN_OR_RETURN(const PipelineStep done, pipeline_->Step(step, drain));
     // The stop request rides on the loss all-reduce: every rank learns of a
     // signal to any rank after the same step.
+    Mark(CollectiveMonitor::kTensorCore, step, "loss all-reduce");
     double reduced[2] = {done.slot->loss_sum,
                          stop_signal_ != nullptr && *stop_signal_ != 0 ? 1.0 : 0.0};
     LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceSum(std::span<double>(reduced, 2)));
@@ -378,6 +401,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
     const double step_ms = MsSince(step_start);
     totals.step_ms.Add(step_ms);
     totals.train_sec += step_ms / 1000.0;
+    if (monitor_ != nullptr) monitor_->StepDone(step_ms / 1000.0);
     totals.wait_ms += done.forward_wait_ms;
     const double mean_loss = loss / tc.global_batch();
     totals.losses[totals.steps_run++ % totals.losses.size()] = mean_loss;
@@ -395,6 +419,8 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
       // (finish the step, save, exit) belongs here too.
       CHECK(done.drained);
       if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
+        Mark(CollectiveMonitor::kSparseCore, step, "eval");
+        Mark(CollectiveMonitor::kTensorCore, step, "eval");
         LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
         recorder_->EvalDone(step, e.auc, e.logloss);
         if (leader) {
@@ -415,6 +441,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
           break;
         }
       } else {
+        Mark(CollectiveMonitor::kSparseCore, step, "checkpoint save", checkpoint_io_allowance_s_);
         LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1, *sparse_, *dense_));
       }
     }
@@ -427,6 +454,8 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   if (totals.stop_signal == 0 && totals.stopped_early_at == 0) totals.end_step = tc.steps();
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   prefetcher_.reset();  // every training step was taken
+  Mark(CollectiveMonitor::kSparseCore, totals.end_step - 1, "summary");
+  Mark(CollectiveMonitor::kTensorCore, totals.end_step - 1, "summary");
   return Summarise(totals);
 }
 

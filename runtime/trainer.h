@@ -30,12 +30,14 @@
 #include "host/data_source.h"
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
+#include "runtime/comm/collective_monitor.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/eval_tracker.h"
 #include "runtime/host_prefetcher.h"
 #include "runtime/host_stage.h"
 #include "runtime/run_recorder.h"
 #include "runtime/sparsecore_stage.h"
+#include "runtime/stall_hook.h"
 #include "runtime/step_pipeline.h"
 #include "runtime/step_slot.h"
 #include "runtime/table_serialization.h"
@@ -65,10 +67,14 @@ class Trainer {
   // same object when pipelining is off. All must outlive the trainer. Every
   // error, on any rank (an unreadable limits file or input shard, a plan that
   // does not fit), is agreed before the next collective, so every rank
-  // returns the same error.
+  // returns the same error. With `monitor` (optional; must outlive the
+  // trainer), the trainer marks there which step and stage each
+  // communicator's thread is in, and each step's time, for the collective
+  // watchdog (runtime/comm/mpi_watchdog.h).
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const config::RunConfig& config,
                                                          Communicator& sparse_comm,
-                                                         Communicator& dense_comm);
+                                                         Communicator& dense_comm,
+                                                         CollectiveMonitor* monitor = nullptr);
   ~Trainer();
 
   // Collective: trains training.steps steps and evaluates. Data errors on
@@ -144,11 +150,19 @@ class Trainer {
   // Returns true when training.early_stop_evals says to stop.
   absl::StatusOr<bool> AfterEvaluation(int64_t steps_done, const EvalResult& e, bool final);
 
+  // Marks `channel`'s step and stage in the monitor (when there is one).
+  void Mark(int channel, int64_t step, const char* stage, double extra_timeout_s = 0) {
+    if (monitor_ != nullptr) monitor_->SetStage(channel, step, stage, extra_timeout_s);
+  }
   // At a stop request agreed after `step`: drains, saves, records the stop.
   absl::Status Stop(int64_t step, LoopTotals* totals);
 
   const config::RunConfig& config_;
   const volatile std::sig_atomic_t* stop_signal_ = nullptr;
+  CollectiveMonitor* monitor_ = nullptr;
+  // Seconds this rank's share of a checkpoint may take to write or read at
+  // 10 MB/s: the watchdog's allowance while checkpoints are saved or restored.
+  double checkpoint_io_allowance_s_ = 0;
   int stopped_by_ = 0;
   // Restores, saves, keeps the checkpoint directory (locked while we live).
   std::unique_ptr<checkpoint::Checkpointer> checkpointer_;
@@ -159,6 +173,7 @@ class Trainer {
   Communicator& sparse_comm_;
   Communicator& dense_comm_;
   bool pipelining_;
+  StallHook stall_hook_;  // LEMRT_TEST_STALL (the fault suite only)
   // Stage times, trace, metrics; the SparseCore stage's exchanges are timed
   // through timed_sparse_comm_ (declared before sparse_, which uses it).
   std::unique_ptr<RunRecorder> recorder_;

@@ -1,0 +1,105 @@
+#include "runtime/comm/mpi_watchdog.h"
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/comm/stall_report.h"
+
+namespace lemrt::runtime {
+namespace {
+
+constexpr int kQueryTag = 1;
+constexpr int kAnswerTag = 2;
+using Snapshot = CollectiveMonitor::Snapshot;
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MpiWatchdog>> MpiWatchdog::Start(MPI_Comm parent,
+                                                                 const CollectiveMonitor& monitor,
+                                                                 WatchdogOptions options) {
+  MPI_Comm dup;
+  if (MPI_Comm_dup(parent, &dup) != MPI_SUCCESS) {
+    return absl::InternalError("watchdog: MPI_Comm_dup failed");
+  }
+  std::unique_ptr<MpiWatchdog> w(new MpiWatchdog(dup, monitor, std::move(options)));
+  w->thread_ = std::thread([p = w.get()] { p->Loop(); });
+  return w;
+}
+
+MpiWatchdog::MpiWatchdog(MPI_Comm comm, const CollectiveMonitor& monitor, WatchdogOptions options)
+    : comm_(comm), monitor_(monitor), options_(std::move(options)) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+MpiWatchdog::~MpiWatchdog() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  MPI_Comm_free(&comm_);
+}
+
+void MpiWatchdog::Loop() {
+  const auto interval = std::chrono::duration<double>(options_.poll_interval_s);
+  while (!stop_) {
+    std::this_thread::sleep_for(interval);
+    AnswerQueries();
+    const Snapshot mine = monitor_.Take();
+    const int channel = StalledChannel(mine, options_.timeout_s);
+    if (channel >= 0) AbortStalled(channel);
+  }
+}
+
+void MpiWatchdog::AnswerQueries() {
+  while (true) {
+    int waiting = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, comm_, &waiting, &status);
+    if (!waiting) return;
+    char query = 0;
+    MPI_Recv(&query, 1, MPI_CHAR, status.MPI_SOURCE, kQueryTag, comm_, MPI_STATUS_IGNORE);
+    const Snapshot answer = monitor_.Take();
+    // Small: sent eagerly, so this returns without the asker's receive.
+    MPI_Send(&answer, sizeof(answer), MPI_BYTE, status.MPI_SOURCE, kAnswerTag, comm_);
+  }
+}
+
+void MpiWatchdog::AbortStalled(int channel) {
+  std::vector<std::optional<Snapshot>> peers(size_);
+  std::vector<Snapshot> answers(size_);
+  std::vector<MPI_Request> sends(size_, MPI_REQUEST_NULL), receives(size_, MPI_REQUEST_NULL);
+  const char query = 1;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Isend(&query, 1, MPI_CHAR, r, kQueryTag, comm_, &sends[r]);
+    MPI_Irecv(&answers[r], sizeof(Snapshot), MPI_BYTE, r, kAnswerTag, comm_, &receives[r]);
+  }
+  const Clock::time_point t0 = Clock::now();
+  int answered = 0;
+  while (answered < size_ - 1 && SecondsSince(t0) < options_.answer_wait_s) {
+    AnswerQueries();  // other stalled ranks may be asking us
+    for (int r = 0; r < size_; ++r) {
+      if (receives[r] == MPI_REQUEST_NULL) continue;
+      int done = 0;
+      MPI_Test(&receives[r], &done, MPI_STATUS_IGNORE);
+      if (done) {
+        peers[r] = answers[r];
+        ++answered;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string sentence = StallReport(rank_, channel, monitor_.Take(), options_.timeout_s,
+                                           peers, options_.answer_wait_s);
+  if (options_.on_stall) options_.on_stall(sentence);
+  MPI_Abort(comm_, 3);
+  std::abort();
+}
+
+}  // namespace lemrt::runtime

@@ -1,0 +1,85 @@
+#include "runtime/comm/stall_report.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace lemrt::runtime {
+namespace {
+
+using ChannelState = CollectiveMonitor::ChannelState;
+
+// "step 57, stage sc_forward" (steps counted from 1, as the progress lines).
+std::string Where(const ChannelState& c) {
+  if (c.step < 0) return absl::StrCat("start-up, stage ", c.stage);
+  return absl::StrFormat("step %d, stage %s", c.step + 1, c.stage);
+}
+
+// What rank `r`, which has not reached the collective, is doing.
+std::string Doing(const CollectiveMonitor::Snapshot& s, int channel) {
+  for (int c = 0; c < CollectiveMonitor::kNumChannels; ++c) {
+    const ChannelState& ch = s.channels[c];
+    if (ch.in_collective) {
+      return absl::StrFormat("waiting %.0f s in the %s on the %s communicator in %s", ch.seconds,
+                             ch.op, CollectiveMonitor::ChannelName(c), Where(ch));
+    }
+  }
+  const ChannelState& ch = s.channels[channel];
+  return absl::StrFormat("busy for %.0f s outside any collective, in %s", ch.seconds, Where(ch));
+}
+
+}  // namespace
+
+double CollectiveTimeout(const CollectiveMonitor::Snapshot& s, int channel, double base_s) {
+  return std::max(base_s, kStepTimesPerTimeout * s.longest_step_s) +
+         s.channels[channel].extra_timeout_s;
+}
+
+int StalledChannel(const CollectiveMonitor::Snapshot& s, double base_s) {
+  for (int c = 0; c < CollectiveMonitor::kNumChannels; ++c) {
+    const ChannelState& ch = s.channels[c];
+    if (ch.in_collective && ch.seconds > CollectiveTimeout(s, c, base_s)) return c;
+  }
+  return -1;
+}
+
+std::string StallReport(int my_rank, int channel, const CollectiveMonitor::Snapshot& mine,
+                        double base_s,
+                        std::span<const std::optional<CollectiveMonitor::Snapshot>> peers,
+                        double answer_wait_s) {
+  const ChannelState& me = mine.channels[channel];
+  std::vector<std::string> missing_ranks, details;
+  for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
+    if (r == my_rank) continue;
+    if (!peers[r].has_value()) {
+      missing_ranks.push_back(absl::StrCat(r));
+      details.push_back(absl::StrFormat("rank %d: no answer within %.0f s (stopped, hung or dead)",
+                                        r, answer_wait_s));
+      continue;
+    }
+    const ChannelState& theirs = peers[r]->channels[channel];
+    if (theirs.entered >= me.entered) continue;  // arrived
+    missing_ranks.push_back(absl::StrCat(r));
+    details.push_back(absl::StrCat("rank ", r, ": ", Doing(*peers[r], channel)));
+  }
+  std::string out = absl::StrFormat(
+      "watchdog: rank %d has waited %.0f s (timeout %.0f s) in the %s on the %s communicator "
+      "(its collective #%d), in %s: ",
+      my_rank, me.seconds, CollectiveTimeout(mine, channel, base_s), me.op,
+      CollectiveMonitor::ChannelName(channel), me.entered, Where(me));
+  if (missing_ranks.empty()) {
+    absl::StrAppend(&out, "every rank has arrived but the collective does not complete (the "
+                          "network or MPI itself is stuck)");
+  } else {
+    absl::StrAppend(&out, missing_ranks.size() == 1 ? "rank " : "ranks ",
+                    absl::StrJoin(missing_ranks, ", "), " did not arrive (",
+                    absl::StrJoin(details, "; "), ")");
+  }
+  absl::StrAppend(&out, "; aborting the job.");
+  return out;
+}
+
+}  // namespace lemrt::runtime

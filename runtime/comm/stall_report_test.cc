@@ -1,0 +1,83 @@
+#include "runtime/comm/stall_report.h"
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lemrt::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Monitor = CollectiveMonitor;
+using Snapshot = Monitor::Snapshot;
+
+Snapshot State(int64_t sparse_entered, bool sparse_in, double seconds, int64_t step,
+               const char* stage, const char* op = "all-to-all-v") {
+  Snapshot s;
+  auto& c = s.channels[Monitor::kSparseCore];
+  c.entered = sparse_entered;
+  c.in_collective = sparse_in;
+  c.seconds = seconds;
+  c.step = step;
+  std::strcpy(c.stage, stage);
+  std::strcpy(c.op, op);
+  return s;
+}
+
+TEST(StallReportTest, TimeoutGrowsWithTheLongestStepAndTheStageAllowance) {
+  Snapshot s = State(1, true, 10, 3, "sc_forward");
+  EXPECT_EQ(CollectiveTimeout(s, Monitor::kSparseCore, 300), 300);
+  s.longest_step_s = 20;  // 20 steps of 20 s
+  EXPECT_EQ(CollectiveTimeout(s, Monitor::kSparseCore, 300), 400);
+  s.channels[Monitor::kSparseCore].extra_timeout_s = 50;
+  EXPECT_EQ(CollectiveTimeout(s, Monitor::kSparseCore, 300), 450);
+  EXPECT_EQ(StalledChannel(s, 300), -1);
+  s.channels[Monitor::kSparseCore].seconds = 451;
+  EXPECT_EQ(StalledChannel(s, 300), Monitor::kSparseCore);
+  s.channels[Monitor::kSparseCore].in_collective = false;  // busy, not waiting
+  EXPECT_EQ(StalledChannel(s, 300), -1);
+}
+
+// Rank 0 waits in its 12th SparseCore collective; rank 1 answered from
+// there too (arrived), rank 2 did not answer (SIGSTOPped), rank 3 is still
+// computing an earlier step, rank 4 waits in a TensorCore collective.
+TEST(StallReportTest, NamesTheStepStageAndTheRanksThatDidNotArrive) {
+  const Snapshot mine = State(12, true, 31, 56, "sc_forward");
+  std::vector<std::optional<Snapshot>> peers(5);
+  peers[1] = State(12, true, 31, 56, "sc_forward");
+  peers[3] = State(11, false, 40, 55, "sc_backward");
+  peers[4] = State(11, false, 2, 55, "sc_backward");
+  auto& tc = peers[4]->channels[Monitor::kTensorCore];
+  tc.in_collective = true;
+  tc.seconds = 33;
+  tc.step = 55;
+  std::strcpy(tc.stage, "loss all-reduce");
+  std::strcpy(tc.op, "all-reduce");
+  const std::string r = StallReport(0, Monitor::kSparseCore, mine, 30, peers, 5);
+  EXPECT_THAT(r, HasSubstr("watchdog: rank 0 has waited 31 s (timeout 30 s) in the all-to-all-v "
+                           "on the SparseCore communicator (its collective #12), in step 57, "
+                           "stage sc_forward: ranks 2, 3, 4 did not arrive"));
+  EXPECT_THAT(r, HasSubstr("rank 2: no answer within 5 s (stopped, hung or dead)"));
+  EXPECT_THAT(r, HasSubstr("rank 3: busy for 40 s outside any collective, in step 56, stage "
+                           "sc_backward"));
+  EXPECT_THAT(r, HasSubstr("rank 4: waiting 33 s in the all-reduce on the TensorCore "
+                           "communicator in step 56, stage loss all-reduce"));
+  EXPECT_THAT(r, Not(HasSubstr("rank 1:")));
+  EXPECT_THAT(r, HasSubstr("; aborting the job."));
+}
+
+TEST(StallReportTest, EveryRankArrivedMeansTheCollectiveItselfIsStuck) {
+  const Snapshot mine = State(3, true, 400, -1, "checkpoint restore", "broadcast");
+  std::vector<std::optional<Snapshot>> peers(2);
+  peers[1] = State(3, true, 400, -1, "checkpoint restore", "broadcast");
+  const std::string r = StallReport(0, Monitor::kSparseCore, mine, 300, peers, 5);
+  EXPECT_THAT(r, HasSubstr("in start-up, stage checkpoint restore"));
+  EXPECT_THAT(r, HasSubstr("every rank has arrived but the collective does not complete"));
+}
+
+}  // namespace
+}  // namespace lemrt::runtime
