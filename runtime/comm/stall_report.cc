@@ -1,6 +1,7 @@
 #include "runtime/comm/stall_report.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -61,7 +62,12 @@ std::string StallReport(int my_rank, int channel, const CollectiveMonitor::Snaps
       continue;
     }
     const ChannelState& theirs = peers[r]->channels[channel];
-    if (theirs.entered >= me.entered) continue;  // arrived
+    // Arrived: as many collectives entered, or waiting in the same one (the
+    // counts of ranks may differ by collectives only some ranks make).
+    const bool same_collective = theirs.in_collective && theirs.step == me.step &&
+                                 std::strcmp(theirs.op, me.op) == 0 &&
+                                 std::strcmp(theirs.stage, me.stage) == 0;
+    if (theirs.entered >= me.entered || same_collective) continue;
     missing_ranks.push_back(absl::StrCat(r));
     details.push_back(absl::StrCat("rank ", r, ": ", Doing(*peers[r], channel)));
   }

@@ -70,6 +70,18 @@ TEST(StallReportTest, NamesTheStepStageAndTheRanksThatDidNotArrive) {
   EXPECT_THAT(r, HasSubstr("; aborting the job."));
 }
 
+// A peer waiting in the same collective (step, stage, operation) has
+// arrived even when it has entered fewer collectives.
+TEST(StallReportTest, APeerInTheSameCollectiveHasArrived) {
+  const Snapshot mine = State(208, true, 4, 40, "sc_forward");
+  std::vector<std::optional<Snapshot>> peers(3);
+  peers[0] = State(205, true, 3, 40, "sc_forward");
+  peers[2] = State(205, true, 3, 39, "sc_forward");  // an earlier step's
+  const std::string r = StallReport(1, Monitor::kSparseCore, mine, 2, peers, 1);
+  EXPECT_THAT(r, HasSubstr(": rank 2 did not arrive (rank 2: waiting 3 s"));
+  EXPECT_THAT(r, Not(HasSubstr("rank 0:")));
+}
+
 TEST(StallReportTest, EveryRankArrivedMeansTheCollectiveItselfIsStuck) {
   const Snapshot mine = State(3, true, 400, -1, "checkpoint restore", "broadcast");
   std::vector<std::optional<Snapshot>> peers(2);
