@@ -442,9 +442,12 @@ class Validator {
              absl::StrCat("must be >= 0 (0 = full rank), got ", m.dcn_v2().low_rank()));
       }
     }
-    if (m.bottom_mlp_dropout() != 0 || m.top_mlp_dropout() != 0) {
-      Fail({{"model"}, {m.bottom_mlp_dropout() != 0 ? "bottom_mlp_dropout" : "top_mlp_dropout"}},
-           "is not implemented yet");
+    for (const auto& [name, p] : {std::pair<const char*, float>{"bottom_mlp_dropout",
+                                                                m.bottom_mlp_dropout()},
+                                  {"top_mlp_dropout", m.top_mlp_dropout()}}) {
+      if (!(p >= 0.0f && p < 1.0f)) {
+        Fail({{"model"}, {name}}, absl::StrCat("must be in [0, 1), got ", p));
+      }
     }
   }
 

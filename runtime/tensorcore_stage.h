@@ -27,11 +27,14 @@ class TensorCoreStage {
   static absl::StatusOr<std::unique_ptr<TensorCoreStage>> Create(const config::RunConfig& config,
                                                                   Communicator& comm);
 
-  // Forward + backward of `batch` with pooled embeddings `activations`
-  // ([batch x width]); writes d_activations (gradient of the global mean loss)
-  // and updates the dense parameters. Returns this chip's sum of losses.
-  absl::StatusOr<double> Step(const host::Batch& batch, std::span<const float> activations,
-                              std::span<float> d_activations);
+  // Forward + backward of training step `step`'s `batch` with pooled
+  // embeddings `activations` ([batch x width]); writes d_activations
+  // (gradient of the global mean loss) and updates the dense parameters.
+  // Dropout masks are keyed by (training.seed, step, the row's position in
+  // the global batch), so they do not depend on the world size. Returns this
+  // chip's sum of losses.
+  absl::StatusOr<double> Step(int64_t step, const host::Batch& batch,
+                              std::span<const float> activations, std::span<float> d_activations);
 
   // Click probabilities for `batch` (forward only); probs.size() == batch size.
   void Predict(const host::Batch& batch, std::span<const float> activations,
@@ -49,13 +52,16 @@ class TensorCoreStage {
 
  private:
   TensorCoreStage(Communicator& comm, std::unique_ptr<device::DenseModel> model,
-                  std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch);
+                  std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch,
+                  uint64_t seed);
 
   Communicator& comm_;
   std::unique_ptr<device::DenseModel> model_;
   std::unique_ptr<device::Optimizer> optimizer_;
   std::vector<float> slots_;
   float loss_scale_;
+  int64_t global_batch_;
+  uint64_t seed_;
   int64_t updates_ = 0;  // optimizer updates so far (Adam's t)
 };
 

@@ -243,7 +243,7 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
 absl::Status Trainer::Dense(StepSlot& slot) {
   Mark(CollectiveMonitor::kTensorCore, slot.step, "tc");
   const Clock::time_point t0 = Clock::now();
-  auto loss = dense_->Step(slot.batch, slot.activations, slot.d_activations);
+  auto loss = dense_->Step(slot.step, slot.batch, slot.activations, slot.d_activations);
   if (!loss.ok()) return loss.status();
   slot.loss_sum = *loss;
   stage_ms_total_[2] += MsSince(t0);

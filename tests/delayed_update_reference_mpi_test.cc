@@ -112,7 +112,7 @@ std::string ReferenceChecksum(const config::RunConfig& config, bool delayed) {
   };
   auto dense_step = [&](int step) {
     Slot& s = slots[step % 2];
-    Check((*dense)->Step(s.batch, s.act, s.d_act).status());
+    Check((*dense)->Step(step, s.batch, s.act, s.d_act).status());
   };
   auto backward = [&](int step) {
     Slot& s = slots[step % 2];

@@ -185,7 +185,7 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
     max_minibatches = std::max(max_minibatches, minibatches.size());
     const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
     st = sparse.Forward(runs, &bufs, act);
-    if (st.ok()) st = (*dense)->Step(batch, act, d_act).status();
+    if (st.ok()) st = (*dense)->Step(s, batch, act, d_act).status();
     if (st.ok()) st = sparse.Backward(runs, d_act, &bufs);
     return st;
   };

@@ -96,7 +96,7 @@ Result Train(const std::string& config_text, bool reserve) {
     r.max_minibatches = std::max(r.max_minibatches, minibatches.size());
     const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
     st = sparse.Forward(runs, &bufs, act);
-    if (st.ok()) st = (*dense)->Step(batch, act, d_act).status();
+    if (st.ok()) st = (*dense)->Step(s, batch, act, d_act).status();
     if (st.ok()) st = sparse.Backward(runs, d_act, &bufs);
     CHECK(st.ok()) << st;
     r.activations.insert(r.activations.end(), act.begin(), act.end());

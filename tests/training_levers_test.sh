@@ -14,7 +14,12 @@
 #    [vocab x 1];
 #  - the metrics CSV shows the scheduled rates;
 #  - the DCN-v2 and concat interactions train through the same pipelining,
-#    minibatching and checkpoint checks, and the summary names the model.
+#    minibatching and checkpoint checks, and the summary names the model;
+#  - dropout in both MLPs: the threaded pipeline equals the one-thread
+#    schedule, 1 and 4 ranks train the 2-rank model (params_l2 within 1e-5
+#    relative: the masks follow the global batch, not the rank), a resume
+#    reaches the uninterrupted checksum, and the model differs from the one
+#    trained without dropout.
 # Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
@@ -53,6 +58,13 @@ for m in dcn concat; do
   train 2 ${m}_reshard2 "$model" --restore_from="$work/ck_$m"
 done
 
+drop="model { bottom_mlp_dropout: 0.2 top_mlp_dropout: 0.3 }"
+train 2 drop_pipe "$drop"
+train 2 drop_inline "$drop sparse_core { pipeline_without_threads: true }"
+train 1 drop_np1 "$drop"
+train 4 drop_np4 "$drop" --checkpoint_dir="$work/ck_drop" --checkpoint_every=10
+train 4 drop_resumed "$drop" --restore_from="$work/ck_drop/step-00000010"
+
 python3 - "$work" "$ck/step-00000020/manifest.pbtxt" <<'PY'
 import csv, json, math, re, sys
 w, manifest = sys.argv[1], sys.argv[2]
@@ -87,6 +99,18 @@ for m, want in [("dcn", "dcn_v2 (2 layers, rank 8)"), ("concat", "concat")]:
     for k in ["resumed", "reshard2"]:
         if r[k]["model_checksum"] != r["full"]["model_checksum"]: fails.append(f"{m}: {k} differs")
 if s["pipe"]["model"]["interaction"] != "dot": fails.append(f"default model {s['pipe']['model']}")
+d = {k: json.load(open(f"{w}/drop_{k}.json")) for k in ["pipe", "inline", "np1", "np4", "resumed"]}
+print(f"dropout params_l2 np1 {d['np1']['params_l2']:.9f} np2 {d['pipe']['params_l2']:.9f} "
+      f"np4 {d['np4']['params_l2']:.9f}; without dropout {s['pipe']['params_l2']:.9f}; "
+      f"auc {d['pipe']['eval']['auc']:.4f}")
+if d["inline"]["model_checksum"] != d["pipe"]["model_checksum"]:
+    fails.append("dropout: threaded pipeline differs from the one-thread schedule")
+a = d["pipe"]["params_l2"]
+for k in ["np1", "np4"]:
+    if abs(d[k]["params_l2"] - a) > 1e-5 * a: fails.append(f"dropout {k}: params_l2 {d[k]['params_l2']} vs {a}")
+if abs(a - s["pipe"]["params_l2"]) < 1e-4 * a: fails.append("dropout did not change the model")
+if d["resumed"]["model_checksum"] != d["np4"]["model_checksum"]: fails.append("dropout: resumed differs")
+if not 0.5 < d["pipe"]["eval"]["auc"] < 1: fails.append(f"dropout: eval auc {d['pipe']['eval']['auc']}")
 text = open(manifest).read()
 if "format_version: 3" not in text or "row_slots: 1" not in text:
     fails.append("manifest lacks format_version 3 / row_slots 1")

@@ -16,14 +16,17 @@ int SumDims(const DlrmShape& shape) {
   return sum;
 }
 
-MlpShape BottomShape(const DlrmShape& shape) {
-  MlpShape mlp{.widths = {shape.num_dense}, .relu_last = true};
+MlpShape BottomShape(const DlrmShape& shape, float dropout = 0.0f) {
+  MlpShape mlp{.widths = {shape.num_dense}, .relu_last = true, .dropout = dropout};
   mlp.widths.insert(mlp.widths.end(), shape.bottom.begin(), shape.bottom.end());
   return mlp;
 }
 
-MlpShape TopShape(const DlrmShape& shape) {
-  MlpShape mlp{.widths = {shape.bottom.back() + SumDims(shape)}, .relu_last = false};
+MlpShape TopShape(const DlrmShape& shape, float dropout = 0.0f) {
+  MlpShape mlp{.widths = {shape.bottom.back() + SumDims(shape)},
+               .relu_last = false,
+               .dropout = dropout,
+               .dropout_layer = kTopMlpDropoutLayer};
   mlp.widths.insert(mlp.widths.end(), shape.top.begin(), shape.top.end());
   return mlp;
 }
@@ -62,8 +65,8 @@ CrossDense::CrossDense(const DenseModelSpec& spec, int64_t max_batch)
       max_batch_(max_batch),
       embedding_width_(SumDims(spec.shape)),
       concat_width_(spec.shape.bottom.back() + embedding_width_),
-      bottom_(BottomShape(spec.shape), max_batch),
-      top_(TopShape(spec.shape), max_batch) {
+      bottom_(BottomShape(spec.shape, spec.dropout.bottom), max_batch),
+      top_(TopShape(spec.shape, spec.dropout.top), max_batch) {
   cross_offset_ = bottom_.num_params();
   top_offset_ = cross_offset_;
   if (spec.interaction == Interaction::kDcnV2) {
@@ -106,11 +109,12 @@ void CrossDense::InitParams(uint64_t seed) {
   fill_mlp(top_, top_offset_);
 }
 
-void CrossDense::Forward(int64_t batch, const float* dense, const float* emb) {
+void CrossDense::Forward(int64_t batch, const float* dense, const float* emb,
+                         const DropoutKey* dropout) {
   CHECK_GE(batch, 0);
   CHECK_LE(batch, max_batch_);
   const int d = spec_.shape.bottom.back();
-  bottom_.Forward(Part(0, bottom_.num_params()), batch, dense, nullptr);
+  bottom_.Forward(Part(0, bottom_.num_params()), batch, dense, nullptr, dropout);
   const float* z0 = bottom_.output();
   for (int64_t r = 0; r < batch; ++r) {
     float* row = x0_.data() + r * concat_width_;
@@ -122,12 +126,12 @@ void CrossDense::Forward(int64_t batch, const float* dense, const float* emb) {
     cross_->Forward(Part(cross_offset_, cross_->num_params()), batch, x0_.data());
     top_in = cross_->output();
   }
-  top_.Forward(Part(top_offset_, top_.num_params()), batch, top_in, nullptr);
+  top_.Forward(Part(top_offset_, top_.num_params()), batch, top_in, nullptr, dropout);
 }
 
 double CrossDense::ForwardBackward(int64_t batch, const float* dense, const float* emb,
                                    const float* labels, float loss_scale, float* d_emb) {
-  Forward(batch, dense, emb);
+  Forward(batch, dense, emb, &dropout_key_);
   const float* logits = top_.output();
   double loss = 0.0;
   for (int64_t i = 0; i < batch; ++i) {
@@ -158,7 +162,7 @@ double CrossDense::ForwardBackward(int64_t batch, const float* dense, const floa
 }
 
 void CrossDense::Predict(int64_t batch, const float* dense, const float* emb, float* probs) {
-  Forward(batch, dense, emb);
+  Forward(batch, dense, emb, /*dropout=*/nullptr);
   const float* logits = top_.output();
   for (int64_t i = 0; i < batch; ++i) probs[i] = static_cast<float>(Sigmoid(logits[i]));
 }

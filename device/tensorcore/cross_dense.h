@@ -65,12 +65,14 @@ class CrossDense : public DenseModel {
   double ForwardBackward(int64_t batch, const float* dense, const float* emb,
                          const float* labels, float loss_scale, float* d_emb) override;
   void Predict(int64_t batch, const float* dense, const float* emb, float* probs) override;
+  void set_dropout_key(const DropoutKey& key) override { dropout_key_ = key; }
 
  private:
   CrossDense(const DenseModelSpec& spec, int64_t max_batch);
   void InitParams(uint64_t seed);
-  // Runs the model up to the logits (top_.output()).
-  void Forward(int64_t batch, const float* dense, const float* emb);
+  // Runs the model up to the logits (top_.output()); with `dropout`
+  // (training) the MLPs drop by its masks.
+  void Forward(int64_t batch, const float* dense, const float* emb, const DropoutKey* dropout);
   std::span<const float> Part(int64_t offset, int64_t count) const {
     return std::span<const float>(params_).subspan(offset, count);
   }
@@ -82,6 +84,7 @@ class CrossDense : public DenseModel {
   Mlp bottom_;
   std::optional<CrossNetwork> cross_;  // dcn_v2 only
   Mlp top_;
+  DropoutKey dropout_key_;
   int64_t cross_offset_ = 0;
   int64_t top_offset_ = 0;
 

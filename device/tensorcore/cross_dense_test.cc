@@ -26,17 +26,22 @@ DenseModelSpec Spec(Interaction interaction, int rank = 3) {
 }
 
 // The model written out from cross_dense.h's description, in double, one
-// sample at a time, reading the parameters by the documented layout.
+// sample at a time, reading the parameters by the documented layout. With
+// `dropout`, hidden unit o of MLP layer l of sample b is kept by
+// DropoutKeeps(*dropout, base + l, b, o, rate) (spec.dropout's rates; base 0
+// for the bottom MLP, kTopMlpDropoutLayer for the top), scaled by 1 / (1 - rate).
 std::vector<double> NaiveLogits(const DenseModelSpec& spec, std::span<const float> p,
                                 int64_t batch, const std::vector<float>& dense,
-                                const std::vector<float>& emb) {
+                                const std::vector<float>& emb,
+                                const DropoutKey* dropout = nullptr) {
   const DlrmShape& s = spec.shape;
   int emb_width = 0;
   for (int dim : s.feature_dims) emb_width += dim;
   std::vector<double> logits;
   for (int64_t b = 0; b < batch; ++b) {
     int64_t k = 0;  // cursor into p
-    auto mlp = [&](std::vector<double> x, const std::vector<int>& widths, bool relu_last) {
+    auto mlp = [&](std::vector<double> x, const std::vector<int>& widths, bool relu_last,
+                   float rate, int base) {
       int in = static_cast<int>(x.size());
       for (size_t l = 0; l < widths.size(); ++l) {
         const int out = widths[l];
@@ -45,6 +50,11 @@ std::vector<double> NaiveLogits(const DenseModelSpec& spec, std::span<const floa
           double sum = p[k + int64_t{in} * out + o];
           for (int i = 0; i < in; ++i) sum += x[i] * p[k + i * out + o];
           y[o] = l + 1 < widths.size() || relu_last ? std::max(sum, 0.0) : sum;
+          if (dropout != nullptr && l + 1 < widths.size()) {
+            y[o] = DropoutKeeps(*dropout, base + static_cast<int>(l), b, o, rate)
+                       ? y[o] / (1.0 - static_cast<double>(rate))
+                       : 0.0;
+          }
         }
         k += int64_t{in} * out + out;
         in = out;
@@ -55,7 +65,7 @@ std::vector<double> NaiveLogits(const DenseModelSpec& spec, std::span<const floa
     std::vector<double> x0 =
         mlp(std::vector<double>(dense.begin() + b * s.num_dense,
                                 dense.begin() + (b + 1) * s.num_dense),
-            s.bottom, true);
+            s.bottom, true, spec.dropout.bottom, 0);
     x0.insert(x0.end(), emb.begin() + b * emb_width, emb.begin() + (b + 1) * emb_width);
     const int w = static_cast<int>(x0.size());
     std::vector<double> x = x0;
@@ -83,16 +93,16 @@ std::vector<double> NaiveLogits(const DenseModelSpec& spec, std::span<const floa
         k += w;
       }
     }
-    logits.push_back(mlp(x, s.top, false)[0]);
+    logits.push_back(mlp(x, s.top, false, spec.dropout.top, kTopMlpDropoutLayer)[0]);
   }
   return logits;
 }
 
 double NaiveLoss(const DenseModelSpec& spec, std::span<const float> p, int64_t batch,
                  const std::vector<float>& dense, const std::vector<float>& emb,
-                 const std::vector<float>& labels) {
+                 const std::vector<float>& labels, const DropoutKey* dropout = nullptr) {
   double loss = 0;
-  const std::vector<double> logits = NaiveLogits(spec, p, batch, dense, emb);
+  const std::vector<double> logits = NaiveLogits(spec, p, batch, dense, emb, dropout);
   for (int64_t i = 0; i < batch; ++i) {
     const double x = logits[i];
     loss += std::max(x, 0.0) - x * labels[i] + std::log1p(std::exp(-std::abs(x)));
@@ -175,6 +185,36 @@ TEST_P(CrossDenseTest, GradientsMatchFiniteDifferencesOfTheNaiveModel) {
   auto f = [&] { return scale * NaiveLoss(spec(), params, batch, in.dense, in.emb, in.labels); };
   ExpectGradientMatches(params, grads, f, "params");
   ExpectGradientMatches(in.emb, d_emb, f, "emb");
+}
+
+// Dropout in both MLPs: the gradients are those of the naive model with the
+// key's masks, and Predict is the naive model without any.
+TEST_P(CrossDenseTest, DropoutMatchesFiniteDifferencesOfTheMaskedModel) {
+  const int64_t batch = 4;
+  DenseModelSpec s = spec();
+  s.shape.bottom = {6, 5, 4};  // two dropped bottom layers
+  s.dropout = {.bottom = 0.3f, .top = 0.5f};
+  const DropoutKey key{.seed = 2, .step = 11, .first_sample = 64};
+  auto model = std::move(CrossDense::Create(s, batch, 5).value());
+  const std::vector<float> noise = RandomVector(model->num_params(), 8, -0.2f, 0.2f);
+  for (int64_t k = 0; k < model->num_params(); ++k) model->params()[k] += noise[k];
+  Inputs in = MakeInputs(s, batch, 9);
+  std::vector<float> d_emb(in.emb.size());
+  model->set_dropout_key(key);
+  const double loss = model->ForwardBackward(batch, in.dense.data(), in.emb.data(),
+                                             in.labels.data(), 1.0f, d_emb.data());
+  EXPECT_NEAR(loss, NaiveLoss(s, model->params(), batch, in.dense, in.emb, in.labels, &key), 1e-4);
+  EXPECT_GT(std::abs(loss - NaiveLoss(s, model->params(), batch, in.dense, in.emb, in.labels)),
+            1e-4);  // the masks changed the model
+  std::vector<float> grads(model->grads().begin(), model->grads().end());
+  std::vector<float> params(model->params().begin(), model->params().end());
+  auto f = [&] { return NaiveLoss(s, params, batch, in.dense, in.emb, in.labels, &key); };
+  ExpectGradientMatches(params, grads, f, "params");
+  ExpectGradientMatches(in.emb, d_emb, f, "emb");
+  std::vector<float> probs(batch);
+  model->Predict(batch, in.dense.data(), in.emb.data(), probs.data());
+  const std::vector<double> logits = NaiveLogits(s, model->params(), batch, in.dense, in.emb);
+  for (int i = 0; i < batch; ++i) EXPECT_NEAR(probs[i], 1 / (1 + std::exp(-logits[i])), 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Interactions, CrossDenseTest,

@@ -54,6 +54,12 @@ absl::Status ValidateDenseModelSpec(const DenseModelSpec& spec) {
           shape.feature_dims[f]));
     }
   }
+  for (float p : {spec.dropout.bottom, spec.dropout.top}) {
+    if (!(p >= 0.0f && p < 1.0f)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("a dropout probability is %g; it must be in [0, 1).", p));
+    }
+  }
   if (spec.interaction == Interaction::kDcnV2 &&
       (spec.cross_layers <= 0 || spec.cross_low_rank < 0)) {
     return absl::InvalidArgumentError(
@@ -80,6 +86,7 @@ DenseModelSpec DenseModelSpecFromConfig(const config::RunConfig& config) {
   } else if (m.has_concat()) {
     spec.interaction = Interaction::kConcat;
   }
+  spec.dropout = {.bottom = m.bottom_mlp_dropout(), .top = m.top_mlp_dropout()};
   return spec;
 }
 
@@ -101,7 +108,7 @@ std::string DescribeInteraction(const DenseModelSpec& spec) {
 absl::StatusOr<std::unique_ptr<DenseModel>> CreateDenseModel(const DenseModelSpec& spec,
                                                              int64_t max_batch, uint64_t seed) {
   if (spec.interaction == Interaction::kDot) {
-    auto model = DlrmDense::Create(spec.shape, max_batch, seed);
+    auto model = DlrmDense::Create(spec.shape, max_batch, seed, spec.dropout);
     if (!model.ok()) return model.status();
     return std::unique_ptr<DenseModel>(std::move(*model));
   }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "device/tensorcore/dropout.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::device {
@@ -49,6 +50,8 @@ struct DenseModelSpec {
   // kDcnV2: cross layers (> 0) and the rank of each (>= 0; 0 = full rank).
   int cross_layers = 3;
   int cross_low_rank = 512;
+  // Dropout after the hidden layers of the bottom and top MLP in training.
+  DropoutRates dropout;
 };
 
 // The model a validated config describes (model.*, the tables' dims in
@@ -90,8 +93,13 @@ class DenseModel {
   virtual double ForwardBackward(int64_t batch, const float* dense, const float* emb,
                                  const float* labels, float loss_scale, float* d_emb) = 0;
 
+  // The dropout masks of the ForwardBackward calls that follow (dropout.h):
+  // the run's seed, the training step and the global-batch position of row
+  // 0. Until set the key is {0, 0, 0}. Without dropout it has no effect.
+  virtual void set_dropout_key(const DropoutKey& key) = 0;
+
   // Forward only: probs [batch] = sigmoid(logit) for the same inputs as
-  // ForwardBackward. Leaves params() and grads() untouched.
+  // ForwardBackward, never with dropout. Leaves params() and grads() untouched.
   virtual void Predict(int64_t batch, const float* dense, const float* emb, float* probs) = 0;
 };
 

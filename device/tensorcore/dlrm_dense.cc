@@ -16,16 +16,19 @@ namespace {
 using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
 using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
 
-MlpShape BottomShape(const DlrmShape& shape) {
-  MlpShape mlp{.widths = {shape.num_dense}, .relu_last = true};
+MlpShape BottomShape(const DlrmShape& shape, float dropout) {
+  MlpShape mlp{.widths = {shape.num_dense}, .relu_last = true, .dropout = dropout};
   mlp.widths.insert(mlp.widths.end(), shape.bottom.begin(), shape.bottom.end());
   return mlp;
 }
 
-MlpShape TopShape(const DlrmShape& shape) {
+MlpShape TopShape(const DlrmShape& shape, float dropout) {
   const DotInteraction interaction(
       static_cast<int>(shape.feature_dims.size()) + 1, shape.bottom.back());
-  MlpShape mlp{.widths = {interaction.output_width()}, .relu_last = false};
+  MlpShape mlp{.widths = {interaction.output_width()},
+               .relu_last = false,
+               .dropout = dropout,
+               .dropout_layer = kTopMlpDropoutLayer};
   mlp.widths.insert(mlp.widths.end(), shape.top.begin(), shape.top.end());
   return mlp;
 }
@@ -33,26 +36,27 @@ MlpShape TopShape(const DlrmShape& shape) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DlrmDense>> DlrmDense::Create(
-    const DlrmShape& shape, int64_t max_batch, uint64_t seed) {
+    const DlrmShape& shape, int64_t max_batch, uint64_t seed, DropoutRates dropout) {
   DenseModelSpec spec;
   spec.shape = shape;
+  spec.dropout = dropout;
   if (absl::Status s = ValidateDenseModelSpec(spec); !s.ok()) return s;
   if (max_batch < 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("max_batch is %d; it must be >= 0.", max_batch));
   }
-  std::unique_ptr<DlrmDense> model(new DlrmDense(shape, max_batch));
+  std::unique_ptr<DlrmDense> model(new DlrmDense(shape, max_batch, dropout));
   model->InitParams(seed);
   return model;
 }
 
-DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch)
+DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dropout)
     : shape_(shape),
       max_batch_(max_batch),
-      bottom_(BottomShape(shape), max_batch),
+      bottom_(BottomShape(shape, dropout.bottom), max_batch),
       interaction_(static_cast<int>(shape.feature_dims.size()) + 1,
                    shape.bottom.back()),
-      top_(TopShape(shape), max_batch) {
+      top_(TopShape(shape, dropout.top), max_batch) {
   const int d = interaction_dim();
   int64_t offset = bottom_.num_params();
   for (int dim : shape.feature_dims) {
@@ -106,14 +110,15 @@ std::span<const float> DlrmDense::top_params() const {
                                                  top_.num_params());
 }
 
-void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb) {
+void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
+                        const DropoutKey* dropout) {
   CHECK_GE(batch, 0);
   CHECK_LE(batch, max_batch_);
   const int d = interaction_dim();
   const Eigen::OuterStride<> z_stride(interaction_.input_width());
   const Eigen::OuterStride<> emb_stride(embedding_width_);
 
-  bottom_.Forward(bottom_params(), batch, dense, nullptr);
+  bottom_.Forward(bottom_params(), batch, dense, nullptr, dropout);
   StridedMap(z_.data(), batch, d, z_stride) =
       ConstMatrixMap(bottom_.output(), batch, d);
   for (size_t f = 0; f < features_.size(); ++f) {
@@ -128,7 +133,7 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb) {
     }
   }
   interaction_.Forward(batch, z_.data(), x_.data());
-  top_.Forward(top_params(), batch, x_.data(), nullptr);
+  top_.Forward(top_params(), batch, x_.data(), nullptr, dropout);
 }
 
 void DlrmDense::BackwardFeatures(int64_t batch, const float* emb,
@@ -155,7 +160,7 @@ void DlrmDense::BackwardFeatures(int64_t batch, const float* emb,
 double DlrmDense::ForwardBackward(int64_t batch, const float* dense,
                                   const float* emb, const float* labels,
                                   float loss_scale, float* d_emb) {
-  Forward(batch, dense, emb);
+  Forward(batch, dense, emb, &dropout_key_);
   const float* logits = top_.output();
   double loss = 0.0;
   for (int64_t i = 0; i < batch; ++i) {
@@ -180,7 +185,7 @@ double DlrmDense::ForwardBackward(int64_t batch, const float* dense,
 
 void DlrmDense::Predict(int64_t batch, const float* dense, const float* emb,
                         float* probs) {
-  Forward(batch, dense, emb);
+  Forward(batch, dense, emb, /*dropout=*/nullptr);
   const float* logits = top_.output();
   for (int64_t i = 0; i < batch; ++i) {
     probs[i] = static_cast<float>(Sigmoid(logits[i]));

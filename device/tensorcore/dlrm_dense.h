@@ -52,8 +52,9 @@ class DlrmDense : public DenseModel {
   // bottom, top, feature_dims) and max_batch >= 0 (InvalidArgument), then
   // allocates every buffer for up to max_batch samples and initialises the
   // parameters as a pure function of (shape, seed), identical on every rank.
+  // `dropout`: the MLPs' dropout in ForwardBackward (dense_model.h).
   static absl::StatusOr<std::unique_ptr<DlrmDense>> Create(
-      const DlrmShape& shape, int64_t max_batch, uint64_t seed);
+      const DlrmShape& shape, int64_t max_batch, uint64_t seed, DropoutRates dropout = {});
 
   DlrmDense(const DlrmDense&) = delete;
   DlrmDense& operator=(const DlrmDense&) = delete;
@@ -96,6 +97,7 @@ class DlrmDense : public DenseModel {
   // untouched. Allocates like ForwardBackward.
   void Predict(int64_t batch, const float* dense, const float* emb,
                float* probs) override;
+  void set_dropout_key(const DropoutKey& key) override { dropout_key_ = key; }
 
  private:
   struct Feature {
@@ -104,11 +106,12 @@ class DlrmDense : public DenseModel {
     int64_t proj_offset = -1;  // P_f in params(); -1: used as is (dim == d).
   };
 
-  DlrmDense(const DlrmShape& shape, int64_t max_batch);
+  DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dropout);
 
   void InitParams(uint64_t seed);
   // Runs the model up to the logits (top_.output()); keeps what backward needs.
-  void Forward(int64_t batch, const float* dense, const float* emb);
+  // With `dropout` (training), the MLPs drop by its masks.
+  void Forward(int64_t batch, const float* dense, const float* emb, const DropoutKey* dropout);
   // Gradients of the embeddings and projections from dz_ (interaction input).
   void BackwardFeatures(int64_t batch, const float* emb, float* d_emb);
 
@@ -122,6 +125,7 @@ class DlrmDense : public DenseModel {
   Mlp bottom_;
   DotInteraction interaction_;
   Mlp top_;
+  DropoutKey dropout_key_;
   int64_t bottom_offset_ = 0;  // Offsets of the MLPs in params_.
   int64_t top_offset_ = 0;
 

@@ -194,6 +194,62 @@ TEST_P(DlrmDenseGradientTest, MatchesFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Seeds, DlrmDenseGradientTest,
                          ::testing::Range(1u, 21u));
 
+// Dropout in both MLPs: ForwardBackward's loss and gradients are those of the
+// naive model with the key's masks; Predict is the naive model without any.
+TEST_P(DlrmDenseGradientTest, DropoutMatchesFiniteDifferencesOfTheMaskedModel) {
+  const uint32_t seed = GetParam();
+  const int64_t batch_size = 5;
+  const DropoutRates rates{.bottom = 0.3f, .top = 0.4f};
+  const DropoutKey key{.seed = seed, .step = 9, .first_sample = 40};
+  auto created = DlrmDense::Create(SmallShape(), 8, seed, rates);
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<DlrmDense> model = std::move(*created);
+  const std::vector<float> noise = RandomVector(model->num_params(), seed + 1, -0.1f, 0.1f);
+  for (int64_t k = 0; k < model->num_params(); ++k) model->params()[k] += noise[k];
+  Batch batch = MakeBatch(*model, batch_size, seed + 2);
+  auto loss_of = [&](const DropoutKey* dropout) {
+    const std::vector<double> logits = NaiveLogits(model->shape(), model->params(), batch_size,
+                                                   batch.dense, batch.emb, dropout, rates);
+    double sum = 0.0;
+    for (int64_t i = 0; i < batch_size; ++i) {
+      const double x = logits[i];
+      sum += std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x))) - batch.labels[i] * x;
+    }
+    return sum;
+  };
+  model->set_dropout_key(key);
+  std::vector<float> d_emb(batch.emb.size());
+  const double loss = model->ForwardBackward(batch_size, batch.dense.data(), batch.emb.data(),
+                                             batch.labels.data(), 1.0f, d_emb.data());
+  EXPECT_NEAR(loss, loss_of(&key), 1e-4);
+  const std::vector<float> grads(model->grads().begin(), model->grads().end());
+  ExpectGradientMatches(model->params(), grads, [&] { return loss_of(&key); }, "params");
+  ExpectGradientMatches(batch.emb, d_emb, [&] { return loss_of(&key); }, "d_emb");
+
+  std::vector<float> probs(batch_size);
+  model->Predict(batch_size, batch.dense.data(), batch.emb.data(), probs.data());
+  const std::vector<double> logits =
+      NaiveLogits(model->shape(), model->params(), batch_size, batch.dense, batch.emb);
+  for (int64_t i = 0; i < batch_size; ++i) {
+    EXPECT_NEAR(probs[i], 1.0 / (1.0 + std::exp(-logits[i])), 1e-5) << i;
+  }
+}
+
+// Rates of 0 train the model without dropout bit for bit, whatever the key.
+TEST(DlrmDenseTest, ZeroDropoutIsThePlainModel) {
+  auto plain = MakeModel(SmallShape(), 4, 3);
+  auto zero = std::move(DlrmDense::Create(SmallShape(), 4, 3, DropoutRates{}).value());
+  zero->set_dropout_key({.seed = 3, .step = 2, .first_sample = 8});
+  const Batch batch = MakeBatch(*plain, 4, 4);
+  std::vector<float> d_plain(batch.emb.size()), d_zero(batch.emb.size());
+  EXPECT_EQ(plain->ForwardBackward(4, batch.dense.data(), batch.emb.data(), batch.labels.data(),
+                                   0.25f, d_plain.data()),
+            zero->ForwardBackward(4, batch.dense.data(), batch.emb.data(), batch.labels.data(),
+                                  0.25f, d_zero.data()));
+  EXPECT_EQ(d_plain, d_zero);
+  EXPECT_TRUE(std::equal(plain->grads().begin(), plain->grads().end(), zero->grads().begin()));
+}
+
 TEST(DlrmDenseTest, LossScaleScalesGradientsOnly) {
   std::unique_ptr<DlrmDense> model = MakeModel(SmallShape(), 8, 3);
   ASSERT_NE(model, nullptr);

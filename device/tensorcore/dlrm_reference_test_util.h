@@ -17,14 +17,20 @@
 namespace lemrt::device::test_util {
 
 // The model written out from the header's description, in double, reading the
-// parameters by the documented layout. Returns the logits.
+// parameters by the documented layout. Returns the logits. With `dropout`, a
+// hidden unit o of MLP layer l of sample b is kept by DropoutKeeps(*dropout,
+// base + l, b, o, rate) (base 0 for the bottom MLP, kTopMlpDropoutLayer for
+// the top) and scaled by 1 / (1 - rate).
 inline std::vector<double> NaiveLogits(const DlrmShape& shape,
                                        std::span<const float> p, int64_t batch,
                                        const std::vector<float>& dense,
-                                       const std::vector<float>& emb) {
+                                       const std::vector<float>& emb,
+                                       const DropoutKey* dropout = nullptr,
+                                       DropoutRates rates = {}) {
   int64_t k = 0;  // Cursor into p, advanced as the layout is walked.
+  int64_t b = 0;  // The sample.
   auto mlp = [&](std::vector<double> x, const std::vector<int>& widths,
-                 bool relu_last) {
+                 bool relu_last, float rate, int base) {
     int in = static_cast<int>(x.size());
     for (size_t l = 0; l < widths.size(); ++l) {
       const int out = widths[l];
@@ -34,6 +40,11 @@ inline std::vector<double> NaiveLogits(const DlrmShape& shape,
         for (int i = 0; i < in; ++i) sum += x[i] * p[k + i * out + o];
         const bool relu = l + 1 < widths.size() || relu_last;
         y[o] = relu ? std::max(sum, 0.0) : sum;
+        if (dropout != nullptr && l + 1 < widths.size()) {
+          y[o] = DropoutKeeps(*dropout, base + static_cast<int>(l), b, o, rate)
+                     ? y[o] / (1.0 - static_cast<double>(rate))
+                     : 0.0;
+        }
       }
       k += int64_t{in} * out + out;
       in = out;
@@ -46,13 +57,13 @@ inline std::vector<double> NaiveLogits(const DlrmShape& shape,
   const int emb_width =
       std::accumulate(shape.feature_dims.begin(), shape.feature_dims.end(), 0);
   std::vector<double> logits;
-  for (int64_t b = 0; b < batch; ++b) {
+  for (b = 0; b < batch; ++b) {
     k = 0;
     std::vector<std::vector<double>> z;
     z.push_back(
         mlp(std::vector<double>(dense.begin() + b * shape.num_dense,
                                 dense.begin() + (b + 1) * shape.num_dense),
-            shape.bottom, /*relu_last=*/true));
+            shape.bottom, /*relu_last=*/true, rates.bottom, 0));
     int offset = 0;
     for (int f = 0; f < num_features; ++f) {
       const int dim = shape.feature_dims[f];
@@ -74,7 +85,7 @@ inline std::vector<double> NaiveLogits(const DlrmShape& shape,
             std::inner_product(z[i].begin(), z[i].end(), z[j].begin(), 0.0));
       }
     }
-    logits.push_back(mlp(x, shape.top, /*relu_last=*/false)[0]);
+    logits.push_back(mlp(x, shape.top, /*relu_last=*/false, rates.top, kTopMlpDropoutLayer)[0]);
     EXPECT_EQ(k, static_cast<int64_t>(p.size())) << "layout not fully walked";
   }
   return logits;

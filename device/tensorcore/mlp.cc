@@ -32,6 +32,24 @@ void ReluBackward(const float* __restrict y, const float* __restrict dy,
   }
 }
 
+// As ReluBackward through inverted dropout after the ReLU: y holds the
+// dropped and scaled output, so y > 0 exactly where the unit was kept and
+// active, and dz = dy * scale there.
+void DroppedReluBackward(const float* __restrict y, const float* __restrict dy,
+                         float* __restrict dz, int64_t size, float scale) {
+  int64_t i = 0;
+  for (; i + 16 <= size; i += 16) {
+    for (int j = 0; j < 16; ++j) {
+      const float g = dy[i + j] * scale;
+      dz[i + j] = y[i + j] > 0.0f ? g : 0.0f;
+    }
+  }
+  for (; i < size; ++i) {
+    const float g = dy[i] * scale;
+    dz[i] = y[i] > 0.0f ? g : 0.0f;
+  }
+}
+
 }  // namespace
 
 int64_t Mlp::NumParams(std::span<const int> widths) {
@@ -43,8 +61,12 @@ int64_t Mlp::NumParams(std::span<const int> widths) {
 }
 
 Mlp::Mlp(MlpShape shape, int64_t max_batch)
-    : relu_last_(shape.relu_last), max_batch_(max_batch) {
+    : relu_last_(shape.relu_last),
+      dropout_(shape.dropout),
+      dropout_layer_(shape.dropout_layer),
+      max_batch_(max_batch) {
   CHECK_GE(shape.widths.size(), 2u) << "an Mlp needs at least one layer";
+  CHECK(shape.dropout >= 0.0f && shape.dropout < 1.0f) << "dropout must be in [0, 1)";
   CHECK_GE(max_batch, 0);
   for (int w : shape.widths) CHECK_GT(w, 0) << "Mlp widths must be positive";
   int64_t offset = 0;
@@ -65,10 +87,11 @@ Mlp::Mlp(MlpShape shape, int64_t max_batch)
 }
 
 void Mlp::Forward(std::span<const float> params, int64_t batch, const float* in,
-                  float* out) {
+                  float* out, const DropoutKey* dropout) {
   CHECK_EQ(static_cast<int64_t>(params.size()), num_params_);
   CHECK_GE(batch, 0);
   CHECK_LE(batch, max_batch_);
+  dropped_ = dropout != nullptr && dropout_ > 0.0f;
   const float* x = in;
   for (int l = 0; l < num_layers(); ++l) {
     const Layer& layer = layers_[l];
@@ -81,6 +104,9 @@ void Mlp::Forward(std::span<const float> params, int64_t batch, const float* in,
       y = (y.rowwise() + b).cwiseMax(0.0f);
     } else {
       y.rowwise() += b;
+    }
+    if (dropped_ && HasDropout(l)) {
+      ApplyDropout(*dropout, dropout_layer_ + l, dropout_, batch, layer.out, acts_[l].data());
     }
     x = acts_[l].data();
   }
@@ -108,8 +134,12 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
     int dz_buf = dy_buf;
     if (HasRelu(l)) {
       dz_buf = dy_buf == 0 ? 1 : 0;
-      ReluBackward(acts_[l].data(), dy, delta_[dz_buf].data(),
-                   batch * layer.out);
+      if (dropped_ && HasDropout(l)) {
+        DroppedReluBackward(acts_[l].data(), dy, delta_[dz_buf].data(), batch * layer.out,
+                            1.0f / (1.0f - dropout_));
+      } else {
+        ReluBackward(acts_[l].data(), dy, delta_[dz_buf].data(), batch * layer.out);
+      }
       dz = delta_[dz_buf].data();
     }
     ConstMatrixMap dzm(dz, batch, layer.out);

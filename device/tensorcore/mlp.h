@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "device/tensorcore/dropout.h"
+
 namespace lemrt::device {
 
 // Shape of an Mlp.
@@ -19,6 +21,12 @@ struct MlpShape {
   std::vector<int> widths;
   // Whether layer L (the last) is followed by a ReLU; layers 1..L-1 always are.
   bool relu_last = true;
+  // Dropout probability after the ReLU of layers 1..L-1 (not after layer L)
+  // in a Forward given a DropoutKey, [0, 1); 0 = none (dropout.h).
+  float dropout = 0.0f;
+  // The dropout key's layer of layer 1 (layer l has dropout_layer + l - 1),
+  // so that two Mlps of one model draw different masks.
+  int dropout_layer = 0;
 };
 
 // Parameter layout inside the span given to Forward/Backward (floats, packed,
@@ -59,17 +67,19 @@ class Mlp {
   // Computes the output for `batch` rows of `in` ([batch x in_width],
   // row-major) and keeps the activations for Backward. The output stays
   // readable through output() until the next Forward; it is also copied to
-  // `out` ([batch x out_width]) unless `out` is null.
+  // `out` ([batch x out_width]) unless `out` is null. With `dropout` (training)
+  // and shape.dropout > 0, the hidden layers' outputs are dropped by the masks
+  // of that key (dropout.h); without (evaluation) none is.
   // Preconditions: 0 <= batch <= max_batch, params.size() == num_params().
   void Forward(std::span<const float> params, int64_t batch, const float* in,
-               float* out);
+               float* out, const DropoutKey* dropout = nullptr);
 
   // Output of the last Forward: [batch x out_width], row-major.
   const float* output() const { return acts_.back().data(); }
 
   // Back-propagates d_out = dLoss/d output ([batch x out_width]) through the
   // last Forward, which must have had the same params, batch and `in` (still
-  // unchanged). Overwrites (does not accumulate) all of `grads`
+  // unchanged), and through its dropout masks. Overwrites (does not accumulate) all of `grads`
   // (grads.size() == num_params()) with dLoss/d params, and writes
   // d_in = dLoss/d in ([batch x in_width]) unless `d_in` is null.
   void Backward(std::span<const float> params, int64_t batch, const float* in,
@@ -77,9 +87,13 @@ class Mlp {
 
  private:
   bool HasRelu(int l) const { return l + 1 < num_layers() || relu_last_; }
+  bool HasDropout(int l) const { return l + 1 < num_layers() && dropout_ > 0.0f; }
 
   std::vector<Layer> layers_;
   bool relu_last_;
+  float dropout_;
+  int dropout_layer_;
+  bool dropped_ = false;  // whether the last Forward applied dropout
   int64_t max_batch_;
   int64_t num_params_;
   // acts_[l]: post-activation output of layer l, [max_batch x out_l].

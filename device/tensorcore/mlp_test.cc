@@ -1,6 +1,7 @@
 #include "device/tensorcore/mlp.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -14,11 +15,15 @@ namespace {
 using test_util::ExpectGradientMatches;
 using test_util::RandomVector;
 
-// Plain triple-loop forward in double, following the layout in mlp.h.
+// Plain triple-loop forward in double, following the layout in mlp.h; with
+// `dropout`, hidden layer l's unit o of row b is kept by DropoutKeeps(*dropout,
+// dropout_layer + l, b, o, p) and scaled by 1 / (1 - p).
 std::vector<double> ReferenceForward(const Mlp& mlp, bool relu_last,
                                      const std::vector<float>& params,
                                      int64_t batch,
-                                     const std::vector<float>& in) {
+                                     const std::vector<float>& in,
+                                     const DropoutKey* dropout = nullptr, float p = 0.0f,
+                                     int dropout_layer = 0) {
   std::vector<double> x(in.begin(), in.end());
   for (int l = 0; l < mlp.num_layers(); ++l) {
     const Mlp::Layer& layer = mlp.layer(l);
@@ -32,6 +37,11 @@ std::vector<double> ReferenceForward(const Mlp& mlp, bool relu_last,
         }
         const bool relu = l + 1 < mlp.num_layers() || relu_last;
         y[b * layer.out + o] = relu ? std::max(sum, 0.0) : sum;
+        if (dropout != nullptr && l + 1 < mlp.num_layers()) {
+          y[b * layer.out + o] = DropoutKeeps(*dropout, dropout_layer + l, b, o, p)
+                                     ? y[b * layer.out + o] / (1.0 - static_cast<double>(p))
+                                     : 0.0;
+        }
       }
     }
     x = std::move(y);
@@ -119,6 +129,53 @@ TEST(MlpZeroMaxBatchTest, Works) {
   mlp.Forward(params, 0, nullptr, nullptr);
   mlp.Backward(params, 0, nullptr, nullptr, grads, nullptr);
   for (float g : grads) EXPECT_EQ(g, 0.0f);
+}
+
+// Dropout in training: the forward equals the reference with the same masks,
+// and the gradients are its derivatives (the masks are fixed by the key).
+TEST_P(MlpTest, DropoutMatchesMaskedReferenceAndItsGradients) {
+  const bool relu_last = GetParam();
+  const int64_t batch = 7;
+  const float p = 0.4f;
+  const int dropout_layer = 10;
+  const DropoutKey key{.seed = 5, .step = 17, .first_sample = 300};
+  Mlp mlp(MlpShape{.widths = {4, 9, 8, 3}, .relu_last = relu_last, .dropout = p,
+                   .dropout_layer = dropout_layer},
+          8);
+  std::vector<float> params = RandomVector(mlp.num_params(), 13);
+  std::vector<float> in = RandomVector(batch * 4, 14, -2.0f, 2.0f);
+  const std::vector<float> c = RandomVector(batch * 3, 15);
+  std::vector<float> out(batch * 3);
+  mlp.Forward(params, batch, in.data(), out.data(), &key);
+  const std::vector<double> want =
+      ReferenceForward(mlp, relu_last, params, batch, in, &key, p, dropout_layer);
+  const std::vector<double> plain = ReferenceForward(mlp, relu_last, params, batch, in);
+  double changed = 0.0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_NEAR(out[i], want[i], 1e-5) << i;
+    changed += std::abs(want[i] - plain[i]);
+  }
+  EXPECT_GT(changed, 1e-3);  // the masks did drop units
+  auto loss = [&] {
+    const std::vector<double> o =
+        ReferenceForward(mlp, relu_last, params, batch, in, &key, p, dropout_layer);
+    double sum = 0.0;
+    for (int64_t i = 0; i < batch * 3; ++i) sum += c[i] * o[i];
+    return sum;
+  };
+  std::vector<float> grads(mlp.num_params());
+  std::vector<float> d_in(batch * 4);
+  mlp.Backward(params, batch, in.data(), c.data(), grads, d_in.data());
+  ExpectGradientMatches(params, grads, loss, "params");
+  ExpectGradientMatches(in, d_in, loss, "d_in");
+
+  // Without a key (evaluation) the same Mlp computes the plain model, bit for
+  // bit what an Mlp without dropout computes.
+  Mlp no_dropout(MlpShape{.widths = {4, 9, 8, 3}, .relu_last = relu_last}, 8);
+  std::vector<float> eval(batch * 3), eval_plain(batch * 3);
+  mlp.Forward(params, batch, in.data(), eval.data());
+  no_dropout.Forward(params, batch, in.data(), eval_plain.data(), &key);
+  EXPECT_EQ(eval, eval_plain);
 }
 
 INSTANTIATE_TEST_SUITE_P(ReluLast, MlpTest, ::testing::Bool());
