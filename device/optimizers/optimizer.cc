@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "device/optimizers/adam.h"
+#include "device/optimizers/decayed_step.h"
 #include "device/optimizers/elementwise.h"
 #include "device/optimizers/ftrl.h"
 #include "device/optimizers/rowwise_adagrad.h"
@@ -12,24 +13,9 @@
 namespace lemrt::device {
 namespace {
 
-// The element loops, with restrict parameters so that they vectorise
+// The Adagrad element loop, with restrict parameters so that it vectorises
 // (elementwise.h); one instance per weight-decay kind, so that kNone is the
-// plain update bit for bit.
-template <WeightDecay kDecay>
-__attribute__((noinline)) void SgdLoop(float* __restrict w, const float* __restrict g, size_t n,
-                                        float lr, float wd) {
-  const float decay = lr * wd;
-  ForEachElement(n, [=](size_t i) {
-    if constexpr (kDecay == WeightDecay::kNone) {
-      w[i] -= lr * g[i];
-    } else if constexpr (kDecay == WeightDecay::kL2) {
-      w[i] -= lr * (g[i] + wd * w[i]);
-    } else {
-      w[i] = w[i] - decay * w[i] - lr * g[i];
-    }
-  });
-}
-
+// plain update bit for bit. SGD's step is DecayedStep.
 template <WeightDecay kDecay>
 __attribute__((noinline)) void AdagradLoop(float* __restrict w, float* __restrict a,
                                             const float* __restrict g, size_t n, float lr,
@@ -54,11 +40,14 @@ void SgdOptimizer::Apply(std::span<float> params, std::span<float>, std::span<co
   const float wd = weight_decay();
   switch (weight_decay_kind()) {
     case WeightDecay::kNone:
-      return SgdLoop<WeightDecay::kNone>(params.data(), grad.data(), params.size(), lr, wd);
+      return DecayedStep<WeightDecay::kNone>(params.data(), grad.data(), params.size(), lr,
+                                             lr * wd, wd);
     case WeightDecay::kL2:
-      return SgdLoop<WeightDecay::kL2>(params.data(), grad.data(), params.size(), lr, wd);
+      return DecayedStep<WeightDecay::kL2>(params.data(), grad.data(), params.size(), lr,
+                                             lr * wd, wd);
     case WeightDecay::kDecoupled:
-      return SgdLoop<WeightDecay::kDecoupled>(params.data(), grad.data(), params.size(), lr, wd);
+      return DecayedStep<WeightDecay::kDecoupled>(params.data(), grad.data(), params.size(), lr,
+                                             lr * wd, wd);
   }
 }
 

@@ -3,14 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device/optimizers/decayed_step.h"
 #include "device/optimizers/elementwise.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
 namespace {
 
-// The sum of squares and the update, each a loop with restrict parameters
-// so that both vectorise (elementwise.h).
+// The sum of squares, a loop with restrict parameters so that it
+// vectorises (elementwise.h); the update is DecayedStep.
 template <WeightDecay kDecay>
 __attribute__((noinline)) float SumOfSquares(const float* __restrict w,
                                               const float* __restrict g, size_t n, float wd) {
@@ -32,26 +33,12 @@ __attribute__((noinline)) float SumOfSquares(const float* __restrict w,
 }
 
 template <WeightDecay kDecay>
-__attribute__((noinline)) void RowwiseStep(float* __restrict w, const float* __restrict g,
-                                            size_t n, float multiplier, float decay, float wd) {
-  ForEachElement(n, [=](size_t i) {
-    if constexpr (kDecay == WeightDecay::kNone) {
-      w[i] -= multiplier * g[i];
-    } else if constexpr (kDecay == WeightDecay::kL2) {
-      w[i] -= multiplier * (g[i] + wd * w[i]);
-    } else {
-      w[i] = w[i] - decay * w[i] - multiplier * g[i];
-    }
-  });
-}
-
-template <WeightDecay kDecay>
 void RowwiseAdagradRow(float* w, float* a, const float* g, size_t n, float lr, float epsilon,
                        float wd) {
   if (n == 0) return;
   *a += SumOfSquares<kDecay>(w, g, n, wd) / static_cast<float>(n);
   const float multiplier = lr / (std::sqrt(*a) + epsilon);
-  RowwiseStep<kDecay>(w, g, n, multiplier, lr * wd, wd);
+  DecayedStep<kDecay>(w, g, n, multiplier, lr * wd, wd);
 }
 
 }  // namespace
