@@ -132,14 +132,8 @@ void CrossDense::Forward(int64_t batch, const float* dense, const float* emb,
 double CrossDense::ForwardBackward(int64_t batch, const float* dense, const float* emb,
                                    const float* labels, float loss_scale, float* d_emb) {
   Forward(batch, dense, emb, &dropout_key_);
-  const float* logits = top_.output();
-  double loss = 0.0;
-  for (int64_t i = 0; i < batch; ++i) {
-    const double x = logits[i];
-    const double y = labels[i];
-    loss += BinaryCrossEntropyWithLogit(x, y);
-    d_logits_[i] = static_cast<float>(loss_scale * (Sigmoid(x) - y));
-  }
+  const double loss = LogisticLossAndGradient(batch, top_.output(), labels, loss_scale,
+                                                d_logits_.data());
   std::span<float> grads(grads_);
   const float* top_in = cross_.has_value() ? cross_->output() : x0_.data();
   top_.Backward(Part(top_offset_, top_.num_params()), batch, top_in, d_logits_.data(),

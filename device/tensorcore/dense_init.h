@@ -39,6 +39,21 @@ inline double BinaryCrossEntropyWithLogit(double x, double y) {
   return std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::abs(x)));
 }
 
+// The models' loss head: returns sum_i BCE(sigmoid(logits[i]), labels[i]) over
+// `batch` samples and writes d_logits[i] = loss_scale * (sigmoid(x_i) - y_i),
+// the gradient of loss_scale times that sum.
+inline double LogisticLossAndGradient(int64_t batch, const float* logits, const float* labels,
+                                      float loss_scale, float* d_logits) {
+  double loss = 0.0;
+  for (int64_t i = 0; i < batch; ++i) {
+    const double x = logits[i];
+    const double y = labels[i];
+    loss += BinaryCrossEntropyWithLogit(x, y);
+    d_logits[i] = static_cast<float>(loss_scale * (Sigmoid(x) - y));
+  }
+  return loss;
+}
+
 }  // namespace lemrt::device
 
 #endif  // LEMRT_DEVICE_TENSORCORE_DENSE_INIT_H_

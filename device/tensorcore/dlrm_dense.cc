@@ -161,14 +161,8 @@ double DlrmDense::ForwardBackward(int64_t batch, const float* dense,
                                   const float* emb, const float* labels,
                                   float loss_scale, float* d_emb) {
   Forward(batch, dense, emb, &dropout_key_);
-  const float* logits = top_.output();
-  double loss = 0.0;
-  for (int64_t i = 0; i < batch; ++i) {
-    const double x = logits[i];
-    const double y = labels[i];
-    loss += BinaryCrossEntropyWithLogit(x, y);
-    d_logits_[i] = static_cast<float>(loss_scale * (Sigmoid(x) - y));
-  }
+  const double loss = LogisticLossAndGradient(batch, top_.output(), labels, loss_scale,
+                                                d_logits_.data());
   std::span<float> grads(grads_);
   top_.Backward(top_params(), batch, x_.data(), d_logits_.data(),
                 grads.subspan(top_offset_, top_.num_params()), dx_.data());
