@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device/optimizers/decayed_step.h"
 #include "device/optimizers/elementwise.h"
 #include "glog/logging.h"
 
@@ -51,15 +52,9 @@ void AdamOptimizer::Apply(std::span<float> params, std::span<float> slots,
   float* v = slots.data() + n;
   const float* g = grad.data();
   const float wd = weight_decay();
-  switch (weight_decay_kind()) {
-    case WeightDecay::kNone:
-      return AdamLoop<WeightDecay::kNone>(w, m, v, g, n, lr, beta1_, beta2_, c1, c2, epsilon_, wd);
-    case WeightDecay::kL2:
-      return AdamLoop<WeightDecay::kL2>(w, m, v, g, n, lr, beta1_, beta2_, c1, c2, epsilon_, wd);
-    case WeightDecay::kDecoupled:
-      return AdamLoop<WeightDecay::kDecoupled>(w, m, v, g, n, lr, beta1_, beta2_, c1, c2, epsilon_,
-                                               wd);
-  }
+  WithWeightDecay(weight_decay_kind(), [&](auto k) {
+    AdamLoop<decltype(k)::value>(w, m, v, g, n, lr, beta1_, beta2_, c1, c2, epsilon_, wd);
+  });
 }
 
 }  // namespace lemrt::device

@@ -11,11 +11,27 @@
 #define LEMRT_DEVICE_OPTIMIZERS_DECAYED_STEP_H_
 
 #include <cstddef>
+#include <type_traits>
 
 #include "device/optimizers/elementwise.h"
 #include "device/optimizers/optimizer.h"
 
 namespace lemrt::device {
+
+// Calls body(std::integral_constant<WeightDecay, kind>{}), so that an
+// optimizer picks its loop instance for a run-time kind in one line:
+//   WithWeightDecay(kind, [&](auto k) { Loop<decltype(k)::value>(...); });
+template <typename Body>
+void WithWeightDecay(WeightDecay kind, Body&& body) {
+  switch (kind) {
+    case WeightDecay::kNone:
+      return body(std::integral_constant<WeightDecay, WeightDecay::kNone>{});
+    case WeightDecay::kL2:
+      return body(std::integral_constant<WeightDecay, WeightDecay::kL2>{});
+    case WeightDecay::kDecoupled:
+      return body(std::integral_constant<WeightDecay, WeightDecay::kDecoupled>{});
+  }
+}
 
 template <WeightDecay kDecay>
 __attribute__((noinline)) void DecayedStep(float* __restrict w, const float* __restrict g,

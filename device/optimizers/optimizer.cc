@@ -38,17 +38,9 @@ void SgdOptimizer::Apply(std::span<float> params, std::span<float>, std::span<co
                          int64_t, float lr) const {
   DCHECK_EQ(params.size(), grad.size());
   const float wd = weight_decay();
-  switch (weight_decay_kind()) {
-    case WeightDecay::kNone:
-      return DecayedStep<WeightDecay::kNone>(params.data(), grad.data(), params.size(), lr,
-                                             lr * wd, wd);
-    case WeightDecay::kL2:
-      return DecayedStep<WeightDecay::kL2>(params.data(), grad.data(), params.size(), lr,
-                                             lr * wd, wd);
-    case WeightDecay::kDecoupled:
-      return DecayedStep<WeightDecay::kDecoupled>(params.data(), grad.data(), params.size(), lr,
-                                             lr * wd, wd);
-  }
+  WithWeightDecay(weight_decay_kind(), [&](auto k) {
+    DecayedStep<decltype(k)::value>(params.data(), grad.data(), params.size(), lr, lr * wd, wd);
+  });
 }
 
 void AdagradOptimizer::InitSlots(std::span<float> slots) const {
@@ -64,14 +56,9 @@ void AdagradOptimizer::Apply(std::span<float> params, std::span<float> slots,
   const float* g = grad.data();
   const size_t n = params.size();
   const float wd = weight_decay();
-  switch (weight_decay_kind()) {
-    case WeightDecay::kNone:
-      return AdagradLoop<WeightDecay::kNone>(w, a, g, n, lr, epsilon_, wd);
-    case WeightDecay::kL2:
-      return AdagradLoop<WeightDecay::kL2>(w, a, g, n, lr, epsilon_, wd);
-    case WeightDecay::kDecoupled:
-      return AdagradLoop<WeightDecay::kDecoupled>(w, a, g, n, lr, epsilon_, wd);
-  }
+  WithWeightDecay(weight_decay_kind(), [&](auto k) {
+    AdagradLoop<decltype(k)::value>(w, a, g, n, lr, epsilon_, wd);
+  });
 }
 
 std::unique_ptr<Optimizer> CreateOptimizer(const config::OptimizerConfig& config,

@@ -56,14 +56,9 @@ void RowwiseAdagradOptimizer::Apply(std::span<float> params, std::span<float> sl
   const float* g = grad.data();
   const size_t n = params.size();
   const float wd = weight_decay();
-  switch (weight_decay_kind()) {
-    case WeightDecay::kNone:
-      return RowwiseAdagradRow<WeightDecay::kNone>(w, a, g, n, lr, epsilon_, wd);
-    case WeightDecay::kL2:
-      return RowwiseAdagradRow<WeightDecay::kL2>(w, a, g, n, lr, epsilon_, wd);
-    case WeightDecay::kDecoupled:
-      return RowwiseAdagradRow<WeightDecay::kDecoupled>(w, a, g, n, lr, epsilon_, wd);
-  }
+  WithWeightDecay(weight_decay_kind(), [&](auto k) {
+    RowwiseAdagradRow<decltype(k)::value>(w, a, g, n, lr, epsilon_, wd);
+  });
 }
 
 }  // namespace lemrt::device
