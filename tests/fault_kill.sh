@@ -31,8 +31,10 @@ kill_one() {
   ranks=$(pgrep -P "$mpirun_pid" -x lemrt_train | sort -n | tr '\n' ' ')
   victim=$(echo "$ranks" | awk -v k=$((index + 1)) '{print $k}')
   if ! grep -q "step 20/" "$work/out" || [ "$(echo $ranks | wc -w)" -ne "$np" ] || [ -z "$victim" ]; then
-    echo "FAIL $name: the job did not reach step 20 with $np ranks (ranks: $ranks)"
-    tail -n 20 "$work/out"; kill "$job" 2>/dev/null; wait "$job"
+    kill "$job" 2>/dev/null; wait "$job"
+    echo "FAIL $name: the job did not reach step 20 with $np ranks (ranks: $ranks; job rc $?," \
+      "$(wc -c < "$work/out") bytes of output)"
+    tail -n 20 "$work/out"
     failed=$((failed + 1)); return
   fi
   local start=$SECONDS
