@@ -250,6 +250,7 @@ class WorkloadSource : public DataSource {
   }
   absl::Status EvalBatch(int64_t, Batch* batch) override { return TrainBatch(0, batch); }
   int64_t num_eval_chunks() const override { return 0; }
+  int64_t num_eval_samples() const override { return 0; }
   bool has_teacher() const override { return false; }
 
  private:

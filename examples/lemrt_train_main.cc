@@ -149,8 +149,16 @@ absl::Status DryRun(const lemrt::config::RunConfig& config, Communicator& comm) 
 absl::StatusOr<lemrt::config::RunConfig> LoadRunConfig(int world_size) {
   if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
   LEMRT_ASSIGN_OR_RETURN(const std::string observability, ObservabilityOverride());
-  return lemrt::config::LoadConfig(
-      FLAGS_config, FLAGS_override + CheckpointOverride() + observability, world_size);
+  LEMRT_ASSIGN_OR_RETURN(lemrt::config::RunConfig config,
+                         lemrt::config::LoadConfig(
+                             FLAGS_config, FLAGS_override + CheckpointOverride() + observability,
+                             world_size));
+  if (!config.data().schema().label().required()) {
+    return absl::InvalidArgumentError(
+        "data.schema.label.required: false is for scoring with lemrt_predict; training needs "
+        "the labels");
+  }
+  return config;
 }
 
 // The flags that choose which collectives run must be set alike on every

@@ -1,44 +1,80 @@
-// lemrt's binary Criteo format: the parsed TSV lines as fixed-size records,
-// so readers map the file and find sample i at a computed offset (no
-// parsing, no line scanning). Written once by lemrt_convert
-// (binary_writer.h); read by BinaryReader (binary_reader.h). Immutable.
+// lemrt's binary format, version 2 (docs/data.md "Binary files"): the rows
+// of any source, parsed once by lemrt_convert (host/binary_writer.h) into
+// fixed-layout records in checksummed blocks, read back by memory-mapping
+// (host/binary_file.h, host/binary_parser.h). Little-endian throughout.
 //
-//   header, 64 bytes:  char magic[8] = "LEMRTBN1" | uint32 version = 1 |
-//                      uint32 record_bytes = 164 | int64 num_records |
-//                      40 zero bytes
-//   record i at offset 64 + 164 i, little-endian:
-//     float label | float dense[13] (log(1 + max(x, 0)), missing = 0) |
-//     uint32 category[26] (the hex value; 0 when missing) |
-//     uint32 category_present (bit c: column c non-empty)
+//   header, 64 bytes:
+//      0 char magic[8] = "LEMRTBN2"    8 uint32 version = 2
+//     12 uint32 header_crc (CRC-32C of the 64 bytes with this field 0)
+//     16 int64 num_records            24 int64 num_blocks
+//     32 int64 columns_offset         40 int64 columns_bytes
+//     48 int64 index_offset           56 uint32 records_per_block (R)
+//     60 uint32 meta_crc (CRC-32C of the columns and the index)
+//   blocks from byte 64: block k holds records [k R, min((k + 1) R, N)):
+//     uint32 record_end[n] (end of each record, from the end of this array) |
+//     the n records
+//   columns: the stored columns as a text-format config.InputSchema (label
+//     name; dense inputs with their transform, already applied; sparse
+//     inputs with key, type and weights_key when weighted)
+//   index, per block: int64 offset | int64 bytes | uint32 crc32c | uint32 n
 //
-// A record holds exactly what ParseCriteoLine produces (a CriteoLine), so
-// batches from the binary file equal those from the TSV it came from.
+//   record: float label | float dense[D] | per sparse column:
+//           uint32 n | uint64 key[n] (host/value_key.h) | float weight[n]
+//           (weighted columns only)
+//
+// Keys are stored before any mapping, so tables may be resized, rehashed or
+// given vocabularies without converting again. Immutable constants and
+// stateless functions; thread-safe.
 #ifndef LEMRT_HOST_BINARY_FORMAT_H_
 #define LEMRT_HOST_BINARY_FORMAT_H_
 
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 
-#include "host/criteo_reader.h"
+#include "absl/status/statusor.h"
+#include "proto/config.pb.h"
 
 namespace lemrt::host {
 
-inline constexpr char kBinaryMagic[8] = {'L', 'E', 'M', 'R', 'T', 'B', 'N', '1'};
-inline constexpr uint32_t kBinaryVersion = 1;
+inline constexpr char kBinaryMagic[8] = {'L', 'E', 'M', 'R', 'T', 'B', 'N', '2'};
+inline constexpr char kBinaryMagicV1[8] = {'L', 'E', 'M', 'R', 'T', 'B', 'N', '1'};
+inline constexpr uint32_t kBinaryVersion = 2;
 inline constexpr int64_t kBinaryHeaderBytes = 64;
-inline constexpr int64_t kBinaryRecordBytes =
-    4 * (1 + CriteoLine::kNumIntegers + CriteoLine::kNumCategories + 1);
-static_assert(kBinaryRecordBytes == 164);
+inline constexpr int64_t kBinaryIndexEntryBytes = 24;
+inline constexpr uint32_t kBinaryRecordsPerBlock = 1024;
 
-// The 64-byte header of a file of `num_records` records.
-std::string EncodeBinaryHeader(int64_t num_records);
+struct BinaryHeader {
+  int64_t num_records = 0;
+  int64_t num_blocks = 0;
+  int64_t columns_offset = 0;
+  int64_t columns_bytes = 0;
+  int64_t index_offset = 0;
+  uint32_t records_per_block = kBinaryRecordsPerBlock;
+  uint32_t meta_crc = 0;
+};
 
-// Writes `line` as one record into `out` (kBinaryRecordBytes bytes).
-void EncodeBinaryRecord(const CriteoLine& line, char* out);
+struct BinaryBlock {
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  uint32_t crc = 0;
+  uint32_t records = 0;
+};
 
-// Reads one record (kBinaryRecordBytes bytes at `in`) into `line`.
-void DecodeBinaryRecord(const char* in, CriteoLine* line);
+// The 64 header bytes (with their CRC).
+std::string EncodeBinaryHeader(const BinaryHeader& header);
+// Parses 64 bytes; InvalidArgument with a sentence for a wrong magic (a
+// version 1 file is told to reconvert), version or header checksum.
+absl::StatusOr<BinaryHeader> DecodeBinaryHeader(std::string_view bytes);
+
+void EncodeBinaryBlock(const BinaryBlock& block, char* out);  // 24 bytes
+BinaryBlock DecodeBinaryBlock(const char* in);
+
+template <typename T>
+inline void AppendPod(std::string* out, const T& value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
 
 }  // namespace lemrt::host
 

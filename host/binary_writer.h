@@ -1,6 +1,8 @@
-// Converts a Criteo TSV file into lemrt's binary format (binary_format.h):
-// one sequential pass with large buffered reads and writes, to a temporary
-// name renamed at the end. Thread-compatible.
+// Converts one split of any configured file source into lemrt's binary
+// format (host/binary_format.h): one sequential pass through the source's
+// reader and the common row checks (host/batch_filler.h), records grouped in
+// checksummed blocks, written to OUT.tmp, fsynced and renamed over OUT.
+// Thread-compatible.
 #ifndef LEMRT_HOST_BINARY_WRITER_H_
 #define LEMRT_HOST_BINARY_WRITER_H_
 
@@ -8,22 +10,26 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "host/source_registry.h"
+#include "proto/config.pb.h"
 
 namespace lemrt::host {
 
 struct ConvertStats {
-  int64_t records = 0;        // Valid lines written.
-  int64_t skipped_lines = 0;  // Malformed lines left out (not strict).
+  int64_t records = 0;        // rows written
+  int64_t skipped_lines = 0;  // malformed rows left out (strict off)
+  int64_t bytes = 0;          // of the output file
 };
 
-// Reads `tsv_path` line by line with ParseCriteoLine and writes every valid
-// line as a record to `out_path`. Malformed lines are skipped with a
-// rate-limited warning naming file:line, or (strict) are InvalidArgument
-// "path:line: ...". Errors: NotFound / PermissionDenied naming an unreadable
-// input, Internal naming an unwritable output; InvalidArgument when no line
-// is valid.
-absl::StatusOr<ConvertStats> ConvertCriteoTsvToBinary(const std::string& tsv_path,
-                                                      const std::string& out_path, bool strict);
+// Writes every valid row of `split` of `config`'s data source (text,
+// criteo, tfrecord or binary) to `out_path`, in file order. Malformed rows
+// are skipped with a rate-limited warning naming file:line, or (the
+// source's strict) are InvalidArgument "path:line: ...". Errors:
+// InvalidArgument when `out_path` is one of the inputs, when the split has
+// no files or no valid row, or for a source without files (synthetic);
+// the readers' errors; Internal naming an unwritable output.
+absl::StatusOr<ConvertStats> ConvertToBinary(const config::RunConfig& config, Split split,
+                                             const std::string& out_path);
 
 }  // namespace lemrt::host
 

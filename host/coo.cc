@@ -16,6 +16,7 @@ namespace {
 using coo_internal::Destination;
 using coo_internal::LineBuffer;
 using coo_internal::PackedCodec;
+using coo_internal::WeightedCodec;
 using coo_internal::WideCodec;
 
 // Bitmap budget of one builder's partition counting over all tables.
@@ -34,7 +35,8 @@ int64_t Wrap(int64_t id, int64_t vocab) {
 // within a group in the sample's order, so an insertion pass moves only the
 // few records of a group that came after larger ones; a record that would
 // move past kInsertionSortMax others has its whole group sorted by std::sort
-// instead (long samples over few SparseCores).
+// instead (long samples over few SparseCores). Weighted records sort stably
+// (equal keys keep their input order: their weights' sum has one order).
 template <class Codec>
 void SortSegment(const Codec& codec, typename Codec::Record* r, int64_t n) {
   for (int64_t i = 1; i < n; ++i) {
@@ -51,7 +53,11 @@ void SortSegment(const Codec& codec, typename Codec::Record* r, int64_t n) {
     int64_t begin = i, end = i + 1;
     while (begin > 0 && codec.Group(r[begin - 1]) == group) --begin;
     while (end < n && codec.Group(r[end]) == group) ++end;
-    std::sort(r + begin, r + end, Codec::Less);
+    if constexpr (coo_internal::kWeighted<Codec>) {
+      std::stable_sort(r + begin, r + end, Codec::Less);
+    } else {
+      std::sort(r + begin, r + end, Codec::Less);
+    }
     i = end - 1;
   }
 }
@@ -132,7 +138,20 @@ absl::Status CooBuilder::BuildWith(const Div& div, const Batch& batch, Partition
   if (!st.ok()) return st;
   const int64_t per_sc = batch.num_samples / options_.local_sparse_cores;
   row_bits_ = BitWidth(per_sc - 1);
-  if (col_bits_ + feature_bits_ + row_bits_ <= 64) {
+  const bool packed = col_bits_ + feature_bits_ + row_bits_ <= 64;
+  st = ComputeWeightNorms(batch);
+  if (!st.ok()) return st;
+  if (weighted_) {
+    if (packed) {
+      const WeightedCodec<PackedCodec> codec{PackedCodec{col_bits_}};
+      Scatter(div, codec, batch);
+      Expand(div, codec, batch, out);
+    } else {
+      const WeightedCodec<WideCodec> codec{WideCodec{}};
+      Scatter(div, codec, batch);
+      Expand(div, codec, batch, out);
+    }
+  } else if (packed) {
     const PackedCodec codec{col_bits_};
     Scatter(div, codec, batch);
     Expand(div, codec, batch, out);
@@ -140,6 +159,44 @@ absl::Status CooBuilder::BuildWith(const Div& div, const Batch& batch, Partition
     const WideCodec codec;
     Scatter(div, codec, batch);
     Expand(div, codec, batch, out);
+  }
+  return absl::OkStatus();
+}
+
+// Whether this batch has weighted features (then the staging records carry
+// weights) and, per weighted MEAN or SQRTN feature and sample, the
+// combiner's norm over the sample's weights, summed in input order.
+absl::Status CooBuilder::ComputeWeightNorms(const Batch& batch) {
+  weighted_ = false;
+  norms_.clear();
+  norm_begin_.assign(codes_.size(), -1);
+  feature_weighted_.assign(codes_.size(), 0);
+  const int features = std::min(static_cast<int>(codes_.size()),
+                                static_cast<int>(batch.weights.size()));
+  for (int f = 0; f < features; ++f) {
+    const std::vector<float>& weights = batch.weights[f];
+    if (weights.empty()) continue;
+    if (weights.size() != batch.ids[f].size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "feature %d ('%s') of the local batch has %d weights for %d ids", f,
+          options_.features[f].name, weights.size(), batch.ids[f].size()));
+    }
+    weighted_ = true;
+    feature_weighted_[f] = 1;
+    const config::TableConfig::Combiner combiner = codes_[f].combiner;
+    if (combiner == config::TableConfig::SUM) continue;
+    norm_begin_[f] = static_cast<int64_t>(norms_.size());
+    const int64_t* const offsets = batch.offsets[f].data();
+    for (int64_t row = 0; row < batch.num_samples; ++row) {
+      double total = 0, squares = 0;
+      for (int64_t i = offsets[row]; i < offsets[row + 1]; ++i) {
+        total += weights[i];
+        squares += static_cast<double>(weights[i]) * weights[i];
+      }
+      norms_.push_back(combiner == config::TableConfig::MEAN
+                           ? (total != 0 ? 1.0 / total : 0.0)
+                           : (squares > 0 ? 1.0 / std::sqrt(squares) : 0.0));
+    }
   }
   return absl::OkStatus();
 }
@@ -279,6 +336,10 @@ template <class Div, class Codec>
         const FeatureCode code = codes_[f];
         const int64_t* const offsets = batch.offsets[f].data();
         const int64_t* const ids = batch.ids[f].data();
+        [[maybe_unused]] const float* const weights =
+            f < static_cast<int>(batch.weights.size()) && !batch.weights[f].empty()
+                ? batch.weights[f].data()
+                : nullptr;
         const uint64_t feature_group = static_cast<uint64_t>(f) << row_bits;
         for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
           const uint64_t group = feature_group | static_cast<uint64_t>(row - s * per_sc);
@@ -287,7 +348,12 @@ template <class Div, class Codec>
             const int64_t col = kWrap ? Wrap(ids[i], code.vocab_size) : ids[i];
             const int d = Destination(div, col, code.sc_shift);
             const int64_t c = cursor[d];
-            lines[d].records[c & (kPerLine - 1)] = codec.Make(group, col);
+            if constexpr (coo_internal::kWeighted<Codec>) {
+              lines[d].records[c & (kPerLine - 1)] =
+                  codec.Make(group, col, weights != nullptr ? weights[i] : 1.0f);
+            } else {
+              lines[d].records[c & (kPerLine - 1)] = codec.Make(group, col);
+            }
             cursor[d] = c + 1;
             if (((c + 1) & (kPerLine - 1)) == 0) {
               coo_internal::StreamLine(staging + (c + 1 - kPerLine), &lines[d]);
@@ -311,15 +377,17 @@ template <class Div, class Codec>
 
 // The entries of one feature's run [begin, end) of a sorted segment: runs of
 // equal records (one id's duplicates in a sample) become one entry, written
-// from `out`; with kCount, each entry's bit in the table's bitmap (col / N)
-// is set and the ones not set before are counted into *unique. Returns the
-// entries written.
-template <bool kSum, bool kCount, class Div, class Codec>
+// from `out`, gain = count x the combiner's weight; with kWeights (a weighted
+// feature) gain = the duplicates' weights summed in input order x norms[row]
+// (SUM: x 1, norms unused). With kCount, each entry's bit in the table's
+// bitmap (col / N) is set and the ones not set before are counted into
+// *unique. Returns the entries written.
+template <bool kSum, bool kCount, bool kWeights, class Div, class Codec>
 int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Record* r,
                   int64_t begin, int64_t end, int f, int32_t table,
                   config::TableConfig::Combiner combiner, int row_bits, int64_t row_base,
-                  const int64_t* sample_offsets, uint64_t* bitmap, int32_t* unique,
-                  CooEntry* out) {
+                  const int64_t* sample_offsets, const double* norms, uint64_t* bitmap,
+                  int32_t* unique, CooEntry* out) {
   const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
   CooEntry* o = out;
   int32_t fresh = 0;
@@ -331,7 +399,11 @@ int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Reco
     const int64_t col = codec.Col(rec);
     const double count = static_cast<double>(j - i);
     float gain;
-    if constexpr (kSum) {
+    if constexpr (kWeights) {
+      double sum = 0;
+      for (int64_t k = i; k < j; ++k) sum += Codec::Weight(r[k]);
+      gain = static_cast<float>(kSum ? sum : sum * norms[row]);
+    } else if constexpr (kSum) {
       gain = static_cast<float>(count);
     } else {
       const double n = static_cast<double>(sample_offsets[row + 1] - sample_offsets[row]);
@@ -404,17 +476,28 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
       int32_t unique = 0;
       const bool sum = code.combiner == config::TableConfig::SUM;
       const int64_t* const offsets = batch.offsets[run.feature].data();
-      auto expand = [&](auto sum_tag, auto count_tag) {
-        return ExpandRun<decltype(sum_tag)::value, decltype(count_tag)::value>(
+      const double* const norms =
+          norm_begin_[run.feature] >= 0 ? norms_.data() + norm_begin_[run.feature] : nullptr;
+      auto expand = [&](auto sum_tag, auto count_tag, auto weights_tag) {
+        return ExpandRun<decltype(sum_tag)::value, decltype(count_tag)::value,
+                         decltype(weights_tag)::value>(
             div, codec, r, run.begin, run.end, run.feature, code.table, code.combiner, row_bits,
-            s * per_sc, offsets, bitmap, &unique, entries + w);
+            s * per_sc, offsets, norms, bitmap, &unique, entries + w);
       };
-      const int64_t written =
-          counts != nullptr
-              ? (sum ? expand(std::true_type(), std::true_type())
-                     : expand(std::false_type(), std::true_type()))
-              : (sum ? expand(std::true_type(), std::false_type())
-                     : expand(std::false_type(), std::false_type()));
+      auto dispatch = [&](auto weights_tag) {
+        return counts != nullptr
+                   ? (sum ? expand(std::true_type(), std::true_type(), weights_tag)
+                          : expand(std::false_type(), std::true_type(), weights_tag))
+                   : (sum ? expand(std::true_type(), std::false_type(), weights_tag)
+                          : expand(std::false_type(), std::false_type(), weights_tag));
+      };
+      int64_t written;
+      if constexpr (coo_internal::kWeighted<Codec>) {
+        written = feature_weighted_[run.feature] ? dispatch(std::true_type())
+                                                 : dispatch(std::false_type());
+      } else {
+        written = dispatch(std::false_type());
+      }
       w += written;
       if (counts != nullptr) {
         PartitionCount& c = counts[(int64_t{code.table} * S + s) * N + d];

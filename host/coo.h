@@ -4,7 +4,8 @@
 //   Batch (CSR ids per feature)
 //     -> split samples over the chip's S SparseCores (contiguous row ranges)
 //     -> per sample and feature: merge duplicate ids (gain = count x
-//        combiner weight)
+//        combiner weight; with per-id weights, their sum x the combiner's
+//        norm over the sample's weights)
 //     -> destination SparseCore = (col + sc_shift of the feature's table) % N
 //        (N = SparseCores of all chips; sc_shift = the table's rotation in
 //        its stack, host/stacking.h; 0 without stacking)
@@ -16,10 +17,13 @@
 // (2) Scatter every id, as a record (feature, row, col) packed in 8 bytes
 // where the bits allow, to its segment of a staging buffer laid out by those
 // counts, in (feature, row) order, through one cache-line buffer per
-// destination written out with non-temporal stores. (3) Per segment, in
-// output order: sort each (feature, sample) group's records (a sample's ids
-// spread over the N segments, so a group holds a few), merge duplicates, and
-// write the entries; optionally count each partition's ids and distinct ids
+// destination written out with non-temporal stores; a batch with weighted
+// features uses records twice as wide that carry the weight (1 for the
+// unweighted features), so unweighted batches keep the narrow ones.
+// (3) Per segment, in output order: sort each (feature, sample) group's
+// records (a sample's ids spread over the N segments, so a group holds a
+// few), merge duplicates (summing their weights), and write the entries;
+// optionally count each partition's ids and distinct ids
 // for the minibatch split (host/minibatch.h) while the segment is in cache.
 //
 // CooBuilder is thread-compatible; it keeps scratch buffers between calls so
@@ -130,11 +134,15 @@ class CooBuilder {
   explicit CooBuilder(CooOptions options);
 
   // Fills `out` from `batch`. batch.num_samples must be divisible by
-  // local_sparse_cores. Errors (InvalidArgument): with id_bound_check, an id
-  // outside its table
-  // (naming table, feature, sample and the id), or a sample with more ids
-  // after dedup over all features than max_ids_per_chip_per_sample (observed
-  // vs limit).
+  // local_sparse_cores. A feature with weights (Batch::weights) gets gain =
+  // (sum of the weights of an id's duplicates in the sample, in input order)
+  // x norm, norm = 1 (SUM), 1 / sum of the sample's weights (MEAN),
+  // 1 / sqrt(sum of their squares) (SQRTN), or 0 when that sum is 0; all-one
+  // weights give the unweighted gains bit for bit. Errors (InvalidArgument):
+  // with id_bound_check, an id outside its table (naming table, feature,
+  // sample and the id); a sample with more ids after dedup over all features
+  // than max_ids_per_chip_per_sample (observed vs limit); a feature whose
+  // weights are not one per id.
   absl::Status Build(const Batch& batch, PartitionedCoo* out);
 
  private:
@@ -153,6 +161,7 @@ class CooBuilder {
   template <class Div>
   absl::Status CountSegments(const Div& div, const Batch& batch);
   absl::Status CheckSampleIds(const Batch& batch);
+  absl::Status ComputeWeightNorms(const Batch& batch);
   template <class Div, class Codec>
   void Scatter(const Div& div, const Codec& codec, const Batch& batch);
   template <class Div, class Codec>
@@ -182,6 +191,14 @@ class CooBuilder {
   std::vector<FeatureRun> runs_;     // of one segment
   std::vector<uint64_t> bitmaps_;    // count_partitions_: per table, ceil(vocab / N) bits
   std::vector<int64_t> bitmap_word_;  // first word of each table's bitmap
+  // This batch's weights (ComputeWeightNorms): whether any feature has them
+  // (then the records are WeightedCodec's), which do, and per weighted MEAN
+  // or SQRTN feature its samples' norms at norms_[norm_begin_[f] + row]
+  // (norm_begin_[f] -1 otherwise).
+  bool weighted_ = false;
+  std::vector<char> feature_weighted_;
+  std::vector<int64_t> norm_begin_;
+  std::vector<double> norms_;
 };
 
 }  // namespace lemrt::host

@@ -64,6 +64,7 @@ int Destination(const Div& div, int64_t col, int32_t sc_shift) {
 //   [ group (64 - col_bits bits) | col (col_bits = bit width of vocab - 1) ]
 // so records order as (group, col); used when the bits fit.
 // WideCodec: 16 bytes {col, group}, for everything else.
+// WeightedCodec<either> (below) adds a weight.
 struct PackedCodec {
   using Record = uint64_t;
   static constexpr int kPerLine = 8;  // records per 64-byte line
@@ -92,6 +93,37 @@ struct WideCodec {
   }
   static bool Equal(Record a, Record b) { return a.group == b.group && a.col == b.col; }
 };
+
+// A staging record of a build with weighted features: Base's record and the
+// id's weight (1 for a feature without weights). Ordered and compared by
+// Base's record alone; the sorts that order them are stable, so one id's
+// duplicates in a sample keep their input order (host/coo.cc sums their
+// weights in it). 16 bytes over PackedCodec, 32 over WideCodec.
+template <class Base>
+struct WeightedCodec {
+  struct Record {  // padded to divide a line, not over-aligned (std::stable_sort)
+    typename Base::Record key;
+    float weight;
+    uint32_t padding[sizeof(typename Base::Record) == 8 ? 1 : 3];
+  };
+  static_assert(sizeof(Record) == 16 || sizeof(Record) == 32);
+  static constexpr int kPerLine = 64 / static_cast<int>(sizeof(Record));
+  Base base;
+  Record Make(uint64_t group, int64_t col, float weight) const {
+    return {base.Make(group, col), weight, {}};
+  }
+  uint64_t Group(Record r) const { return base.Group(r.key); }
+  int64_t Col(Record r) const { return base.Col(r.key); }
+  static float Weight(Record r) { return r.weight; }
+  static bool Less(Record a, Record b) { return Base::Less(a.key, b.key); }
+  static bool Equal(Record a, Record b) { return Base::Equal(a.key, b.key); }
+};
+
+// Whether a codec's records carry weights.
+template <class Codec>
+inline constexpr bool kWeighted = false;
+template <class Base>
+inline constexpr bool kWeighted<WeightedCodec<Base>> = true;
 
 // Stores one 64-byte line at `dst` (64-byte aligned) without reading it into
 // the caches first (non-temporal: AVX-512, AVX or SSE2 stores by what the
@@ -128,6 +160,8 @@ struct alignas(64) LineBuffer {
   typename Codec::Record records[Codec::kPerLine];
 };
 static_assert(sizeof(LineBuffer<PackedCodec>) == 64 && sizeof(LineBuffer<WideCodec>) == 64);
+static_assert(sizeof(LineBuffer<WeightedCodec<PackedCodec>>) == 64 &&
+              sizeof(LineBuffer<WeightedCodec<WideCodec>>) == 64);
 
 // A growable 64-byte aligned buffer of trivially copyable T (contents are not
 // kept when it grows); from 2 MiB up 2 MiB aligned with transparent huge

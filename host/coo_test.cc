@@ -161,7 +161,10 @@ TEST(CooTest, MaxIdsPerChipPerSampleObservedVsLimit) {
 // (the sorted path), samples whose ids all share one destination in
 // descending order (the insertion path's worst case), hot ids, negative and
 // out-of-range ids (bound check off), features sharing a table, stacking
-// shifts, and N a power of two or not.
+// shifts, and N a power of two or not; each batch again with per-id weights
+// on some features (gains: per (feature, sample) the weights of an id summed
+// in input order x the combiner's norm over the sample's weights, also bit
+// for bit).
 struct Reference {
   std::vector<CooEntry> entries;
   std::vector<int64_t> segment_offsets;
@@ -180,21 +183,37 @@ Reference PlainReference(const Batch& batch, const CooOptions& o, int num_tables
     for (int f = 0; f < static_cast<int>(o.features.size()); ++f) {
       const FeatureSpec& spec = o.features[f];
       for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
-        std::map<int64_t, int64_t> count;
+        std::map<int64_t, double> count;  // the id's count, or its weights' sum
         const std::span<const int64_t> ids = batch.SampleIds(f, row);
-        for (int64_t id : ids) {
+        const std::span<const float> weights = batch.SampleWeights(f, row);
+        double total = 0, squares = 0;  // of the weights
+        for (size_t k = 0; k < ids.size(); ++k) {
+          int64_t id = ids[k];
           if (!o.id_bound_check) id = ((id % spec.vocab_size) + spec.vocab_size) % spec.vocab_size;
-          ++count[id];
+          if (weights.empty()) {
+            count[id] += 1;
+          } else {
+            count[id] += weights[k];
+            total += weights[k];
+            squares += static_cast<double>(weights[k]) * weights[k];
+          }
         }
         r.ids_total += static_cast<int64_t>(ids.size());
         const double n = static_cast<double>(ids.size());
+        double norm = 1.0;
+        if (weights.empty()) {
+          norm = spec.combiner == config::TableConfig::MEAN    ? 1.0 / n
+                 : spec.combiner == config::TableConfig::SQRTN ? 1.0 / std::sqrt(n)
+                                                               : 1.0;
+        } else if (spec.combiner == config::TableConfig::MEAN) {
+          norm = total != 0 ? 1.0 / total : 0.0;
+        } else if (spec.combiner == config::TableConfig::SQRTN) {
+          norm = squares > 0 ? 1.0 / std::sqrt(squares) : 0.0;
+        }
         for (const auto& [col, c] : count) {
-          const double norm = spec.combiner == config::TableConfig::MEAN    ? 1.0 / n
-                              : spec.combiner == config::TableConfig::SQRTN ? 1.0 / std::sqrt(n)
-                                                                            : 1.0;
           const int d = static_cast<int>((col % N + spec.sc_shift) % N);
-          segments[int64_t{d} * S + s].push_back({col, static_cast<int32_t>(row), f, spec.table,
-                                                 static_cast<float>(static_cast<double>(c) * norm)});
+          segments[int64_t{d} * S + s].push_back(
+              {col, static_cast<int32_t>(row), f, spec.table, static_cast<float>(c * norm)});
           const int64_t p = (int64_t{spec.table} * S + s) * N + d;
           ++r.counts[p].ids;
           distinct[p].insert(col);
@@ -285,33 +304,127 @@ TEST(CooTest, RandomBatchesMatchPlainReference) {
         batch.offsets[f][i + 1] = static_cast<int64_t>(batch.ids[f].size());
       }
     }
-    const Reference want = PlainReference(batch, o, o.num_tables);
+    // The same ids weighted: features 1, 2 and 4 (MEAN, SQRTN, MEAN; tables
+    // 1, 2, 1) get weights, feature 0 (SUM, table 0) about every other
+    // shape, feature 3 (SUM, table 0) never. A sample's weights are all 0,
+    // all 1, alternating +-0.5 (MEAN's sum 0) or random in [-2, 3).
+    Batch weighted = batch;
+    for (int f : {0, 1, 2, 4}) {
+      if (f == 0 && rng() % 2 == 0) continue;
+      std::vector<float>& w = weighted.weights[f];
+      for (int64_t i = 0; i < weighted.num_samples; ++i) {
+        const int kind = static_cast<int>(rng() % 6);
+        for (int64_t k = weighted.offsets[f][i]; k < weighted.offsets[f][i + 1]; ++k) {
+          w.push_back(kind == 0   ? 0.0f
+                      : kind == 1 ? 1.0f
+                      : kind == 2 ? (k % 2 ? 0.5f : -0.5f)
+                                  : std::uniform_real_distribution<float>(-2.0f, 3.0f)(rng));
+        }
+      }
+    }
+    // One builder for plain, weighted, plain again: its buffers serve both
+    // record widths.
     CooBuilder builder(o);
     PartitionedCoo coo;
-    for (int rep = 0; rep < 2; ++rep) {  // the second build reuses every buffer
-      ASSERT_TRUE(builder.Build(batch, &coo).ok());
-      const std::string where = absl::StrFormat("S %d N %d rep %d", S, N, rep);
-      EXPECT_EQ(coo.ids_total, want.ids_total) << where;
-      EXPECT_EQ(coo.ids_after_dedup, static_cast<int64_t>(want.entries.size())) << where;
-      EXPECT_EQ(coo.segment_offsets, want.segment_offsets) << where;
-      ASSERT_EQ(coo.entries.size(), want.entries.size()) << where;
-      for (size_t i = 0; i < want.entries.size(); ++i) {
-        ASSERT_EQ(Fields(coo.entries[i]), Fields(want.entries[i])) << where << " entry " << i;
-      }
-      // Counted only while every table's bitmap fits (not for vocabulary
-      // 1e8 over N <= 5); PlanLocal counts from the keys then.
-      if ((shape.big_vocab + N - 1) / N > CooBuilder::kMaxCountedRowsPerTable) {
-        EXPECT_TRUE(coo.table_partition_counts.empty()) << where;
-        continue;
-      }
-      ASSERT_EQ(coo.table_partition_counts.size(), want.counts.size()) << where;
-      for (size_t p = 0; p < want.counts.size(); ++p) {
-        EXPECT_EQ(coo.table_partition_counts[p].ids, want.counts[p].ids) << where << " p " << p;
-        EXPECT_EQ(coo.table_partition_counts[p].unique_ids, want.counts[p].unique_ids)
-            << where << " p " << p;
+    for (const Batch* input : {&batch, &weighted, &batch}) {
+      const bool has_weights = input == &weighted;
+      const Reference want = PlainReference(*input, o, o.num_tables);
+      for (int rep = 0; rep < 2; ++rep) {  // the second build reuses every buffer
+        ASSERT_TRUE(builder.Build(*input, &coo).ok());
+        const std::string where =
+            absl::StrFormat("S %d N %d rep %d%s", S, N, rep, has_weights ? " weighted" : "");
+        EXPECT_EQ(coo.ids_total, want.ids_total) << where;
+        EXPECT_EQ(coo.ids_after_dedup, static_cast<int64_t>(want.entries.size())) << where;
+        EXPECT_EQ(coo.segment_offsets, want.segment_offsets) << where;
+        ASSERT_EQ(coo.entries.size(), want.entries.size()) << where;
+        for (size_t i = 0; i < want.entries.size(); ++i) {
+          ASSERT_EQ(Fields(coo.entries[i]), Fields(want.entries[i])) << where << " entry " << i;
+        }
+        // Counted only while every table's bitmap fits (not for vocabulary
+        // 1e8 over N <= 5); PlanLocal counts from the keys then.
+        if ((shape.big_vocab + N - 1) / N > CooBuilder::kMaxCountedRowsPerTable) {
+          EXPECT_TRUE(coo.table_partition_counts.empty()) << where;
+          continue;
+        }
+        ASSERT_EQ(coo.table_partition_counts.size(), want.counts.size()) << where;
+        for (size_t p = 0; p < want.counts.size(); ++p) {
+          EXPECT_EQ(coo.table_partition_counts[p].ids, want.counts[p].ids) << where << " p " << p;
+          EXPECT_EQ(coo.table_partition_counts[p].unique_ids, want.counts[p].unique_ids)
+              << where << " p " << p;
+        }
       }
     }
   }
+}
+
+// Weighted ids (the COO values): each entry's gain against a plain map of
+// (sample, id) -> summed weight x the combiner's norm over the sample's
+// weights; weights of 1 give the unweighted gains bit for bit.
+TEST(CooTest, WeightedGainsMatchAPlainReference) {
+  const std::vector<std::vector<int64_t>> ids = {{5, 3, 5, 9}, {2}, {7, 7}, {}};
+  const std::vector<std::vector<float>> weights = {{0.5f, 2.0f, 1.5f, -1.0f}, {3.0f}, {0, 0}, {}};
+  for (const auto combiner :
+       {config::TableConfig::SUM, config::TableConfig::MEAN, config::TableConfig::SQRTN}) {
+    SCOPED_TRACE(config::TableConfig::Combiner_Name(combiner));
+    Batch batch = OneFeatureBatch(ids);
+    for (const auto& w : weights) batch.weights[0].insert(batch.weights[0].end(), w.begin(), w.end());
+    CooBuilder builder(Options(2, 3, combiner, 10));
+    PartitionedCoo coo;
+    ASSERT_TRUE(builder.Build(batch, &coo).ok());
+    std::map<std::pair<int, int64_t>, double> expected;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      double total = 0, squares = 0;
+      for (float w : weights[i]) total += w, squares += double(w) * w;
+      const double norm = combiner == config::TableConfig::MEAN    ? (total != 0 ? 1 / total : 0)
+                          : combiner == config::TableConfig::SQRTN ? (squares > 0 ? 1 / std::sqrt(squares) : 0)
+                                                                   : 1;
+      for (size_t k = 0; k < ids[i].size(); ++k) {
+        expected[{static_cast<int>(i), ids[i][k]}] += weights[i][k] * norm;
+      }
+    }
+    ASSERT_EQ(coo.entries.size(), expected.size());
+    for (const CooEntry& e : coo.entries) {
+      const auto it = expected.find({e.row, e.col});
+      ASSERT_NE(it, expected.end()) << e.row << " " << e.col;
+      EXPECT_NEAR(e.gain, it->second, 1e-6) << e.row << " " << e.col;
+    }
+    EXPECT_EQ(coo.ids_total, 7);
+  }
+  // All-one weights give exactly the unweighted gains.
+  Batch plain = OneFeatureBatch(ids);
+  Batch ones = OneFeatureBatch(ids);
+  ones.weights[0].assign(ones.ids[0].size(), 1.0f);
+  for (const auto combiner :
+       {config::TableConfig::SUM, config::TableConfig::MEAN, config::TableConfig::SQRTN}) {
+    PartitionedCoo a, b;
+    CooBuilder ba(Options(2, 3, combiner, 10)), bb(Options(2, 3, combiner, 10));
+    ASSERT_TRUE(ba.Build(plain, &a).ok());
+    ASSERT_TRUE(bb.Build(ones, &b).ok());
+    ASSERT_EQ(a.entries.size(), b.entries.size());
+    for (size_t i = 0; i < a.entries.size(); ++i) {
+      EXPECT_EQ(a.entries[i].col, b.entries[i].col);
+      EXPECT_EQ(a.entries[i].gain, b.entries[i].gain);
+    }
+    EXPECT_EQ(a.segment_offsets, b.segment_offsets);
+  }
+}
+
+TEST(CooTest, WeightedIdOutOfRangeIsAnError) {
+  Batch batch = OneFeatureBatch({{4, 12}});
+  batch.weights[0] = {1.0f, 1.0f};
+  CooBuilder builder(Options(1, 1, config::TableConfig::SUM, 10));
+  PartitionedCoo coo;
+  const absl::Status st = builder.Build(batch, &coo);
+  EXPECT_THAT(st.message(), HasSubstr("id 12"));
+}
+
+TEST(CooTest, WeightsNotOnePerIdAreAnError) {
+  Batch batch = OneFeatureBatch({{4, 5}, {6}});
+  batch.weights[0] = {1.0f, 2.0f};
+  CooBuilder builder(Options(1, 1, config::TableConfig::SUM, 10));
+  PartitionedCoo coo;
+  const absl::Status st = builder.Build(batch, &coo);
+  EXPECT_THAT(st.message(), HasSubstr("has 2 weights for 3 ids"));
 }
 
 }  // namespace

@@ -89,8 +89,8 @@ SyntheticSource::SyntheticSource(const config::RunConfig& config, int rank,
       local_batch_(global_batch_ / world_size),
       rank_(rank),
       num_dense_(config.model().num_dense_features()),
-      num_eval_chunks_(std::max<int64_t>(
-          1, config.training().eval_samples() / global_batch_)),
+      num_eval_samples_(config.training().eval_samples()),
+      num_eval_chunks_((num_eval_samples_ + global_batch_ - 1) / global_batch_),
       features_(std::move(features)) {
   const int num_features = static_cast<int>(features_.size());
   num_pairs_ = std::min(kMaxPairs, num_features / 2);
@@ -154,6 +154,14 @@ absl::Status SyntheticSource::EvalBatch(int64_t chunk, Batch* batch) {
   FillBatch(kEvalSampleBase + static_cast<uint64_t>(chunk * global_batch_ +
                                                     rank_ * local_batch_),
             batch);
+  // Rows past the eval set are masked (not scored).
+  const int64_t real = std::clamp<int64_t>(
+      num_eval_samples_ - chunk * global_batch_ - rank_ * local_batch_, 0, local_batch_);
+  if (real < local_batch_) {
+    batch->mask.assign(local_batch_, 0.0f);
+    std::fill_n(batch->mask.begin(), real, 1.0f);
+  }
+  batch->global_samples = std::min(global_batch_, num_eval_samples_ - chunk * global_batch_);
   return absl::OkStatus();
 }
 

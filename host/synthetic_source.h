@@ -82,10 +82,12 @@ class SyntheticSource : public DataSource {
 
   // Fills `batch` with LB samples (and teacher_prob). Never fails; step >= 0.
   absl::Status TrainBatch(int64_t step, Batch* batch) override;
-  // Same for eval chunk `chunk` in [0, num_eval_chunks()).
+  // Same for eval chunk `chunk` in [0, num_eval_chunks()); rows past
+  // training.eval_samples are masked.
   absl::Status EvalBatch(int64_t chunk, Batch* batch) override;
-  // training.eval_samples / global_batch, at least 1.
+  // ceil(training.eval_samples / global_batch).
   int64_t num_eval_chunks() const override { return num_eval_chunks_; }
+  int64_t num_eval_samples() const override { return num_eval_samples_; }
   bool has_teacher() const override { return true; }
 
  private:
@@ -117,6 +119,7 @@ class SyntheticSource : public DataSource {
   const int64_t local_batch_;   // Samples.
   const int rank_;
   const int num_dense_;
+  const int64_t num_eval_samples_;
   const int64_t num_eval_chunks_;
   const std::vector<Feature> features_;
   int num_pairs_ = 0;                      // Of the pairs (0,1), (2,3).

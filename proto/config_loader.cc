@@ -20,6 +20,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "proto/config_check.h"
 
 namespace lemrt::config {
 namespace {
@@ -27,29 +28,6 @@ namespace {
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::TextFormat;
-
-// One step of a field path: field name and index (-1 for singular fields).
-struct PathStep {
-  std::string field;
-  int index = -1;
-};
-using FieldPath = std::vector<PathStep>;
-
-std::string PathString(const FieldPath& path) {
-  std::string out;
-  for (const PathStep& s : path) {
-    if (!out.empty()) out += ".";
-    out += s.field;
-    if (s.index >= 0) absl::StrAppend(&out, "[", s.index, "]");
-  }
-  return out;
-}
-
-// A semantic error: which field, and the sentence.
-struct ConfigError {
-  FieldPath path;
-  std::string message;
-};
 
 class ParseErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
@@ -122,8 +100,6 @@ Location Locate(const TextFormat::ParseInfoTree* tree, const FieldPath& path,
   return found;
 }
 
-bool Positive(double x) { return std::isfinite(x) && x > 0; }
-
 class Validator {
  public:
   Validator(const RunConfig& c, int world_size) : c_(c), world_size_(world_size) {}
@@ -131,9 +107,9 @@ class Validator {
   std::optional<ConfigError> Run() {
     CheckTopology();
     CheckTables();
-    CheckFeatures();
+    CheckFeatures(c_, errors_);
     CheckModel();
-    CheckTraining();
+    CheckTraining(c_, errors_);
     CheckSparseCore();
     CheckEmulatedChip();
     CheckQuantization();
@@ -141,19 +117,17 @@ class Validator {
     CheckTableStacking();
     CheckHostWorkers();
     CheckStepBufferReserve();
-    CheckData();
+    CheckData(c_, errors_);
     CheckObservability();
     CheckCheckpoint();
     CheckWatchdog();
     CheckCounterSizes();
     if (errors_.empty()) return std::nullopt;
-    return errors_.front();
+    return errors_.first();
   }
 
  private:
-  void Fail(FieldPath path, std::string message) {
-    errors_.push_back({std::move(path), std::move(message)});
-  }
+  void Fail(FieldPath path, std::string message) { errors_.Fail(std::move(path), std::move(message)); }
 
   void CheckTopology() {
     const TopologyConfig& t = c_.topology();
@@ -171,83 +145,6 @@ class Validator {
     positive("simd_width", t.simd_width());
     positive("hbm_bytes", t.hbm_bytes());
     positive("spmem_bytes_per_tile", t.spmem_bytes_per_tile());
-  }
-
-  void CheckOptimizer(FieldPath path, const OptimizerConfig& o) {
-    if (o.has_learning_rate() && !Positive(o.learning_rate())) {
-      path.push_back({"learning_rate"});
-      Fail(path, absl::StrCat("must be a finite number > 0, got ", o.learning_rate()));
-      return;
-    }
-    if (o.has_adagrad()) {
-      if (!Positive(o.adagrad().initial_accumulator())) {
-        path.push_back({"adagrad"});
-        path.push_back({"initial_accumulator"});
-        Fail(path, absl::StrCat("must be > 0, got ", o.adagrad().initial_accumulator()));
-      }
-    }
-    CheckRowwiseAdagradAndWeightDecay(path, o);
-    CheckAdamAndFtrl(std::move(path), o);
-  }
-
-  void CheckRowwiseAdagradAndWeightDecay(const FieldPath& path, const OptimizerConfig& o) {
-    auto at = [&](std::initializer_list<const char*> fields) {
-      FieldPath p = path;
-      for (const char* f : fields) p.push_back({f});
-      return p;
-    };
-    if (o.has_rowwise_adagrad()) {
-      const auto& r = o.rowwise_adagrad();
-      if (path.front().field != "tables") {
-        Fail(at({"rowwise_adagrad"}),
-             "row-wise Adagrad is for embedding tables only (one accumulator per row); use "
-             "sgd, adagrad or adam for dense parameters");
-      } else if (!(std::isfinite(r.initial_accumulator()) && r.initial_accumulator() >= 0)) {
-        Fail(at({"rowwise_adagrad", "initial_accumulator"}),
-             absl::StrCat("must be a finite number >= 0, got ", r.initial_accumulator()));
-      } else if (!Positive(r.epsilon())) {
-        Fail(at({"rowwise_adagrad", "epsilon"}), absl::StrCat("must be > 0, got ", r.epsilon()));
-      }
-    }
-    if (!(std::isfinite(o.weight_decay()) && o.weight_decay() >= 0)) {
-      Fail(at({"weight_decay"}),
-           absl::StrCat("must be a finite number >= 0 (0 = none), got ", o.weight_decay()));
-    } else if (o.weight_decay() > 0 && o.has_ftrl()) {
-      Fail(at({"weight_decay"}), "FTRL regularises with its own l2 (ftrl.l2); remove weight_decay");
-    }
-  }
-
-  void CheckAdamAndFtrl(FieldPath path, const OptimizerConfig& o) {
-    auto fail = [&](const char* kind, const char* field, std::string message) {
-      FieldPath p = path;
-      p.push_back({kind});
-      p.push_back({field});
-      Fail(p, std::move(message));
-    };
-    auto in_unit = [](float b) { return b >= 0 && b < 1; };
-    if (o.has_adam()) {
-      const auto& a = o.adam();
-      if (!in_unit(a.beta1())) fail("adam", "beta1", absl::StrCat("must be in [0, 1), got ", a.beta1()));
-      if (!in_unit(a.beta2())) fail("adam", "beta2", absl::StrCat("must be in [0, 1), got ", a.beta2()));
-      if (!Positive(a.epsilon())) fail("adam", "epsilon", absl::StrCat("must be > 0, got ", a.epsilon()));
-    }
-    if (o.has_ftrl()) {
-      const auto& f = o.ftrl();
-      if (path.front().field != "tables") {
-        path.push_back({"ftrl"});
-        Fail(path, "FTRL is for embedding tables only; use sgd, adagrad or adam for dense parameters");
-        return;
-      }
-      if (!(f.learning_rate_power() <= 0)) {
-        fail("ftrl", "learning_rate_power", absl::StrCat("must be <= 0, got ", f.learning_rate_power()));
-      }
-      if (!Positive(f.initial_accumulator())) {
-        fail("ftrl", "initial_accumulator", absl::StrCat("must be > 0, got ", f.initial_accumulator()));
-      }
-      if (!(f.l1() >= 0)) fail("ftrl", "l1", absl::StrCat("must be >= 0, got ", f.l1()));
-      if (!(f.l2() >= 0)) fail("ftrl", "l2", absl::StrCat("must be >= 0, got ", f.l2()));
-      if (!(f.beta() >= 0)) fail("ftrl", "beta", absl::StrCat("must be >= 0, got ", f.beta()));
-    }
   }
 
   // The emulated chip's knobs (device/, README "The emulated chip").
@@ -318,8 +215,11 @@ class Validator {
         Fail(at("name"), absl::StrCat("duplicate table name '", t.name(), "'"));
       }
       if (t.vocab_size() <= 0) {
-        Fail(at("vocab_size"), absl::StrCat("table '", t.name(), "': must be > 0, got ",
-                                            t.vocab_size()));
+        Fail(at("vocab_size"),
+             absl::StrCat("table '", t.name(), "': must be > 0, got ", t.vocab_size(),
+                          t.has_vocab_size() ? ""
+                                             : " (unset: give it, or feed the table through a "
+                                               "readable data.schema.sparse.vocabulary_file)"));
       }
       if (t.dim() <= 0) {
         Fail(at("dim"), absl::StrCat("table '", t.name(), "': must be > 0, got ", t.dim()));
@@ -327,7 +227,7 @@ class Validator {
       if (t.combiner() == TableConfig::COMBINER_UNSPECIFIED) {
         Fail(at("combiner"), absl::StrCat("table '", t.name(), "': set SUM, MEAN or SQRTN"));
       }
-      if (t.has_optimizer()) CheckOptimizer(at("optimizer"), t.optimizer());
+      if (t.has_optimizer()) CheckOptimizer(at("optimizer"), t.optimizer(), errors_);
       if (t.initializer().has_uniform() && !(t.initializer().uniform().scale() >= 0)) {
         Fail(at("initializer"), "uniform.scale must be >= 0");
       }
@@ -386,32 +286,6 @@ class Validator {
     }
   }
 
-  void CheckFeatures() {
-    if (c_.features_size() == 0) Fail({{"features"}}, "at least one feature is required");
-    std::set<std::string> names;
-    for (int i = 0; i < c_.features_size(); ++i) {
-      const FeatureConfig& f = c_.features(i);
-      auto at = [&](const char* name) { return FieldPath{{"features", i}, {name}}; };
-      if (f.name().empty()) Fail({{"features", i}}, "a feature needs a name");
-      if (!names.insert(f.name()).second) {
-        Fail(at("name"), absl::StrCat("duplicate feature name '", f.name(), "'"));
-      }
-      if (FindTable(c_, f.table()) < 0) {
-        Fail(at("table"), absl::StrCat("feature '", f.name(), "' uses unknown table '",
-                                       f.table(), "'"));
-      }
-      if (f.max_sequence_length() <= 0) {
-        Fail(at("max_sequence_length"),
-             absl::StrCat("feature '", f.name(), "': must be > 0, got ", f.max_sequence_length()));
-      }
-      if (f.has_input_column() && (f.input_column() < 0 || f.input_column() >= 26)) {
-        Fail(at("input_column"), absl::StrCat("feature '", f.name(),
-                                              "': Criteo categorical columns are 0..25, got ",
-                                              f.input_column()));
-      }
-    }
-  }
-
   void CheckModel() {
     const DlrmConfig& m = c_.model();
     if (m.num_dense_features() <= 0) {
@@ -448,88 +322,6 @@ class Validator {
       if (!(p >= 0.0f && p < 1.0f)) {
         Fail({{"model"}, {name}}, absl::StrCat("must be in [0, 1), got ", p));
       }
-    }
-  }
-
-  void CheckTraining() {
-    const TrainingConfig& t = c_.training();
-    auto at = [](const char* f) { return FieldPath{{"training"}, {f}}; };
-    const int64_t total_sc = TotalSparseCores(c_);
-    if (t.global_batch() <= 0) {
-      Fail(at("global_batch"), absl::StrCat("must be > 0, got ", t.global_batch()));
-    } else if (total_sc > 0 && t.global_batch() % total_sc != 0) {
-      Fail(at("global_batch"),
-           absl::StrFormat("%d is not divisible by the total number of SparseCores %d "
-                           "(%d chips x %d SparseCores per chip)",
-                           t.global_batch(), total_sc, c_.topology().num_chips(),
-                           c_.topology().sparse_cores_per_chip()));
-    }
-    if (t.steps() < 0) Fail(at("steps"), absl::StrCat("must be >= 0, got ", t.steps()));
-    if (!Positive(t.dense_learning_rate())) {
-      Fail(at("dense_learning_rate"),
-           absl::StrCat("must be a finite number > 0, got ", t.dense_learning_rate()));
-    }
-    if (!Positive(t.embedding_learning_rate())) {
-      Fail(at("embedding_learning_rate"),
-           absl::StrCat("must be a finite number > 0, got ", t.embedding_learning_rate()));
-    }
-    if (t.has_dense_optimizer()) CheckOptimizer(at("dense_optimizer"), t.dense_optimizer());
-    if (t.has_learning_rate_schedule()) {
-      CheckSchedule("learning_rate_schedule", t.learning_rate_schedule(), t.steps());
-    }
-    if (t.has_dense_learning_rate_schedule()) {
-      CheckSchedule("dense_learning_rate_schedule", t.dense_learning_rate_schedule(), t.steps());
-    }
-    if (t.has_embedding_learning_rate_schedule()) {
-      CheckSchedule("embedding_learning_rate_schedule", t.embedding_learning_rate_schedule(),
-                    t.steps());
-    }
-    if (t.eval_every() < 0) Fail(at("eval_every"), "must be >= 0");
-    if (t.early_stop_evals() < 0) {
-      Fail(at("early_stop_evals"), absl::StrCat("must be >= 0, got ", t.early_stop_evals()));
-    } else if (t.early_stop_evals() > 0 && t.eval_every() == 0) {
-      Fail(at("early_stop_evals"), "needs training.eval_every > 0 (it counts evaluations)");
-    }
-    if (t.eval_samples() < 0) Fail(at("eval_samples"), "must be >= 0");
-    if (t.log_every() < 0) Fail(at("log_every"), "must be >= 0");
-  }
-
-  // A learning-rate schedule (device/optimizers/lr_schedule.h) of a run of
-  // `steps` steps.
-  void CheckSchedule(const char* name, const LearningRateScheduleConfig& s, int64_t steps) {
-    auto at = [&](const char* f) { return FieldPath{{"training"}, {name}, {f}}; };
-    using Sched = LearningRateScheduleConfig;
-    if (s.warmup_steps() < 0) {
-      Fail(at("warmup_steps"), absl::StrCat("must be >= 0 steps, got ", s.warmup_steps()));
-      return;
-    }
-    if (s.decay() == Sched::CONSTANT) {
-      for (const char* f : {"decay_start_step", "decay_steps", "power", "end_factor"}) {
-        if (s.GetReflection()->HasField(s, s.GetDescriptor()->FindFieldByName(f))) {
-          Fail(at(f), "is set but decay is CONSTANT (no decay); set decay: LINEAR, POLYNOMIAL "
-                      "or COSINE, or remove it");
-          return;
-        }
-      }
-      return;
-    }
-    const int64_t start = s.has_decay_start_step() ? s.decay_start_step() : s.warmup_steps();
-    if (start < s.warmup_steps()) {
-      Fail(at("decay_start_step"),
-           absl::StrFormat("is %d, inside the warm-up (warmup_steps %d); the decay starts at or "
-                           "after the warm-up's end",
-                           start, s.warmup_steps()));
-    } else if (s.has_decay_steps() && s.decay_steps() <= 0) {
-      Fail(at("decay_steps"), absl::StrCat("must be > 0 steps, got ", s.decay_steps()));
-    } else if (!s.has_decay_steps() && steps - start <= 0) {
-      Fail(at(s.has_decay_start_step() ? "decay_start_step" : "decay"),
-           absl::StrFormat("the decay would start at step %d but the run has %d steps "
-                           "(training.steps); set decay_steps or an earlier decay_start_step",
-                           start, steps));
-    } else if (!Positive(s.power())) {
-      Fail(at("power"), absl::StrCat("must be > 0, got ", s.power()));
-    } else if (!(s.end_factor() >= 0 && s.end_factor() <= 1)) {
-      Fail(at("end_factor"), absl::StrCat("must be in [0, 1], got ", s.end_factor()));
     }
   }
 
@@ -613,43 +405,6 @@ class Validator {
     }
   }
 
-  void CheckData() {
-    const DataConfig& d = c_.data();
-    if (d.has_max_table_rows() && d.max_table_rows() <= 0) {
-      Fail({{"data"}, {"max_table_rows"}},
-           absl::StrCat("must be > 0 rows, got ", d.max_table_rows()));
-    }
-    if (d.has_binary()) {
-      if (d.binary().train_path().empty()) {
-        Fail({{"data"}, {"binary"}, {"train_path"}}, "is required for binary data");
-      }
-      if (d.binary().shuffle_window() < 0) {
-        Fail({{"data"}, {"binary"}, {"shuffle_window"}},
-             absl::StrCat("must be >= 0 records, got ", d.binary().shuffle_window()));
-      }
-      return;
-    }
-    if (d.has_criteo()) {
-      if (d.criteo().train_path().empty()) {
-        Fail({{"data"}, {"criteo"}, {"train_path"}}, "is required for Criteo data");
-      }
-      return;
-    }
-    const SyntheticSourceConfig& s = d.synthetic();
-    if (!(s.zipf_fraction() >= 0 && s.zipf_fraction() <= 1)) {
-      Fail({{"data"}, {"synthetic"}, {"zipf_fraction"}},
-           absl::StrCat("must be in [0, 1], got ", s.zipf_fraction()));
-    }
-    if (!Positive(s.zipf_exponent())) {
-      Fail({{"data"}, {"synthetic"}, {"zipf_exponent"}},
-           absl::StrCat("must be > 0, got ", s.zipf_exponent()));
-    }
-    if (!std::isfinite(s.teacher_cross_scale())) {
-      Fail({{"data"}, {"synthetic"}, {"teacher_cross_scale"}},
-           absl::StrCat("must be a finite number, got ", s.teacher_cross_scale()));
-    }
-  }
-
   // Trace bounds only mean something with a trace; a path must name a file.
   void CheckObservability() {
     if (!c_.has_observability()) return;
@@ -712,10 +467,20 @@ class Validator {
 
   const RunConfig& c_;
   int world_size_;
-  std::vector<ConfigError> errors_;
+  ConfigErrors errors_;
 };
 
 }  // namespace
+
+std::string PathString(const FieldPath& path) {
+  std::string out;
+  for (const PathStep& s : path) {
+    if (!out.empty()) out += ".";
+    out += s.field;
+    if (s.index >= 0) absl::StrAppend(&out, "[", s.index, "]");
+  }
+  return out;
+}
 
 int FindTable(const RunConfig& config, std::string_view name) {
   for (int i = 0; i < config.tables_size(); ++i) {
@@ -766,6 +531,7 @@ absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view so
     if (!st.ok()) return st;
   }
   ApplyTopologyPreset(world_size, config.mutable_topology());
+  ApplyDataDefaults(&config);
   if (config.data().max_table_rows() > 0) {
     for (TableConfig& table : *config.mutable_tables()) {
       table.set_vocab_size(std::min(table.vocab_size(), config.data().max_table_rows()));

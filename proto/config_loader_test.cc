@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/config_check.h"
 
 namespace lemrt::config {
 namespace {
@@ -160,6 +161,50 @@ TEST(ConfigLoaderTest, SemanticErrors) {
               HasSubstr("duplicate table name 't0'"));
 }
 
+TEST(ConfigLoaderTest, AdagradAcceptsAZeroInitialAccumulator) {
+  EXPECT_EQ(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 optimizer { adagrad { "
+                    "initial_accumulator: 0 } } }"),
+            "");
+  EXPECT_EQ(ErrorOf("training { dense_optimizer { adagrad { initial_accumulator: 0 } } }"), "");
+  EXPECT_THAT(ErrorOf("training { dense_optimizer { adagrad { initial_accumulator: -1 } } }"),
+              HasSubstr("training.dense_optimizer.adagrad.initial_accumulator: must be a finite "
+                        "number >= 0, got -1"));
+  EXPECT_THAT(ErrorOf("training { dense_optimizer { adagrad { epsilon: 0 } } }"),
+              HasSubstr("training.dense_optimizer.adagrad.epsilon: must be a finite number > 0"));
+}
+
+TEST(ConfigLoaderTest, DataSchemaIsChecked) {
+  const std::string text =
+      "data { text { train_path: 'x.tsv' } schema { label { name: 'y' } dense { name: 'd' } "
+      "sparse { feature: 'f0' type: INT64 mapping: ID } sparse { feature: 'f1' } } }";
+  EXPECT_THAT(ErrorOf(text), HasSubstr("model.num_dense_features: is 4 but data.schema has 1 dense"));
+  EXPECT_EQ(ErrorOf(text + " model { num_dense_features: 1 }"), "");
+  auto c = ParseConfig(std::string(kValid).replace(std::string(kValid).find("num_dense_features: 4 "), 22, ""),
+                       "model.pbtxt", text, 2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->model().num_dense_features(), 1);  // taken from the schema
+  EXPECT_THAT(ErrorOf("data { text { train_path: 'x' } }"), HasSubstr("data.schema: is required"));
+  EXPECT_THAT(ErrorOf("model { num_dense_features: 1 } data { text { train_path: 'x' } schema { "
+                      "dense { name: 'd' } sparse { feature: 'f0' } } }"),
+              HasSubstr("feature 'f1' has no sparse input"));
+  EXPECT_THAT(ErrorOf("model { num_dense_features: 1 } data { text { train_path: 'x' } schema { "
+                      "dense { name: 'd' } sparse { feature: 'f0' mapping: ID } sparse { feature: "
+                      "'f1' } } }"),
+              HasSubstr("mapping ID uses the values as rows and needs type: INT64"));
+  EXPECT_THAT(ErrorOf("model { num_dense_features: 1 } data { text { train_path: 'x' } schema { "
+                      "dense { name: 'd' } sparse { feature: 'f0' separator: '\t' } sparse { "
+                      "feature: 'f1' } } }"),
+              HasSubstr("equals the text delimiter"));
+  EXPECT_THAT(ErrorOf("data { schema { preset: CRITEO } }"),
+              HasSubstr("synthetic data makes its own columns"));
+  EXPECT_THAT(ErrorOf("training { epochs: 2 }"), HasSubstr("training.epochs: needs file data"));
+  EXPECT_THAT(ErrorOf("data { criteo { train_path: 'x' } } training { epochs: 0 }"),
+              HasSubstr("training.epochs: must be > 0"));
+  EXPECT_EQ(ErrorOf("data { criteo { train_path: 'x' } } training { epochs: 3 }"), "");
+  EXPECT_THAT(ErrorOf("data { text { train_path: 'x' delimiter: '::' } schema { preset: CRITEO } }"),
+              HasSubstr("data.text.delimiter: must be one character"));
+}
+
 TEST(ConfigLoaderTest, MissingFileIsNotFound) {
   auto c = LoadConfig("/nonexistent/model.pbtxt", "", 1);
   ASSERT_FALSE(c.ok());
@@ -277,6 +322,23 @@ TEST(ConfigLoaderTest, LearningRateSchedulesAreChecked) {
               HasSubstr("decay_start_step: is 2, inside the warm-up"));
   EXPECT_THAT(ErrorOf("training { learning_rate_schedule { warmup_steps: 10 decay: LINEAR } }"),
               HasSubstr("the decay would start at step 10 but the run has 10 steps"));
+  // With epochs the run's steps are not known at load time: the trainer
+  // checks the decay length once the epochs resolve them.
+  EXPECT_EQ(ErrorOf("data { criteo { train_path: 'x' } } training { epochs: 1 "
+                    "learning_rate_schedule { warmup_steps: 10 decay: LINEAR } }"),
+            "");
+  {
+    ConfigErrors errors;
+    TrainingConfig t;
+    t.mutable_learning_rate_schedule()->set_warmup_steps(10);
+    t.mutable_learning_rate_schedule()->set_decay(LearningRateScheduleConfig::LINEAR);
+    CheckLearningRateSchedules(t, 10, errors);
+    ASSERT_FALSE(errors.empty());
+    EXPECT_THAT(errors.first().message, HasSubstr("the run has 10 steps"));
+    ConfigErrors fine;
+    CheckLearningRateSchedules(t, 11, fine);
+    EXPECT_TRUE(fine.empty());
+  }
   EXPECT_THAT(ErrorOf("training { learning_rate_schedule { decay: POLYNOMIAL power: 0 } }"),
               HasSubstr("power: must be > 0"));
   EXPECT_THAT(ErrorOf("training { learning_rate_schedule { decay: COSINE end_factor: 2 } }"),

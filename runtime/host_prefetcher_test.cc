@@ -86,6 +86,7 @@ class CheckedSource : public host::DataSource {
     return inner_->EvalBatch(chunk, batch);
   }
   int64_t num_eval_chunks() const override { return inner_->num_eval_chunks(); }
+  int64_t num_eval_samples() const override { return inner_->num_eval_samples(); }
   bool has_teacher() const override { return inner_->has_teacher(); }
   std::vector<int64_t> steps;
 

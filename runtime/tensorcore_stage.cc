@@ -1,5 +1,7 @@
 #include "runtime/tensorcore_stage.h"
 
+#include <algorithm>
+
 #include "proto/config_loader.h"
 
 namespace lemrt::runtime {
@@ -35,17 +37,69 @@ absl::StatusOr<double> TensorCoreStage::Step(int64_t step, const host::Batch& ba
   // Rank r's rows are rows [r * local_batch, (r + 1) * local_batch) of the
   // step's global batch.
   const int64_t local_batch = global_batch_ / comm_.size();
-  model_->set_dropout_key({.seed = seed_,
-                           .step = step,
-                           .first_sample = step * global_batch_ + comm_.rank() * local_batch});
-  const double loss =
-      model_->ForwardBackward(batch.num_samples, batch.dense.data(), activations.data(),
-                              batch.labels.data(), loss_scale_, d_activations.data());
+  const device::DropoutKey key{.seed = seed_,
+                               .step = step,
+                               .first_sample = step * global_batch_ + comm_.rank() * local_batch};
+  // The loss is the mean over the global batch's real samples (all of them
+  // but in an epoch's last, partial batch).
+  const float loss_scale = batch.global_samples > 0
+                               ? 1.0f / static_cast<float>(batch.global_samples)
+                               : loss_scale_;
+  int64_t real = 0;
+  for (int64_t i = 0; i < batch.num_samples; ++i) real += batch.real(i) ? 1 : 0;
+  double loss;
+  if (real == batch.num_samples) {
+    model_->set_dropout_key(key);
+    loss = model_->ForwardBackward(batch.num_samples, batch.dense.data(), activations.data(),
+                                   batch.labels.data(), loss_scale, d_activations.data());
+  } else {
+    loss = ForwardBackwardRealRows(key, batch, activations, d_activations, loss_scale);
+  }
   absl::Status st = comm_.AllReduceSum(model_->mutable_grads());
   if (!st.ok()) return st;
   ++updates_;
   optimizer_->Apply(model_->params(), slots_, model_->grads(), updates_,
                     optimizer_->LearningRateAt(updates_));
+  return loss;
+}
+
+double TensorCoreStage::ForwardBackwardRealRows(device::DropoutKey key, const host::Batch& batch,
+                                                std::span<const float> activations,
+                                                std::span<float> d_activations,
+                                                float loss_scale) {
+  const int64_t d = batch.num_dense;
+  const int64_t w = model_->embedding_width();
+  packed_dense_.resize(batch.num_samples * d);
+  packed_emb_.resize(batch.num_samples * w);
+  packed_labels_.resize(batch.num_samples);
+  packed_d_emb_.resize(batch.num_samples * w);
+  packed_rows_.resize(batch.num_samples);
+  int64_t n = 0;
+  for (int64_t i = 0; i < batch.num_samples; ++i) {
+    if (!batch.real(i)) continue;
+    std::copy_n(batch.dense.data() + i * d, d, packed_dense_.data() + n * d);
+    std::copy_n(activations.data() + i * w, w, packed_emb_.data() + n * w);
+    packed_labels_[n] = batch.labels[i];
+    packed_rows_[n] = i;
+    ++n;
+  }
+  // Each packed row keeps the dropout mask of its row in the batch.
+  key.rows = packed_rows_.data();
+  model_->set_dropout_key(key);
+  const double loss =
+      model_->ForwardBackward(n, packed_dense_.data(), packed_emb_.data(), packed_labels_.data(),
+                              loss_scale, packed_d_emb_.data());
+  // Scatter the real rows' gradients back; a masked row gets none.
+  n = 0;
+  for (int64_t i = 0; i < batch.num_samples; ++i) {
+    float* row = d_activations.data() + i * w;
+    if (batch.real(i)) {
+      std::copy_n(packed_d_emb_.data() + n * w, w, row);
+      ++n;
+    } else {
+      std::fill_n(row, w, 0.0f);
+    }
+  }
   return loss;
 }
 

@@ -29,10 +29,13 @@ class TensorCoreStage {
 
   // Forward + backward of training step `step`'s `batch` with pooled
   // embeddings `activations` ([batch x width]); writes d_activations
-  // (gradient of the global mean loss) and updates the dense parameters.
-  // Dropout masks are keyed by (training.seed, step, the row's position in
-  // the global batch), so they do not depend on the world size. Returns this
-  // chip's sum of losses.
+  // (gradient of the mean loss over the global batch's real samples,
+  // batch.global_samples; masked rows weigh nothing: only the real rows are
+  // packed and passed to the model, and the masked rows' d_activations are
+  // zero) and updates the dense parameters. Dropout masks are keyed by
+  // (training.seed, step, the row's position in the global batch), so they
+  // depend neither on the world size nor on the packing. Returns this chip's
+  // sum of losses over its real rows.
   absl::StatusOr<double> Step(int64_t step, const host::Batch& batch,
                               std::span<const float> activations, std::span<float> d_activations);
 
@@ -55,6 +58,12 @@ class TensorCoreStage {
                   std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch,
                   uint64_t seed);
 
+  // ForwardBackward over batch's real rows only (packed contiguously into the
+  // buffers below, gradients scattered back).
+  double ForwardBackwardRealRows(device::DropoutKey key, const host::Batch& batch,
+                                 std::span<const float> activations,
+                                 std::span<float> d_activations, float loss_scale);
+
   Communicator& comm_;
   std::unique_ptr<device::DenseModel> model_;
   std::unique_ptr<device::Optimizer> optimizer_;
@@ -63,6 +72,12 @@ class TensorCoreStage {
   int64_t global_batch_;
   uint64_t seed_;
   int64_t updates_ = 0;  // optimizer updates so far (Adam's t)
+  // Packed real rows of a batch with masked rows (grown once, then reused).
+  std::vector<float> packed_dense_;
+  std::vector<float> packed_emb_;
+  std::vector<float> packed_labels_;
+  std::vector<float> packed_d_emb_;
+  std::vector<int64_t> packed_rows_;  // each packed row's row in the batch
 };
 
 }  // namespace lemrt::runtime

@@ -7,12 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/auc.h"
 #include "glog/logging.h"
 #include "base/status_macros.h"
+#include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/checkpointer.h"
 #include "device/plan/memory_plan.h"
 #include "host/stacking.h"
+#include "proto/config_check.h"
 #include "runtime/step_buffer_reserve.h"
 #include "device/sparsecore/table_init.h"
 
@@ -92,12 +93,39 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
   t->monitor_ = monitor;
   // The checkpoint directory first: a bad one fails before any table work.
-  LEMRT_ASSIGN_OR_RETURN(t->checkpointer_, checkpoint::Checkpointer::Open(config, comm));
-  auto data = host::CreateDataSource(config, comm.rank(), comm.size());
+  // (It reads the trainer's copy of the config, whose steps are resolved below.)
+  LEMRT_ASSIGN_OR_RETURN(t->checkpointer_, checkpoint::Checkpointer::Open(t->config_, comm));
+  auto data = host::CreateDataSource(t->config_, comm.rank(), comm.size());
   absl::Status st = AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
   t->data_ = std::move(*data);
-  t->memory_plan_ = std::move(*plan);
+  // training.epochs: the steps follow from the training rows (the same on
+  // every rank that indexed the same files; agreed all the same).
+  auto steps = host::ResolveTrainingSteps(config.training(), t->data_->train_schedule());
+  st = steps.status();
+  if (st.ok() && config.training().has_epochs()) {
+    // The schedules' decay lengths could not be checked before the epochs
+    // gave the run its steps.
+    config::ConfigErrors errors;
+    config::CheckLearningRateSchedules(config.training(), *steps, errors);
+    if (!errors.empty()) {
+      st = absl::InvalidArgumentError(absl::StrCat(config::PathString(errors.first().path), ": ",
+                                                   errors.first().message));
+    }
+  }
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, st));
+  t->config_.mutable_training()->set_steps(*steps);
+  return CreateStages(std::move(t), std::move(*plan));
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<Trainer> t,
+                                                               device::MemoryPlan plan) {
+  const config::RunConfig& config = t->config_;
+  Communicator& sparse_comm = t->sparse_comm_;
+  Communicator& dense_comm = t->dense_comm_;
+  Communicator& comm = sparse_comm;
+  absl::Status st;
+  t->memory_plan_ = std::move(plan);
   auto limits = host::ResolveLimits(config);
   st = AgreeOnStatus(comm, limits.status());
   if (!st.ok()) return st;
@@ -269,11 +297,13 @@ bool Trainer::DrainAfter(int64_t step) const {
          checkpoint::Checkpointer::Due(config_, step + 1);
 }
 
-absl::StatusOr<EvalResult> Trainer::Evaluate() {
-  std::vector<float> probs, labels, teacher;
+absl::StatusOr<EvalResult> Trainer::Evaluate(std::vector<Prediction>* predictions) {
   std::vector<float> chunk_probs;
   CHECK(pipeline_->drained()) << "Evaluate with a step in flight";
   StepSlot& slot = pipeline_->slots()[0];
+  eval_scores_.Clear();
+  const int64_t global_batch = config_.training().global_batch();
+  const int64_t local_batch = global_batch / dense_comm_.size();
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
     absl::Status st = host_->PrepareEval(c, &slot.batch, &slot.coo, &slot.minibatches);
     if (!st.ok()) return st;
@@ -282,25 +312,16 @@ absl::StatusOr<EvalResult> Trainer::Evaluate() {
     if (!st.ok()) return st;
     chunk_probs.resize(slot.batch.num_samples);
     dense_->Predict(slot.batch, slot.activations, chunk_probs);
-    probs.insert(probs.end(), chunk_probs.begin(), chunk_probs.end());
-    labels.insert(labels.end(), slot.batch.labels.begin(), slot.batch.labels.end());
-    teacher.insert(teacher.end(), slot.batch.teacher_prob.begin(),
-                   slot.batch.teacher_prob.end());
+    eval_scores_.Add(slot.batch, chunk_probs, c * global_batch + dense_comm_.rank() * local_batch);
   }
-  std::vector<float> all_probs, all_labels, all_teacher;
-  LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(probs, &all_probs));
-  LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(labels, &all_labels));
-  LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(teacher, &all_teacher));
-  EvalResult r;
-  r.samples = static_cast<int64_t>(all_probs.size());
-  if (r.samples == 0) return r;
-  r.auc = base::Auc(all_probs, all_labels);
-  r.logloss = base::LogLoss(all_probs, all_labels);
-  if (data_->has_teacher() && all_teacher.size() == all_labels.size()) {
-    r.teacher_auc = base::Auc(all_teacher, all_labels);
-    r.teacher_logloss = base::LogLoss(all_teacher, all_labels);
-  }
-  return r;
+  return eval_scores_.Finish(dense_comm_, data_->has_teacher(), predictions);
+}
+
+absl::StatusOr<int64_t> Trainer::Restore(const std::string& dir) {
+  CHECK(pipeline_->drained()) << "Restore with a step in flight";
+  LEMRT_ASSIGN_OR_RETURN(checkpoint::RestoreResult r,
+                         checkpoint::RestoreCheckpoint(dir, config_, sparse_comm_, *sparse_, *dense_));
+  return r.manifest.step();
 }
 
 std::unique_ptr<StepPipeline> Trainer::NewPipeline() {
@@ -403,7 +424,11 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
     totals.train_sec += step_ms / 1000.0;
     if (monitor_ != nullptr) monitor_->StepDone(step_ms / 1000.0);
     totals.wait_ms += done.forward_wait_ms;
-    const double mean_loss = loss / tc.global_batch();
+    // The mean over the global batch's real samples (fewer in an epoch's last batch).
+    const int64_t batch_samples =
+        done.slot->batch.global_samples > 0 ? done.slot->batch.global_samples : tc.global_batch();
+    totals.samples += batch_samples;
+    const double mean_loss = loss / batch_samples;
     totals.losses[totals.steps_run++ % totals.losses.size()] = mean_loss;
     if (!std::isfinite(mean_loss)) {
       // An update in flight may have failed first, naming the cause (e.g.

@@ -33,6 +33,7 @@
 #include "runtime/comm/collective_monitor.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/eval_tracker.h"
+#include "runtime/eval_scores.h"
 #include "runtime/host_prefetcher.h"
 #include "runtime/host_stage.h"
 #include "runtime/run_recorder.h"
@@ -49,14 +50,6 @@ class Checkpointer;
 }  // namespace lemrt::checkpoint
 
 namespace lemrt::runtime {
-
-struct EvalResult {
-  double auc = 0.5;
-  double logloss = 0;
-  int64_t samples = 0;
-  double teacher_auc = -1;  // < 0 when the data has no teacher
-  double teacher_logloss = -1;
-};
 
 class Trainer {
  public:
@@ -93,9 +86,21 @@ class Trainer {
   // highest number caught); 0 when it ran to the end.
   int stopped_by() const { return stopped_by_; }
 
-  // Collective: evaluates the current model on the eval set. No step may be
-  // in flight (outside Run, or at Run's drain points).
-  absl::StatusOr<EvalResult> Evaluate();
+  // Collective: evaluates the current model on the eval set, each eval row
+  // once (runtime/eval_scores.h). No step may be in flight (outside Run, or
+  // at Run's drain points). On rank 0, `predictions` (when not null)
+  // receives every scored row in eval row order.
+  absl::StatusOr<EvalResult> Evaluate(std::vector<Prediction>* predictions = nullptr);
+
+  // Collective: loads checkpoint `dir` (a step directory, or a directory of
+  // them: the newest) into the stages, re-sharding to this world size, and
+  // returns its step. Errors as checkpoint::RestoreCheckpoint.
+  absl::StatusOr<int64_t> Restore(const std::string& dir);
+
+  // The run's config: the one given to Create with training.steps resolved
+  // against the data (training.epochs; host/epoch_schedule.h).
+  const config::RunConfig& config() const { return config_; }
+  const host::DataSource& data() const { return *data_; }
 
   const SparseCoreStage& sparse() const { return *sparse_; }
   const TensorCoreStage& dense() const { return *dense_; }
@@ -118,9 +123,14 @@ class Trainer {
     int stop_signal = 0;          // the signal that stopped the run, or 0
     std::string stop_signal_name; // "SIGTERM"
     int64_t stopped_early_at = 0; // training.early_stop_evals stopped after this step
+    int64_t samples = 0;          // real samples of the global batches run
   };
 
   Trainer(const config::RunConfig& config, Communicator& sparse_comm, Communicator& dense_comm);
+  // The rest of Create once the data source and the steps are known: limits,
+  // recorder, stages, tables and step buffers.
+  static absl::StatusOr<std::unique_ptr<Trainer>> CreateStages(std::unique_ptr<Trainer> t,
+                                                               device::MemoryPlan plan);
 
   // The stages, each on its executor. HostAndForward and Backward run on the
   // SparseCore executor; Dense on the TensorCore (calling) thread.
@@ -157,7 +167,7 @@ class Trainer {
   // At a stop request agreed after `step`: drains, saves, records the stop.
   absl::Status Stop(int64_t step, LoopTotals* totals);
 
-  const config::RunConfig& config_;
+  config::RunConfig config_;
   const volatile std::sig_atomic_t* stop_signal_ = nullptr;
   CollectiveMonitor* monitor_ = nullptr;
   // Seconds this rank's share of a checkpoint may take to write or read at
@@ -204,6 +214,7 @@ class Trainer {
   EvalTracker eval_tracker_;
   int64_t best_pinned_step_ = 0;
   std::string best_checkpoint_;
+  EvalScores eval_scores_;
   // The step schedule and its two StepSlots; declared last so it is
   // destroyed (joining its tasks, which use the members above) first.
   std::unique_ptr<StepPipeline> pipeline_;

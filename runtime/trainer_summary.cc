@@ -78,6 +78,30 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
     for (int64_t j = totals.steps_run - n; j < totals.steps_run; ++j) tail += totals.losses[j % kept];
     s.mutable_train()->set_loss_mean_last_10(tail / n);
   }
+  s.mutable_train()->set_samples(static_cast<double>(totals.samples));
+  if (const host::EpochSchedule* epochs = data_->train_schedule()) {
+    s.mutable_train()->set_rows(static_cast<double>(epochs->rows()));
+    s.mutable_train()->set_rows_per_epoch(static_cast<double>(epochs->rows_per_epoch()));
+    s.mutable_train()->set_steps_per_epoch(static_cast<double>(epochs->steps_per_epoch()));
+    s.mutable_train()->set_epochs(static_cast<double>(tc.steps()) / epochs->steps_per_epoch());
+  }
+  int64_t skipped = data_->skipped_lines();
+  LEMRT_RETURN_IF_ERROR(sparse_comm_.AllReduceSum(std::span<int64_t>(&skipped, 1)));
+  s.mutable_train()->set_skipped_rows(static_cast<double>(skipped));
+  // The OOV rate per feature, over all ranks.
+  if (const std::vector<host::FeatureCounts> counts = data_->feature_counts(); !counts.empty()) {
+    std::vector<int64_t> sums;
+    for (const host::FeatureCounts& c : counts) sums.insert(sums.end(), {c.values, c.oov, c.truncated});
+    LEMRT_RETURN_IF_ERROR(sparse_comm_.AllReduceSum(std::span<int64_t>(sums)));
+    for (size_t f = 0; f < counts.size(); ++f) {
+      summary::FeatureDataStats* out = s.mutable_data()->add_features();
+      out->set_name(config_.features(static_cast<int>(f)).name());
+      out->set_values(static_cast<double>(sums[3 * f]));
+      out->set_oov(static_cast<double>(sums[3 * f + 1]));
+      out->set_oov_rate(sums[3 * f] > 0 ? static_cast<double>(sums[3 * f + 1]) / sums[3 * f] : 0);
+      out->set_truncated(static_cast<double>(sums[3 * f + 2]));
+    }
+  }
   s.mutable_eval()->set_auc(eval.auc);
   s.mutable_eval()->set_logloss(eval.logloss);
   s.mutable_eval()->set_samples(eval.samples);

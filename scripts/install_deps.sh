@@ -13,6 +13,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libabsl-dev
   libbenchmark-dev
+  libisal-dev  # CRC-32C of the binary and TFRecord formats (Debian 12 has no libcrc32c-dev)
+  zlib1g-dev   # gzip-compressed TFRecord files
   python3-matplotlib
   clang-14 libclang-rt-14-dev  # libFuzzer + sanitizers (scripts/fuzz.sh)
 )

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Binary input end to end: a random Criteo TSV converted by
-# lemrt_convert trains the Criteo Kaggle example config (tables capped by
-# data.max_table_rows) to the same model_checksum as the TSV itself on 1 rank
-# (file order), and runs sharded and shuffled on 2 ranks. Prints the stage
-# breakdown (host vs device stages). Needs LEMRT_BIN and LEMRT_SRC.
+# Binary input end to end: a random Criteo TSV converted by lemrt_convert
+# (--tsv) trains the Criteo Kaggle example config (tables capped by
+# data.max_table_rows) to the same model_checksum as the TSV itself at 1, 2
+# and 4 ranks, file order and shuffled; a TSV with malformed lines is
+# skipped line by line in both (the binary file leaves them out, the TSV
+# reader masks them). Prints the stage breakdown (host vs device stages).
+# Needs LEMRT_BIN and LEMRT_SRC.
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
 work="$(mktemp -d)"
@@ -22,38 +24,57 @@ def line(bad=False):
     if bad: f[5] = "oops"
     return "\t".join(f)
 with open(f"{w}/train.tsv", "w") as out:
-    for i in range(3000): out.write(line(bad=(i % 500 == 7)) + "\n")
+    for i in range(3000): out.write(line() + "\n")
 with open(f"{w}/eval.tsv", "w") as out:
     for i in range(600): out.write(line() + "\n")
+with open(f"{w}/bad.tsv", "w") as out:
+    for i in range(1000): out.write(line(bad=(i % 250 == 7)) + "\n")
 PY
-"$LEMRT_BIN/lemrt_convert" --tsv="$work/train.tsv" --out="$work/train.bin"
-"$LEMRT_BIN/lemrt_convert" --tsv="$work/eval.tsv" --out="$work/eval.bin"
+for f in train eval bad; do
+  "$LEMRT_BIN/lemrt_convert" --tsv="$work/$f.tsv" --out="$work/$f.bin" > /dev/null 2>&1
+done
 
-common='data { max_table_rows: 4000 } training { global_batch: 256 steps: 20 eval_every: 0 eval_samples: 512 log_every: 0 }'
+common='data { max_table_rows: 4000 } training { global_batch: 256 steps: 14 eval_every: 0 log_every: 0 }'
 train() {  # train NP NAME OVERRIDE
   timeout 300 mpirun --oversubscribe --bind-to none -np "$1" "$LEMRT_BIN/lemrt_train" \
     --config="$config" --override="$common $3" --summary_json="$work/$2.json" > "$work/$2.log" 2>&1 \
     || { cat "$work/$2.log"; echo "FAILED: lemrt_train $2"; exit 1; }
 }
-train 1 tsv "data { criteo { train_path: \"$work/train.tsv\" eval_path: \"$work/eval.tsv\" } }"
-train 1 bin "data { binary { train_path: \"$work/train.bin\" eval_path: \"$work/eval.bin\" } }"
-train 2 bin2 "data { binary { train_path: \"$work/train.bin\" eval_path: \"$work/eval.bin\" shuffle_window: 64 } }"
+tsv="data { criteo { train_path: \"$work/train.tsv\" eval_path: \"$work/eval.tsv\" } }"
+bin="data { binary { train_path: \"$work/train.bin\" eval_path: \"$work/eval.bin\" } }"
+for np in 1 2 4; do
+  train $np tsv$np "$tsv"
+  train $np bin$np "$bin"
+done
+train 2 tsv_shuffled "$tsv data { shuffle_window: 500 }"
+train 2 bin_shuffled "$bin data { shuffle_window: 500 }"
+train 1 bad_tsv "data { criteo { train_path: \"$work/bad.tsv\" eval_path: \"$work/eval.tsv\" } } training { steps: 3 }"
+train 1 bad_bin "data { binary { train_path: \"$work/bad.bin\" eval_path: \"$work/eval.bin\" } } training { steps: 3 }"
 
 python3 - "$work" <<'PY'
 import json, sys
 w = sys.argv[1]
-s = {n: json.load(open(f"{w}/{n}.json")) for n in ["tsv", "bin", "bin2"]}
+names = [f"{f}{np}" for np in (1, 2, 4) for f in ("tsv", "bin")] + [
+    "tsv_shuffled", "bin_shuffled", "bad_tsv", "bad_bin"]
+s = {n: json.load(open(f"{w}/{n}.json")) for n in names}
 for n, j in s.items():
     b = j["breakdown_ms"]
     print(f"{n}: world {j['world_size']} checksum {j['model_checksum']} auc {j['eval']['auc']:.4f} "
           f"ms/step host {b['host']:.2f} sc_fwd {b['sc_forward']:.2f} tc {b['tc']:.2f} "
           f"sc_bwd {b['sc_backward']:.2f}")
 fails = []
-if s["tsv"]["model_checksum"] != s["bin"]["model_checksum"]:
-    fails.append("binary and TSV input train different models")
-if s["tsv"]["eval"]["samples"] != s["bin"]["eval"]["samples"] or s["bin"]["eval"]["samples"] == 0:
-    fails.append("eval samples differ")
-if not s["bin2"]["train"]["loss_last"] > 0: fails.append("2-rank binary run has no loss")
+for np in ("1", "2", "4", "_shuffled"):
+    if s["tsv" + np]["model_checksum"] != s["bin" + np]["model_checksum"]:
+        fails.append(f"{np}: binary and TSV input train different models")
+    if not s["tsv" + np]["eval"]["samples"] == s["bin" + np]["eval"]["samples"] == 600:
+        fails.append(f"{np}: eval samples are not the file's 600 rows")
+# 3000 rows at 256 a step: 12 steps an epoch, the last of 184 rows.
+if s["tsv1"]["train"]["steps_per_epoch"] != 12 or s["tsv1"]["train"]["samples"] != 3000 + 2 * 256:
+    fails.append(f"epochs: {s['tsv1']['train']}")
+if s["bad_tsv"]["train"]["skipped_rows"] != 4:
+    fails.append(f"bad TSV: {s['bad_tsv']['train']['skipped_rows']} rows skipped, 4 expected")
+if s["tsv_shuffled"]["model_checksum"] == s["tsv2"]["model_checksum"]:
+    fails.append("shuffling changed nothing")
 if fails:
     print("FAILED:", "; ".join(fails)); sys.exit(1)
 print("1 passed, 0 failed")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# An error on one rank only: its share of the Criteo file holds no
-# valid line, or holds a malformed line in strict mode (met at start-up or
-# only mid-training), or produces a NaN with sparse_core.debug_check_nan on.
+# An error on one rank only: its slice of a step holds a malformed
+# line in strict mode (met mid-training), its input is unreadable, or it
+# produces a NaN with sparse_core.debug_check_nan on.
 # Every rank must stop within 30 s, non-zero, printing the same sentence that
 # names the failing rank and the cause. Needs LEMRT_BIN
 # and LEMRT_SRC.
@@ -27,11 +27,12 @@ criteo() {  # criteo TRAIN STRICT STEPS
   echo "data { criteo { train_path: \"$1\" strict: $2 } } training { eval_samples: 0 steps: $3 }"
 }
 
-# Rank 1 of 2 owns the second half of the bytes: all garbage there (lines
-# longer than the valid ones).
+# Garbage from line 301 on: with strict on, rank 1 meets it first, in its
+# slice of step 1 (rows 288..383; ranks take contiguous slices of each
+# global batch of 192 rows).
 { lines 300 0; for i in $(seq 300); do printf 'garbage %0300d\n' "$i"; done; } > "$work/half.tsv"
-expect_same_error empty_shard_rank1 2 "rank 1: .*half.tsv" --config="$config" \
-  --override="$(criteo "$work/half.tsv" false 4)"
+expect_same_error garbage_rows_rank1 2 "rank 1: step 1: .*half.tsv:301: " --config="$config" \
+  --override="$(criteo "$work/half.tsv" true 4)"
 
 # A malformed line deep in rank 1's shard (its line 250 of 300): with
 # strict on it is met at step 250 * 2 / 192 ~ 2, after training started.

@@ -45,6 +45,28 @@ TEST(OptimizerTest, AdagradMatchesReferenceOverSteps) {
   }
 }
 
+// PyTorch's default: the accumulator starts at 0. The first update moves by
+// about lr x sign(g); a zero gradient moves nothing (epsilon keeps 0 / 0 away).
+TEST(OptimizerTest, AdagradFromAZeroAccumulator) {
+  AdagradOptimizer ada(0.05f, 0.0f, 1e-10f);
+  std::vector<float> w = {1.0f, -1.0f, 0.5f};
+  std::vector<float> a(3);
+  ada.InitSlots(a);
+  EXPECT_EQ(a, std::vector<float>(3, 0.0f));
+  const std::vector<float> g = {0.5f, -0.25f, 0.0f};
+  ada.Apply(w, a, g, 1, ada.learning_rate());
+  for (int i = 0; i < 3; ++i) {
+    const double ref_a = double(g[i]) * g[i];
+    const double ref_w = std::vector<double>{1.0, -1.0, 0.5}[i] -
+                         0.05 * g[i] / (std::sqrt(ref_a) + 1e-10);
+    EXPECT_NEAR(w[i], ref_w, 1e-6) << i;
+    EXPECT_TRUE(std::isfinite(w[i]));
+  }
+  EXPECT_FLOAT_EQ(w[0], 0.95f);
+  EXPECT_FLOAT_EQ(w[1], -0.95f);
+  EXPECT_EQ(w[2], 0.5f);
+}
+
 TEST(OptimizerTest, FactoryUsesDefaultLearningRate) {
   config::OptimizerConfig c;
   auto sgd = CreateOptimizer(c, 0.3f);

@@ -10,7 +10,8 @@ constexpr uint64_t kDropoutTag = 0xd40f0a75ULL;
 
 uint64_t RowKey(const DropoutKey& key, int layer, int64_t row) {
   return base::HashKeys({key.seed, kDropoutTag, static_cast<uint64_t>(key.step),
-                         static_cast<uint64_t>(key.first_sample + row),
+                         static_cast<uint64_t>(key.first_sample +
+                                               (key.rows != nullptr ? key.rows[row] : row)),
                          static_cast<uint64_t>(layer)});
 }
 

@@ -27,11 +27,14 @@ struct DropoutRates {
 inline constexpr int kTopMlpDropoutLayer = 1 << 16;
 
 // Which masks a forward pass uses: the run's seed, the training step, and the
-// global sample index of the batch's row 0 (row r is sample first_sample + r).
+// global sample index of the batch's row 0 (row r is sample first_sample + r,
+// or first_sample + rows[r] when `rows` is set: a batch packed from some rows
+// of a larger one keeps each row's mask).
 struct DropoutKey {
   uint64_t seed = 0;
   int64_t step = 0;
   int64_t first_sample = 0;
+  const int64_t* rows = nullptr;
 };
 
 // Whether `unit` of `layer` of row `row` is kept at drop probability p in

@@ -68,5 +68,28 @@ TEST(DropoutTest, MaskIsAFunctionOfSeedStepSampleLayerAndUnit) {
   EXPECT_EQ(differs(whole, 2), 0);
 }
 
+// A batch packed from some rows of a larger one (rows set) draws, row for
+// row, the masks those rows draw in the larger batch.
+TEST(DropoutTest, PackedRowsKeepTheirRowsMasks) {
+  const DropoutKey plain{.seed = 7, .step = 3, .first_sample = 1000};
+  const std::vector<int64_t> rows = {0, 2, 3, 7};
+  DropoutKey packed = plain;
+  packed.rows = rows.data();
+  const int width = 64;
+  std::vector<float> big(8 * width, 1.0f), small(rows.size() * width, 1.0f);
+  ApplyDropout(plain, /*layer=*/2, 0.5f, 8, width, big.data());
+  ApplyDropout(packed, /*layer=*/2, 0.5f, static_cast<int64_t>(rows.size()), width, small.data());
+  int differs_from_unpacked = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (int u = 0; u < width; ++u) {
+      EXPECT_EQ(small[r * width + u], big[rows[r] * width + u]) << r << " " << u;
+      EXPECT_EQ(DropoutKeeps(packed, 2, static_cast<int64_t>(r), u, 0.5f),
+                DropoutKeeps(plain, 2, rows[r], u, 0.5f));
+      differs_from_unpacked += small[r * width + u] != big[r * width + u];
+    }
+  }
+  EXPECT_GT(differs_from_unpacked, 0);  // rows 2, 3, 7 are not rows 1, 2, 3
+}
+
 }  // namespace
 }  // namespace lemrt::device

@@ -1,5 +1,7 @@
 #include "runtime/checkpoint/config_match.h"
 
+#include "host/source_registry.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -29,10 +31,11 @@ bool SavedConfig(const Manifest& m, config::RunConfig* out) {
 config::DataConfig DataIdentity(const config::DataConfig& data) {
   config::DataConfig d = data;
   d.clear_max_table_rows();  // reflected in vocab_size, checked as a shape
-  google::protobuf::Message* source = nullptr;
-  if (d.has_synthetic()) source = d.mutable_synthetic();
-  if (d.has_criteo()) source = d.mutable_criteo();
-  if (d.has_binary()) source = d.mutable_binary();
+  // Whichever source of the oneof is set.
+  const google::protobuf::Reflection* reflection = d.GetReflection();
+  const google::protobuf::FieldDescriptor* set = reflection->GetOneofFieldDescriptor(
+      d, config::DataConfig::descriptor()->FindOneofByName("source"));
+  google::protobuf::Message* source = set == nullptr ? nullptr : reflection->MutableMessage(&d, set);
   if (source != nullptr) {
     const google::protobuf::Descriptor* desc = source->GetDescriptor();
     for (int i = 0; i < desc->field_count(); ++i) {
@@ -47,9 +50,7 @@ config::DataConfig DataIdentity(const config::DataConfig& data) {
 }  // namespace
 
 std::string DataSourceName(const config::RunConfig& config) {
-  if (config.data().has_criteo()) return "criteo";
-  if (config.data().has_binary()) return "binary";
-  return "synthetic";
+  return std::string(host::FormatOf(config.data()).name);
 }
 
 absl::Status CheckManifestMatchesConfig(const Manifest& manifest, const std::string& dir,

@@ -18,7 +18,8 @@
 
 namespace lemrt::checkpoint {
 
-// "synthetic", "criteo" or "binary": the manifest's data.source.
+// The source's format name (host/source_registry.h: "synthetic", "criteo",
+// "binary", "text", "tfrecord"): the manifest's data.source.
 std::string DataSourceName(const config::RunConfig& config);
 
 // OK when checkpoint `manifest` (read from `dir`) can be loaded into a run of

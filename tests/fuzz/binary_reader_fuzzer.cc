@@ -1,15 +1,17 @@
-// libFuzzer target for the binary Criteo reader: the input is the whole
-// file (header and records), read as one rank's train and eval file. Byte 0
-// picks the world size, rank, shuffle window and batch; the rest is the file.
+// libFuzzer target for the binary reader (host/binary_file.h,
+// host/binary_parser.h): the input is the whole file (header, blocks,
+// columns, index), read as one rank's train and eval file with the CRITEO
+// preset. Byte 0 picks the world size, rank, shuffle window and batch; the
+// rest is the file. Checksums reject most mutations; the corpus also holds
+// files whose checksums were recomputed after a mutation.
 #include <cstddef>
 #include <cstdint>
 
-#include "host/binary_reader.h"
+#include "host/data_source.h"
 #include "proto/config.pb.h"
 #include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace lemrt::host;
   static lemrt::fuzz::FuzzFile* file = new lemrt::fuzz::FuzzFile("binary");
   if (size == 0) return 0;
   const uint8_t control = data[0];
@@ -33,9 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto* binary = config.mutable_data()->mutable_binary();
   binary->set_train_path(file->path());
   binary->set_eval_path(file->path());
-  binary->set_shuffle_window(control >> 6);
+  config.mutable_data()->set_shuffle_window(control >> 6);
 
-  auto reader = BinaryReader::Create(config, rank, world_size);
-  if (reader.ok()) lemrt::fuzz::ReadEveryBatch(**reader, 4);
+  auto source = lemrt::host::CreateDataSource(config, rank, world_size);
+  if (source.ok()) lemrt::fuzz::ReadEveryBatch(**source, 4);
   return 0;
 }

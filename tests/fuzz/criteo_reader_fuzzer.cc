@@ -1,21 +1,21 @@
-// libFuzzer target for the Criteo TSV reader: every line of the input goes
-// through ParseCriteoLine, then the whole input is read as one rank's train
-// and eval file through CriteoReader (sharding, skipping or strict errors,
-// epochs). Byte 0 picks the world size, rank, strictness and batch.
+// libFuzzer target for the delimited-text reader with the CRITEO schema
+// preset: the input is read as one rank's train and eval file through the
+// source registry (line index, parsing, skipping or strict errors, epochs,
+// shuffle windows). Byte 0 picks the world size, rank, strictness and
+// batch; byte 1 the shuffle window.
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
+#include <string>
 
-#include "host/criteo_reader.h"
+#include "host/data_source.h"
 #include "proto/config.pb.h"
 #include "tests/fuzz/fuzz_common.h"
 
-namespace lemrt::host {
 namespace {
 
-config::RunConfig MakeConfig(const std::string& path, bool strict,
-                             int64_t global_batch) {
-  config::RunConfig config;
+lemrt::config::RunConfig MakeConfig(const std::string& path, bool strict, int64_t global_batch,
+                                    int64_t window) {
+  lemrt::config::RunConfig config;
   auto* a = config.add_tables();
   a->set_name("a");
   a->set_vocab_size(97);
@@ -32,6 +32,7 @@ config::RunConfig MakeConfig(const std::string& path, bool strict,
   config.mutable_model()->set_num_dense_features(15);
   config.mutable_training()->set_global_batch(global_batch);
   config.mutable_training()->set_eval_samples(2 * global_batch);
+  config.mutable_data()->set_shuffle_window(window);
   auto* criteo = config.mutable_data()->mutable_criteo();
   criteo->set_train_path(path);
   criteo->set_eval_path(path);
@@ -40,32 +41,19 @@ config::RunConfig MakeConfig(const std::string& path, bool strict,
 }
 
 }  // namespace
-}  // namespace lemrt::host
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace lemrt::host;
   static lemrt::fuzz::FuzzFile* file = new lemrt::fuzz::FuzzFile("criteo");
-  if (size == 0) return 0;
+  if (size < 2) return 0;
   const uint8_t control = data[0];
-  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
-
-  CriteoLine line;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find('\n', begin);
-    if (end == std::string_view::npos) end = text.size();
-    (void)ParseCriteoLine(text.substr(begin, end - begin), &line);
-    begin = end + 1;
-  }
-
   const int world_size = 1 + control % 3;
   const int rank = (control / 3) % world_size;
   const bool strict = (control & 0x10) != 0;
   const int64_t global_batch = world_size * (1 + (control >> 5));
-  file->Set(data + 1, size - 1);
+  file->Set(data + 2, size - 2);
   const lemrt::config::RunConfig config =
-      MakeConfig(file->path(), strict, global_batch);
-  auto reader = CriteoReader::Create(config, rank, world_size);
-  if (reader.ok()) lemrt::fuzz::ReadEveryBatch(**reader, 4);
+      MakeConfig(file->path(), strict, global_batch, data[1] % 7);
+  auto source = lemrt::host::CreateDataSource(config, rank, world_size);
+  if (source.ok()) lemrt::fuzz::ReadEveryBatch(**source, 4);
   return 0;
 }

@@ -1,0 +1,76 @@
+// The pieces of config validation (proto/config_loader.h runs them all):
+// each subsystem's rules live beside the fields they check, in their own
+// file, and report into one ConfigErrors. A check reads a RunConfig whose
+// topology preset and derived defaults are already applied. Stateless
+// functions; thread-safe.
+#ifndef LEMRT_PROTO_CONFIG_CHECK_H_
+#define LEMRT_PROTO_CONFIG_CHECK_H_
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "proto/config.pb.h"
+
+namespace lemrt::config {
+
+// One step of a field path: field name and index (-1 for singular fields).
+struct PathStep {
+  std::string field;
+  int index = -1;
+};
+using FieldPath = std::vector<PathStep>;
+
+// "a.b[2].c" for error messages.
+std::string PathString(const FieldPath& path);
+
+// A semantic error: which field (located in the config text by the loader),
+// and the sentence.
+struct ConfigError {
+  FieldPath path;
+  std::string message;
+};
+
+// The errors found so far, in the order the checks found them (the loader
+// reports the first).
+class ConfigErrors {
+ public:
+  void Fail(FieldPath path, std::string message) {
+    errors_.push_back({std::move(path), std::move(message)});
+  }
+  bool empty() const { return errors_.empty(); }
+  const ConfigError& first() const { return errors_.front(); }
+
+ private:
+  std::vector<ConfigError> errors_;
+};
+
+inline bool Positive(double x) { return std::isfinite(x) && x > 0; }
+
+// An optimizer at `path` (tables[i].optimizer or training.dense_optimizer):
+// learning rate, Adagrad, Adam and FTRL parameters (proto/optimizer_checks.cc).
+void CheckOptimizer(const FieldPath& path, const OptimizerConfig& o, ConfigErrors& errors);
+
+// training: batch, steps, epochs, learning rates and schedules, eval, early
+// stop and log settings (proto/training_checks.cc).
+void CheckTraining(const RunConfig& c, ConfigErrors& errors);
+
+// The learning-rate schedules of a run of `steps` steps (< 0: not known yet,
+// so a schedule's decay length is not checked against it). CheckTraining runs
+// it with training.steps, or -1 with training.epochs; the trainer runs it
+// again once the epochs have resolved the steps.
+void CheckLearningRateSchedules(const TrainingConfig& t, int64_t steps, ConfigErrors& errors);
+
+// features and data: the sources, the input schema against the features and
+// the model, shuffling (proto/data_checks.cc).
+void CheckFeatures(const RunConfig& c, ConfigErrors& errors);
+void CheckData(const RunConfig& c, ConfigErrors& errors);
+
+// Defaults that follow from the data section, applied by the loader before
+// validation: model.num_dense_features from the schema's dense inputs when
+// unset (proto/data_checks.cc).
+void ApplyDataDefaults(RunConfig* c);
+
+}  // namespace lemrt::config
+
+#endif  // LEMRT_PROTO_CONFIG_CHECK_H_
