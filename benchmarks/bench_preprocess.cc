@@ -11,6 +11,7 @@
 // the collective half (split agreement on a one-rank communicator, buffer
 // fill) on the consumer thread, over 8 steps per iteration; its ids/s are per
 // wall second, so on a loaded machine they measure the load too.
+// BM_CooBuildWeighted builds the same batch with a weight on every id.
 //
 //   build/bin/bench_preprocess [--benchmark_filter=...]
 #include <algorithm>
@@ -61,6 +62,22 @@ const Batch& Workload(int64_t samples_per_sc) {
       }
       batch.offsets[f][i + 1] = static_cast<int64_t>(batch.ids[f].size());
     }
+  }
+  made_for = samples_per_sc;
+  return batch;
+}
+
+// The same batch with a weight per id (uniform in [0.5, 1.5)) on every
+// feature: the weighted build's cost against the plain one's.
+const Batch& WeightedWorkload(int64_t samples_per_sc) {
+  static Batch batch;
+  static int64_t made_for = -1;
+  if (made_for == samples_per_sc) return batch;
+  batch = Workload(samples_per_sc);
+  base::CounterRng rng(2027);
+  for (int f = 0; f < kFeatures; ++f) {
+    batch.weights[f].resize(batch.ids[f].size());
+    for (float& w : batch.weights[f]) w = static_cast<float>(0.5 + rng.NextDouble());
   }
   made_for = samples_per_sc;
   return batch;
@@ -184,8 +201,8 @@ void Run(benchmark::State& state, double fraction) {
 
 // The stages alone, to show where the time goes. BM_CooBuild/samples/count:
 // count = 1 with the partition counting, 0 without.
-void BM_CooBuild(benchmark::State& state) {
-  const Batch& batch = Workload(state.range(0));
+// BM_CooBuildWeighted: the same on WeightedWorkload.
+void CooBuild(benchmark::State& state, const Batch& batch) {
   CooBuilder builder(Options(state.range(1) != 0));
   PartitionedCoo coo;
   (void)builder.Build(batch, &coo);  // warm-up: grows the buffers
@@ -195,6 +212,10 @@ void BM_CooBuild(benchmark::State& state) {
     ids += coo.ids_total;
   }
   state.counters["ids/s"] = benchmark::Counter(static_cast<double>(ids), benchmark::Counter::kIsRate);
+}
+void BM_CooBuild(benchmark::State& state) { CooBuild(state, Workload(state.range(0))); }
+void BM_CooBuildWeighted(benchmark::State& state) {
+  CooBuild(state, WeightedWorkload(state.range(0)));
 }
 
 // The per-partition counts from sorted keys (PlanLocal's path when the
@@ -341,6 +362,7 @@ void BM_Preprocess(benchmark::State& state) { Run(state, 1.0); }
 void BM_PreprocessForcedMinibatching(benchmark::State& state) { Run(state, 0.25); }
 
 BENCHMARK(BM_CooBuild)->Args({2048, 1})->Args({16384, 1})->Args({16384, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CooBuildWeighted)->Args({16384, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PartitionStats)->Arg(2048)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
 // Five alternated rounds of preprocessing and floor each (medians).
 BENCHMARK(BM_Preprocess)
