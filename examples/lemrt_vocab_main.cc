@@ -36,6 +36,7 @@
 #include "google/protobuf/text_format.h"
 #include "host/source_registry.h"
 #include "proto/config_loader.h"
+#include "runtime/comm/mpi_communicator.h"
 
 DEFINE_string(config, "", "Run config whose training files and schema are counted (required).");
 DEFINE_string(override, "", "Text proto merged into the config (as lemrt_train's).");
@@ -283,16 +284,16 @@ absl::Status CountThisRank(int rank, int world_size, Share* share) {
 }
 
 // Collective; every rank returns the same status up to the writing on rank 0.
-absl::Status Run(int rank, int world_size) {
+absl::Status Run(lemrt::runtime::Communicator& comm) {
+  const int rank = comm.rank();
+  const int world_size = comm.size();
   Share share;
-  const absl::Status st = CountThisRank(rank, world_size, &share);
   // Agree before the gathers: an error on one rank (its unreadable config or
-  // file) stops every rank.
-  int failed = st.ok() ? 0 : rank + 1, first = 0;
-  MPI_Allreduce(&failed, &first, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (first != 0) {
-    return st.ok() ? absl::AbortedError(absl::StrCat("rank ", first - 1, " failed (see its message)"))
-                   : st;
+  // file) stops every rank with the same sentence.
+  if (absl::Status st = lemrt::runtime::AgreeOnStatus(
+          comm, CountThisRank(rank, world_size, &share));
+      !st.ok()) {
+    return st;
   }
   int64_t totals[2] = {share.rows, share.skipped}, sums[2] = {0, 0};
   MPI_Reduce(totals, sums, 2, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -318,11 +319,14 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  int rank = 0, world_size = 1;
+  int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (rank != 0) FLAGS_minloglevel = google::GLOG_WARNING;
-  const absl::Status st = Run(rank, world_size);
+  absl::Status st;
+  {  // the communicator (for the agreement) is freed before MPI_Finalize
+    auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+    st = comm.ok() ? Run(**comm) : comm.status();
+  }
   if (!st.ok()) std::fprintf(stderr, "lemrt_vocab: error: %s\n", std::string(st.message()).c_str());
   MPI_Finalize();
   return st.ok() ? 0 : 1;

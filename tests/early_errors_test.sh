@@ -5,7 +5,8 @@
 # (30 s), non-zero, printing the same sentence that names the failing rank:
 # the config file, an --override, the limits file read by the memory plan
 # (training and --dry_run), a mode flag given to some ranks only, and the
-# same for lemrt_limits. Needs LEMRT_BIN and LEMRT_SRC.
+# same for lemrt_limits; the config for lemrt_predict and lemrt_vocab. Needs
+# LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
 source "$(dirname "$0")/fault_lib.sh"
 
@@ -64,4 +65,17 @@ mpmd limits_tool_config_rank1 lemrt_limits "rank 1: .*missing.pbtxt" 1 \
 mpmd limits_tool_batches lemrt_limits "--batches differs between ranks (2 to 3)" 1 \
   "--config=$work/good.pbtxt --out=$work/l2.pbtxt --batches=2" --config="$work/good.pbtxt" \
   --out="$work/l2.pbtxt" --batches=3
+# lemrt_predict and lemrt_vocab: the config on one rank (the others' is the
+# multi-hot example on a tiny generated copy of its data).
+python3 "$LEMRT_SRC/scripts/gen_multihot_data.py" --out "$work/mh" --train_rows 64 --eval_rows 16 \
+  --gzip > /dev/null
+sed "s|data/multihot/|$work/mh/|" "$LEMRT_SRC/examples/configs/multihot_tfrecord.pbtxt" \
+  > "$work/multihot.pbtxt"
+mpmd predict_config_rank1 lemrt_predict "rank 1: .*missing.pbtxt" 1 \
+  "--config=$work/multihot.pbtxt --checkpoint=$work/ck --data=$work/mh/eval.tfrecord.gz --out=$work/p.csv" \
+  --config="$work/missing.pbtxt" --checkpoint="$work/ck" --data="$work/none.tsv" \
+  --out="$work/p.csv"
+mpmd vocab_config_rank1 lemrt_vocab "rank 1: .*missing.pbtxt" 1 \
+  "--config=$work/multihot.pbtxt --out_dir=$work/vocab" --config="$work/missing.pbtxt" \
+  --out_dir="$work/vocab"
 finish
