@@ -1,185 +1,245 @@
-// Dense DLRM step (DlrmDense::ForwardBackward) against Eigen GEMMs of the
-// same shapes, in one binary. Shape: the Criteo Kaggle DLRM (13 dense
-// features, bottom 13-512-256-64-16, 26 sparse features of dim 16, dot
-// interaction, top 367-512-256-1).
+// The dense step (DenseModel::ForwardBackward) against the GEMM backend
+// alone, in one binary, for the model and batch of every example config
+// (examples/configs/*.pbtxt; also batches 128, 512 and 1024 of the Criteo
+// shape, the ones scripts/compare_torch.sh trains), and, as BM_CrossDense,
+// the Criteo shape's bottom MLP and features with the other interactions:
+// dcn_v2 (3 cross layers of rank 128) and concat, top 512-256-1 on
+// x_0 = [z_0, embeddings] (width 432), at batches 128 and 1024.
 //
-// BM_DlrmDense/batch reports GFLOPs of the model step and, measured in the
-// same benchmark, ref_GFLOPs of the reference: for every layer (in, out) the
-// three row-major Eigen GEMMs of a training step, Y = X W, dX = dY W^T,
-// dW = X^T dY, plus the interaction's per-sample Z Z^T and dS Z products.
-// Both use the same FLOP count (6 B in out per layer + 4 B (F+1)^2 d), so
-// of_ref = ref time / model time (target: >= 0.8).
+// For each (model, batch) and each thread count T in {1, all cores}:
+//   model: one training step of the dense model on a ThreadTeam of T threads
+//          (blocked GEMMs, fused bias + ReLU, interaction or cross layers'
+//          elementwise terms, losses, copies);
+//   ref:   the same step's GEMMs only (per layer Y = X W, dW = X^T dY and,
+//          where the model needs it, dX = dY W^T; the same for each feature
+//          projection and each cross layer's V_l, U_l or W_l), each as one
+//          call of the backend with its own threading on T threads
+//          (device::BackendGemm).
+// Both use the GEMMs' FLOP count, so of_ref = ref time / model time: the
+// share of the backend's GEMM speed the whole step reaches (target >= 0.85).
+// The two alternate in rounds (wall time; T > 1 needs it), and the counters
+// are medians over the rounds (of_ref_min / of_ref_max: the range).
 //
-// BM_CrossDense/interaction/batch does the same for the other interactions
-// (interaction 0 = dcn_v2 with 3 layers of rank 128, 1 = concat) on the same
-// bottom MLP and features, with top 512-256-1 on x_0 = [z_0, embeddings]
-// (width 432): the reference runs the three GEMMs of every linear map, the
-// cross layers' V_l [432 x 128] and U_l [128 x 432] included; the
-// elementwise products and additions are not counted.
+//   build/bin/bench_dense [--benchmark_filter=criteo] [--rounds=N]
 #include <algorithm>
-#include <ctime>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "Eigen/Core"
 #include "benchmark/benchmark.h"
-#include "benchmarks/thread_cpu_timer.h"
-#include "device/tensorcore/cross_dense.h"
-#include "device/tensorcore/dlrm_dense.h"
+#include "device/tensorcore/dense_model.h"
+#include "device/tensorcore/gemm.h"
+#include "device/tensorcore/thread_team.h"
+#include "proto/config_loader.h"
+#include "runtime/thread_budget.h"
+
+#ifndef LEMRT_SOURCE_DIR
+#define LEMRT_SOURCE_DIR "."
+#endif
 
 namespace lemrt::device {
 namespace {
 
-using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using bench::SecondsPerCall;
-using bench::ThreadCpuSeconds;
+using Clock = std::chrono::steady_clock;
 
-DlrmShape CriteoShape() {
-  DlrmShape s;
-  s.num_dense = 13;
-  s.bottom = {512, 256, 64, 16};
-  s.top = {512, 256, 1};
-  s.feature_dims.assign(26, 16);
-  return s;
-}
+int g_rounds = 7;
 
-// Layer (in, out) pairs of both MLPs.
-std::vector<std::pair<int, int>> Layers(const DlrmShape& s) {
-  std::vector<std::pair<int, int>> layers;
-  int in = s.num_dense;
-  for (int w : s.bottom) layers.push_back({in, w}), in = w;
-  const int f1 = static_cast<int>(s.feature_dims.size()) + 1;
-  in = s.bottom.back() + f1 * (f1 - 1) / 2;
-  for (int w : s.top) layers.push_back({in, w}), in = w;
-  return layers;
-}
-
-
-// The three GEMMs of a training step for every (in, out) linear map, as one
-// callable, and their FLOPs (6 B in out each).
-struct GemmReference {
-  GemmReference(int64_t batch, const std::vector<std::pair<int, int>>& maps) : maps(maps) {
-    for (auto [in, out] : maps) {
-      x.push_back(Mat::Constant(batch, in, 0.1f));
-      w.push_back(Mat::Constant(in, out, 0.01f));
-      y.push_back(Mat(batch, out));
-      dy.push_back(Mat::Constant(batch, out, 0.1f));
-      dx.push_back(Mat(batch, in));
-      dw.push_back(Mat(in, out));
-      flops += 6.0 * batch * in * out;
-    }
-  }
-  void Run() {
-    for (size_t l = 0; l < maps.size(); ++l) {
-      y[l].noalias() = x[l] * w[l];
-      dx[l].noalias() = dy[l] * w[l].transpose();
-      dw[l].noalias() = x[l].transpose() * dy[l];
-    }
-    benchmark::ClobberMemory();
-  }
-  std::vector<std::pair<int, int>> maps;
-  std::vector<Mat> x, w, y, dy, dx, dw;
-  double flops = 0;
+struct GemmCall {
+  bool ta, tb;
+  int64_t m, n, k;
 };
 
-void BM_CrossDense(benchmark::State& state) {
-  const bool dcn = state.range(0) == 0;
-  const int64_t batch = state.range(1);
-  DenseModelSpec spec;
-  spec.shape = CriteoShape();
-  spec.interaction = dcn ? Interaction::kDcnV2 : Interaction::kConcat;
-  spec.cross_layers = 3;
-  spec.cross_low_rank = 128;
-  auto model = CreateDenseModel(spec, batch, 1).value();
-  std::vector<float> dense(batch * spec.shape.num_dense, 0.5f);
-  std::vector<float> emb(batch * model->embedding_width(), 0.01f);
-  std::vector<float> labels(batch);
-  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<float>(i % 2);
-  std::vector<float> d_emb(emb.size());
-  auto run = [&] {
-    benchmark::DoNotOptimize(model->ForwardBackward(batch, dense.data(), emb.data(),
-                                                    labels.data(), 1.0f / batch, d_emb.data()));
+// The GEMMs of one training step of `spec` on `batch` samples, as the model
+// issues them (mlp.cc, dlrm_dense.cc, cross_network.cc).
+std::vector<GemmCall> StepGemms(const DenseModelSpec& spec, int64_t batch) {
+  const DlrmShape& shape = spec.shape;
+  std::vector<GemmCall> calls;
+  auto layer = [&](int64_t in, int64_t out, bool needs_dx) {
+    calls.push_back({false, false, batch, out, in});
+    calls.push_back({true, false, in, out, batch});
+    if (needs_dx) calls.push_back({false, true, batch, in, out});
   };
-  for (auto _ : state) run();
-
-  std::vector<std::pair<int, int>> maps;
-  int in = spec.shape.num_dense;
-  for (int w : spec.shape.bottom) maps.push_back({in, w}), in = w;
-  const int width = in + model->embedding_width();
-  if (dcn) {
-    for (int l = 0; l < spec.cross_layers; ++l) {
-      maps.push_back({width, spec.cross_low_rank});
-      maps.push_back({spec.cross_low_rank, width});
+  int64_t in = shape.num_dense;
+  for (size_t l = 0; l < shape.bottom.size(); ++l) {
+    layer(in, shape.bottom[l], l > 0);
+    in = shape.bottom[l];
+  }
+  const int64_t d = shape.bottom.back();
+  if (spec.interaction == Interaction::kDot) {
+    for (int dim : shape.feature_dims) {
+      if (dim != d) layer(dim, d, true);
+    }
+    const int64_t f1 = static_cast<int64_t>(shape.feature_dims.size()) + 1;
+    in = d + f1 * (f1 - 1) / 2;
+  } else {
+    in = d;
+    for (int dim : shape.feature_dims) in += dim;
+    if (spec.interaction == Interaction::kDcnV2) {
+      const int64_t r = spec.cross_low_rank;
+      for (int l = 0; l < spec.cross_layers; ++l) {
+        if (r > 0) {
+          layer(in, r, true);  // t = x V
+          layer(r, in, true);  // a = t U
+        } else {
+          layer(in, in, true);  // a = x W
+        }
+      }
     }
   }
-  in = width;
-  for (int w : spec.shape.top) maps.push_back({in, w}), in = w;
-  GemmReference reference(batch, maps);
-  const int reps = std::max<int>(1, static_cast<int>(state.iterations() / 5));
-  const double model_s = SecondsPerCall(reps, run);
-  const double ref_s = SecondsPerCall(reps, [&] { reference.Run(); });
-  state.counters["GFLOPs"] = reference.flops / model_s * 1e-9;
-  state.counters["ref_GFLOPs"] = reference.flops / ref_s * 1e-9;
-  state.counters["of_ref"] = ref_s / model_s;
+  for (int w : shape.top) {
+    layer(in, w, true);
+    in = w;
+  }
+  return calls;
 }
-BENCHMARK(BM_CrossDense)
-    ->ArgNames({"dcn0_concat1", "batch"})
-    ->ArgsProduct({{0, 1}, {128, 1024}})
-    ->Unit(benchmark::kMillisecond);
 
-void BM_DlrmDense(benchmark::State& state) {
-  const int64_t batch = state.range(0);
-  const DlrmShape shape = CriteoShape();
-  auto model = DlrmDense::Create(shape, batch, 1).value();
-  std::vector<float> dense(batch * shape.num_dense, 0.5f);
-  std::vector<float> emb(batch * model->embedding_width(), 0.01f);
+double Flops(const std::vector<GemmCall>& calls) {
+  double f = 0;
+  for (const GemmCall& c : calls) f += 2.0 * c.m * c.n * c.k;
+  return f;
+}
+
+template <typename Fn>
+double WallSecondsPerCall(int reps, Fn&& fn) {
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < reps; ++i) fn();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void BM_DenseStep(benchmark::State& state, DenseModelSpec spec, int64_t batch, int threads) {
+  ThreadTeam team(threads);
+  auto model = CreateDenseModel(spec, batch, 1, &team).value();
+  std::vector<float> dense(batch * spec.shape.num_dense, 0.5f);
+  std::vector<float> emb(batch * model->embedding_width());
+  for (size_t i = 0; i < emb.size(); ++i) emb[i] = 0.01f * static_cast<float>(i % 13);
   std::vector<float> labels(batch);
   for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<float>(i % 2);
   std::vector<float> d_emb(emb.size());
-  auto run = [&] {
+  auto step = [&] {
     benchmark::DoNotOptimize(model->ForwardBackward(batch, dense.data(), emb.data(),
                                                     labels.data(), 1.0f / batch, d_emb.data()));
   };
-  for (auto _ : state) run();
 
-  // The reference GEMMs.
-  const auto layers = Layers(shape);
-  std::vector<Mat> x, w, y, dy, dx, dw;
-  for (auto [in, out] : layers) {
-    x.push_back(Mat::Constant(batch, in, 0.1f));
-    w.push_back(Mat::Constant(in, out, 0.01f));
-    y.push_back(Mat(batch, out));
-    dy.push_back(Mat::Constant(batch, out, 0.1f));
-    dx.push_back(Mat(batch, in));
-    dw.push_back(Mat(in, out));
+  const std::vector<GemmCall> calls = StepGemms(spec, batch);
+  struct Buffers {
+    std::vector<float> a, b, c;
+  };
+  std::vector<Buffers> bufs;
+  for (const GemmCall& c : calls) {
+    bufs.push_back({std::vector<float>(c.m * c.k, 0.01f), std::vector<float>(c.k * c.n, 0.02f),
+                    std::vector<float>(c.m * c.n)});
   }
-  const int f1 = static_cast<int>(shape.feature_dims.size()) + 1;
-  const int d = shape.bottom.back();
-  Mat z = Mat::Constant(f1, d, 0.1f), s(f1, f1), ds = Mat::Constant(f1, f1, 0.1f), dz(f1, d);
   auto reference = [&] {
-    for (size_t l = 0; l < layers.size(); ++l) {
-      y[l].noalias() = x[l] * w[l];
-      dx[l].noalias() = dy[l] * w[l].transpose();
-      dw[l].noalias() = x[l].transpose() * dy[l];
-    }
-    for (int64_t i = 0; i < batch; ++i) {
-      s.noalias() = z * z.transpose();
-      dz.noalias() = ds * z;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const GemmCall& c = calls[i];
+      BackendGemm(threads, c.ta, c.tb, c.m, c.n, c.k, bufs[i].a.data(), c.ta ? c.m : c.k,
+                  bufs[i].b.data(), c.tb ? c.k : c.n, bufs[i].c.data(), c.n);
     }
     benchmark::ClobberMemory();
   };
-  double flops = 4.0 * batch * f1 * f1 * d;
-  for (auto [in, out] : layers) flops += 6.0 * batch * in * out;
-  const int reps = std::max<int>(1, static_cast<int>(state.iterations() / 5));
-  const double model_s = SecondsPerCall(reps, run);
-  const double ref_s = SecondsPerCall(reps, reference);
-  state.counters["GFLOPs"] = flops / model_s * 1e-9;
-  state.counters["ref_GFLOPs"] = flops / ref_s * 1e-9;
-  state.counters["of_ref"] = ref_s / model_s;
+
+  for (auto _ : state) step();
+  // Alternating rounds of about 0.2 s each side.
+  step();
+  reference();
+  const double one = std::max(1e-6, WallSecondsPerCall(1, step));
+  const int reps = std::max(1, static_cast<int>(0.2 / one));
+  std::vector<double> model_s, ref_s, ratio;
+  for (int r = 0; r < g_rounds; ++r) {
+    model_s.push_back(WallSecondsPerCall(reps, step));
+    ref_s.push_back(WallSecondsPerCall(reps, reference));
+    ratio.push_back(ref_s.back() / model_s.back());
+  }
+  const double flops = Flops(calls);
+  state.counters["threads"] = threads;
+  state.counters["step_ms"] = Median(model_s) * 1e3;
+  state.counters["GFLOPs"] = flops / Median(model_s) * 1e-9;
+  state.counters["ref_GFLOPs"] = flops / Median(ref_s) * 1e-9;
+  state.counters["of_ref"] = Median(ratio);
+  state.counters["of_ref_min"] = *std::min_element(ratio.begin(), ratio.end());
+  state.counters["of_ref_max"] = *std::max_element(ratio.begin(), ratio.end());
 }
-BENCHMARK(BM_DlrmDense)->Arg(128)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+void Register(const std::string& name, const DenseModelSpec& spec, int64_t batch,
+              int threads) {
+  benchmark::RegisterBenchmark(name.c_str(), BM_DenseStep, spec, batch, threads)
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(3)
+      ->UseRealTime();
+}
+
+std::string Suffix(int64_t batch, int threads) {
+  return "/batch:" + std::to_string(batch) + "/threads:" + std::to_string(threads);
+}
+
+// Every example config's model at its global batch (one rank), plus the
+// Criteo shape at the batches the PyTorch comparison trains and with the
+// other interactions (BM_CrossDense).
+void RegisterAll() {
+  const std::filesystem::path dir = std::filesystem::path(LEMRT_SOURCE_DIR) / "examples/configs";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".pbtxt") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  const int cores = runtime::AvailableCores();
+  std::vector<int> thread_counts = {1};
+  if (cores > 1) thread_counts.push_back(cores);
+  for (const auto& file : files) {
+    auto config = config::LoadConfig(file.string(), "", 1);
+    if (!config.ok()) {
+      std::fprintf(stderr, "bench_dense: skipping %s: %s\n", file.c_str(),
+                   std::string(config.status().message()).c_str());
+      continue;
+    }
+    const DenseModelSpec spec = DenseModelSpecFromConfig(*config);
+    std::vector<int64_t> batches = {config->training().global_batch()};
+    if (file.stem() == "criteo_kaggle_shape") batches = {128, 512, 1024};
+    for (int64_t batch : batches) {
+      for (int threads : thread_counts) {
+        Register(file.stem().string() + Suffix(batch, threads), spec, batch, threads);
+      }
+    }
+    if (file.stem() != "criteo_kaggle_shape") continue;
+    for (Interaction interaction : {Interaction::kDcnV2, Interaction::kConcat}) {
+      DenseModelSpec cross = spec;
+      cross.interaction = interaction;
+      cross.cross_layers = 3;
+      cross.cross_low_rank = 128;
+      const std::string kind = interaction == Interaction::kDcnV2 ? "dcn_v2" : "concat";
+      for (int64_t batch : {128, 1024}) {
+        for (int threads : thread_counts) {
+          Register("BM_CrossDense/" + kind + Suffix(batch, threads), cross, batch, threads);
+        }
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace lemrt::device
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
+      lemrt::device::g_rounds = std::max(1, std::atoi(argv[i] + 9));
+      std::copy(argv + i + 1, argv + argc, argv + i);
+      --argc;
+      --i;
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  lemrt::device::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -27,12 +27,14 @@
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/comm/mpi_watchdog.h"
 #include "runtime/comm/watched_communicator.h"
+#include "runtime/core_share.h"
 #include "runtime/host_prefetcher.h"
 #include "runtime/output_paths.h"
 #include "runtime/quantized_eval.h"
 #include "runtime/run_report.h"
 #include "runtime/summary_writer.h"
 #include "runtime/thread_budget.h"
+#include "runtime/thread_plan.h"
 #include "runtime/trace_buffer.h"
 #include "runtime/trainer.h"
 
@@ -207,6 +209,35 @@ std::string StopSentence(const lemrt::summary::RunSummary& summary,
                       config.checkpoint().dir());
 }
 
+// Collective: measures the cores this rank owns (its affinity mask against
+// those of the other ranks on its node), fills the config's unset thread
+// fields from them (runtime/thread_plan.h) and logs the plan on rank 0.
+absl::StatusOr<lemrt::runtime::CoreShare> PlanRunThreads(lemrt::runtime::Communicator& world,
+                                                          lemrt::config::RunConfig* config) {
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL,
+                          &node) != MPI_SUCCESS) {
+    return absl::InternalError("MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
+  }
+  auto node_comm = lemrt::runtime::MpiCommunicator::Create(node);
+  MPI_Comm_free(&node);
+  if (!node_comm.ok()) return node_comm.status();
+  auto share = lemrt::runtime::MeasureCoreShare(**node_comm);
+  if (!share.ok()) return share.status();
+  int64_t fewest = -share->whole_cores();  // max of the negation = -min
+  absl::Status st = world.AllReduceMax(std::span<int64_t>(&fewest, 1));
+  if (!st.ok()) return st;
+  const lemrt::runtime::ThreadPlan plan =
+      lemrt::runtime::PlanThreads(*config, *share, static_cast<int>(-fewest));
+  lemrt::runtime::ApplyThreadPlan(plan, config);
+  if (world.rank() == 0) {
+    LOG(INFO) << lemrt::runtime::DescribeThreadPlan(plan, *share);
+    const std::string advice = lemrt::runtime::LaunchAdvice(*share);
+    if (!advice.empty()) LOG(WARNING) << advice;
+  }
+  return share;
+}
+
 // Every step that can fail on one rank only (a file one rank cannot read, an
 // MPMD job's different arguments) is agreed before the next collective, so
 // every rank ends with the same sentence.
@@ -219,6 +250,8 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   absl::StatusOr<lemrt::config::RunConfig> config = LoadRunConfig(world_size);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, config.status()));
   if (FLAGS_dry_run) return DryRun(*config, sparse_comm);
+  absl::StatusOr<lemrt::runtime::CoreShare> share = PlanRunThreads(sparse_comm, &*config);
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, share.status()));
   absl::Status threads = absl::OkStatus();
   if (!config->sparse_core().disable_full_embedding_pipelining() && !thread_multiple) {
     threads = absl::FailedPreconditionError(
@@ -227,10 +260,8 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   }
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, threads));
   if (rank == 0) {  // one warning when the node's cores are oversubscribed
-    const std::string warning =
-        lemrt::runtime::OversubscriptionWarning(lemrt::runtime::ComputeThreadBudget(
-            *config, lemrt::runtime::LocalRanksFromEnvironment(world_size),
-            lemrt::runtime::AvailableCores()));
+    const std::string warning = lemrt::runtime::OversubscriptionWarning(
+        lemrt::runtime::ComputeThreadBudget(*config, share->local_ranks, share->node_cpus_used));
     if (!warning.empty()) LOG(WARNING) << warning;
   }
   // Every collective from here on is watched: one that waits too long
@@ -267,6 +298,7 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   (*trainer)->set_stop_signal(&g_stop_signal);
   auto summary = (*trainer)->Run();
   if (!summary.ok()) return summary.status();
+  summary->mutable_threads()->set_cores_owned(share->cores);
   if (summary->has_stopped()) {
     *stop_signal = (*trainer)->stopped_by();
     if (rank == 0) {

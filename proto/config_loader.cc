@@ -172,6 +172,12 @@ class Validator {
            absl::StrCat("must be in [0, 256] (0 = cores per rank), got ",
                         s.host_worker_threads()));
     }
+    const int32_t gemm_threads = c_.tensor_core().gemm_threads();
+    if (gemm_threads < 0 || gemm_threads > 256) {
+      Fail({{"tensor_core"}, {"gemm_threads"}},
+           absl::StrCat("must be in [0, 256] (0 = from the cores this rank owns), got ",
+                        gemm_threads));
+    }
   }
 
   // Start-up reservation of the step buffers (runtime/step_buffer_reserve.h).

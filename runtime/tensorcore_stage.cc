@@ -9,19 +9,23 @@ namespace lemrt::runtime {
 absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
     const config::RunConfig& config, Communicator& comm) {
   const int64_t local_batch = config.training().global_batch() / comm.size();
+  auto team =
+      std::make_unique<device::ThreadTeam>(std::max(1, config.tensor_core().gemm_threads()));
   auto model = device::CreateDenseModel(device::DenseModelSpecFromConfig(config), local_batch,
-                                        config.training().seed());
+                                        config.training().seed(), team.get());
   if (!model.ok()) return model.status();
   auto optimizer = device::CreateDenseOptimizer(config);
-  return std::unique_ptr<TensorCoreStage>(new TensorCoreStage(
-      comm, std::move(*model), std::move(optimizer), config.training().global_batch(),
-      config.training().seed()));
+  return std::unique_ptr<TensorCoreStage>(
+      new TensorCoreStage(comm, std::move(team), std::move(*model), std::move(optimizer),
+                          config.training().global_batch(), config.training().seed()));
 }
 
-TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::DenseModel> model,
+TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
+                                 std::unique_ptr<device::DenseModel> model,
                                  std::unique_ptr<device::Optimizer> optimizer,
                                  int64_t global_batch, uint64_t seed)
     : comm_(comm),
+      team_(std::move(team)),
       model_(std::move(model)),
       optimizer_(std::move(optimizer)),
       slots_(optimizer_->SlotFloats(model_->num_params())),

@@ -1,7 +1,8 @@
 // The TensorCore stage of a step on one chip: the dense model's
 // (device/tensorcore/dense_model.h) forward and backward on the local batch,
 // dense gradients summed over chips with one all-reduce, and the dense
-// optimizer step. Thread-compatible.
+// optimizer step. The stage owns the ThreadTeam the dense step runs on
+// (tensor_core.gemm_threads threads; 0 counts as 1). Thread-compatible.
 //
 // Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B).
 #ifndef LEMRT_RUNTIME_TENSORCORE_STAGE_H_
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "device/optimizers/optimizer.h"
 #include "device/tensorcore/dense_model.h"
+#include "device/tensorcore/thread_team.h"
 #include "host/batch.h"
 #include "proto/config.pb.h"
 #include "runtime/comm/communicator.h"
@@ -44,6 +46,8 @@ class TensorCoreStage {
                std::span<float> probs);
 
   const device::DenseModel& model() const { return *model_; }
+  // Threads of the dense step (the calling thread included).
+  int gemm_threads() const { return team_->threads(); }
 
   // Parameters (layout of model().params()), optimizer slots (slot-major) and
   // the optimizer update count, for checkpoints.
@@ -54,7 +58,8 @@ class TensorCoreStage {
   void set_updates(int64_t updates) { updates_ = updates; }
 
  private:
-  TensorCoreStage(Communicator& comm, std::unique_ptr<device::DenseModel> model,
+  TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
+                  std::unique_ptr<device::DenseModel> model,
                   std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch,
                   uint64_t seed);
 
@@ -65,6 +70,7 @@ class TensorCoreStage {
                                  std::span<float> d_activations, float loss_scale);
 
   Communicator& comm_;
+  std::unique_ptr<device::ThreadTeam> team_;  // before model_, which uses it
   std::unique_ptr<device::DenseModel> model_;
   std::unique_ptr<device::Optimizer> optimizer_;
   std::vector<float> slots_;

@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "device/plan/memory_plan.h"
 #include "device/plan/memory_plan_report.h"
+#include "device/tensorcore/gemm.h"
 #include "glog/logging.h"
 #include "host/stacking.h"
 #include "runtime/checkpoint/checkpointer.h"
@@ -141,6 +142,11 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
   s.mutable_startup()->set_table_init_mode(table_init_mode_);
   s.mutable_startup()->set_table_init_ms(table_init_ms_);
   s.set_pipelining(pipelining_);
+  s.mutable_threads()->set_gemm_threads(dense_->gemm_threads());
+  s.mutable_threads()->set_maximum_parallel_iterations(
+      config_.sparse_core().maximum_parallel_iterations());
+  s.mutable_threads()->set_host_worker_threads(host_worker_threads_);
+  s.mutable_threads()->set_gemm_backend(device::GemmBackendName());
   s.set_wall_time_sec(slowest);
   auto* b = s.mutable_breakdown_ms();
   const double n = std::max<double>(1, steps_run);

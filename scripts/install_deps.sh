@@ -8,6 +8,7 @@ PACKAGES=(
   cmake g++ make python3
   openmpi-bin libopenmpi-dev
   libeigen3-dev
+  libdnnl-dev  # oneDNN: the TensorCore's GEMMs (device/tensorcore/gemm.h)
   libprotobuf-dev protobuf-compiler
   libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev

@@ -25,9 +25,12 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 config="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
 
+# Pipelining and host workers set: left unset, lemrt_train turns both off
+# where a rank owns one core.
 timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$LEMRT_BIN/lemrt_train" \
   --config="$config" \
-  --override='training { log_every: 10 eval_every: 25 dense_learning_rate_schedule { warmup_steps: 20 } }' \
+  --override='training { log_every: 10 eval_every: 25 dense_learning_rate_schedule { warmup_steps: 20 } }
+    sparse_core { disable_full_embedding_pipelining: false maximum_parallel_iterations: 2 }' \
   --trace_json="$work/trace.json" --trace_steps=3:6 --metrics_csv="$work/metrics.csv" \
   --summary_json="$work/summary.json" > "$work/run.log" 2>&1 \
   || { cat "$work/run.log"; echo "FAILED: lemrt_train with tracing"; exit 1; }

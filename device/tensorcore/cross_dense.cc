@@ -47,26 +47,26 @@ int64_t CrossDense::NumParams(const DenseModelSpec& spec) {
 }
 
 absl::StatusOr<std::unique_ptr<CrossDense>> CrossDense::Create(const DenseModelSpec& spec,
-                                                               int64_t max_batch,
-                                                               uint64_t seed) {
+                                                               int64_t max_batch, uint64_t seed,
+                                                               ThreadTeam* team) {
   CHECK(spec.interaction == Interaction::kDcnV2 || spec.interaction == Interaction::kConcat);
   if (auto count = CountDenseParams(spec); !count.ok()) return count.status();
   if (max_batch < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_batch is ", max_batch, "; it must be >= 0."));
   }
-  std::unique_ptr<CrossDense> model(new CrossDense(spec, max_batch));
+  std::unique_ptr<CrossDense> model(new CrossDense(spec, max_batch, team));
   model->InitParams(seed);
   return model;
 }
 
-CrossDense::CrossDense(const DenseModelSpec& spec, int64_t max_batch)
+CrossDense::CrossDense(const DenseModelSpec& spec, int64_t max_batch, ThreadTeam* team)
     : spec_(spec),
       max_batch_(max_batch),
       embedding_width_(SumDims(spec.shape)),
       concat_width_(spec.shape.bottom.back() + embedding_width_),
-      bottom_(BottomShape(spec.shape, spec.dropout.bottom), max_batch),
-      top_(TopShape(spec.shape, spec.dropout.top), max_batch) {
+      bottom_(BottomShape(spec.shape, spec.dropout.bottom), max_batch, team),
+      top_(TopShape(spec.shape, spec.dropout.top), max_batch, team) {
   cross_offset_ = bottom_.num_params();
   top_offset_ = cross_offset_;
   if (spec.interaction == Interaction::kDcnV2) {

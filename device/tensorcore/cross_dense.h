@@ -37,9 +37,11 @@ namespace lemrt::device {
 class CrossDense : public DenseModel {
  public:
   // spec.interaction must be kDcnV2 or kConcat (CHECKed); the rest is
-  // validated as CreateDenseModel documents.
+  // validated as CreateDenseModel documents. `team` (optional; null = the
+  // calling thread only) must outlive the model.
   static absl::StatusOr<std::unique_ptr<CrossDense>> Create(const DenseModelSpec& spec,
-                                                            int64_t max_batch, uint64_t seed);
+                                                            int64_t max_batch, uint64_t seed,
+                                                            ThreadTeam* team = nullptr);
   // Parameters of the model `spec` describes (spec valid).
   static int64_t NumParams(const DenseModelSpec& spec);
 
@@ -68,7 +70,7 @@ class CrossDense : public DenseModel {
   void set_dropout_key(const DropoutKey& key) override { dropout_key_ = key; }
 
  private:
-  CrossDense(const DenseModelSpec& spec, int64_t max_batch);
+  CrossDense(const DenseModelSpec& spec, int64_t max_batch, ThreadTeam* team);
   void InitParams(uint64_t seed);
   // Runs the model up to the logits (top_.output()); with `dropout`
   // (training) the MLPs drop by its masks.

@@ -106,13 +106,14 @@ std::string DescribeInteraction(const DenseModelSpec& spec) {
 }
 
 absl::StatusOr<std::unique_ptr<DenseModel>> CreateDenseModel(const DenseModelSpec& spec,
-                                                             int64_t max_batch, uint64_t seed) {
+                                                             int64_t max_batch, uint64_t seed,
+                                                             ThreadTeam* team) {
   if (spec.interaction == Interaction::kDot) {
-    auto model = DlrmDense::Create(spec.shape, max_batch, seed, spec.dropout);
+    auto model = DlrmDense::Create(spec.shape, max_batch, seed, spec.dropout, team);
     if (!model.ok()) return model.status();
     return std::unique_ptr<DenseModel>(std::move(*model));
   }
-  auto model = CrossDense::Create(spec, max_batch, seed);
+  auto model = CrossDense::Create(spec, max_batch, seed, team);
   if (!model.ok()) return model.status();
   return std::unique_ptr<DenseModel>(std::move(*model));
 }

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "device/tensorcore/dropout.h"
+#include "device/tensorcore/thread_team.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::device {
@@ -110,9 +111,13 @@ absl::Status ValidateDenseModelSpec(const DenseModelSpec& spec);
 // Validates `spec` (InvalidArgument naming the bad field: num_dense, bottom,
 // top, feature_dims, cross layers or rank) and max_batch >= 0, then builds the
 // model for up to max_batch samples with parameters a pure function of
-// (spec, seed), identical on every rank.
+// (spec, seed), identical on every rank. The model's step runs on `team`
+// (optional; null = the calling thread only; it must outlive the model), its
+// GEMMs through device/tensorcore/gemm.h, and its bits do not depend on the
+// team's size.
 absl::StatusOr<std::unique_ptr<DenseModel>> CreateDenseModel(const DenseModelSpec& spec,
-                                                             int64_t max_batch, uint64_t seed);
+                                                             int64_t max_batch, uint64_t seed,
+                                                             ThreadTeam* team = nullptr);
 
 // The parameter count of the model `spec` describes, without building it
 // (the memory plan's dense heap). Errors as CreateDenseModel's.

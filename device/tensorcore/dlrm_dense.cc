@@ -3,18 +3,27 @@
 #include <algorithm>
 #include <cmath>
 
-#include "Eigen/Core"
-#include "device/tensorcore/dense_init.h"
-#include "device/tensorcore/eigen_maps.h"
+#include <cstring>
+
 #include "absl/strings/str_format.h"
+#include "device/tensorcore/dense_init.h"
+#include "device/tensorcore/gemm.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
 namespace {
 
-// A column block of a wider row-major buffer (one feature inside emb or z_).
-using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
-using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+// Samples per task of the per-sample passes (interaction, copies).
+constexpr int64_t kSamplesPerTask = 64;
+
+// Copies `width` floats of each row in [begin, end) from one row-major
+// buffer to another (a column block of a wider buffer on either side).
+void CopyColumns(const float* from, int64_t from_stride, float* to, int64_t to_stride,
+                 int64_t width, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    std::memcpy(to + r * to_stride, from + r * from_stride, sizeof(float) * width);
+  }
+}
 
 MlpShape BottomShape(const DlrmShape& shape, float dropout) {
   MlpShape mlp{.widths = {shape.num_dense}, .relu_last = true, .dropout = dropout};
@@ -36,7 +45,8 @@ MlpShape TopShape(const DlrmShape& shape, float dropout) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DlrmDense>> DlrmDense::Create(
-    const DlrmShape& shape, int64_t max_batch, uint64_t seed, DropoutRates dropout) {
+    const DlrmShape& shape, int64_t max_batch, uint64_t seed, DropoutRates dropout,
+    ThreadTeam* team) {
   DenseModelSpec spec;
   spec.shape = shape;
   spec.dropout = dropout;
@@ -45,18 +55,20 @@ absl::StatusOr<std::unique_ptr<DlrmDense>> DlrmDense::Create(
     return absl::InvalidArgumentError(
         absl::StrFormat("max_batch is %d; it must be >= 0.", max_batch));
   }
-  std::unique_ptr<DlrmDense> model(new DlrmDense(shape, max_batch, dropout));
+  std::unique_ptr<DlrmDense> model(new DlrmDense(shape, max_batch, dropout, team));
   model->InitParams(seed);
   return model;
 }
 
-DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dropout)
+DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dropout,
+                     ThreadTeam* team)
     : shape_(shape),
       max_batch_(max_batch),
-      bottom_(BottomShape(shape, dropout.bottom), max_batch),
+      team_(team),
+      bottom_(BottomShape(shape, dropout.bottom), max_batch, team),
       interaction_(static_cast<int>(shape.feature_dims.size()) + 1,
                    shape.bottom.back()),
-      top_(TopShape(shape, dropout.top), max_batch) {
+      top_(TopShape(shape, dropout.top), max_batch, team) {
   const int d = interaction_dim();
   int64_t offset = bottom_.num_params();
   for (int dim : shape.feature_dims) {
@@ -115,45 +127,54 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
   CHECK_GE(batch, 0);
   CHECK_LE(batch, max_batch_);
   const int d = interaction_dim();
-  const Eigen::OuterStride<> z_stride(interaction_.input_width());
-  const Eigen::OuterStride<> emb_stride(embedding_width_);
+  const int64_t zw = interaction_.input_width();
+  const int64_t xw = interaction_.output_width();
 
   bottom_.Forward(bottom_params(), batch, dense, nullptr, dropout);
-  StridedMap(z_.data(), batch, d, z_stride) =
-      ConstMatrixMap(bottom_.output(), batch, d);
+  // z_f = emb_f P_f, written into feature f's columns of z_.
   for (size_t f = 0; f < features_.size(); ++f) {
     const Feature& feature = features_[f];
-    ConstStridedMap e(emb + feature.emb_offset, batch, feature.dim, emb_stride);
-    StridedMap z(z_.data() + (f + 1) * d, batch, d, z_stride);
-    if (feature.proj_offset < 0) {
-      z = e;
-    } else {
-      z.noalias() = e * ConstMatrixMap(params_.data() + feature.proj_offset,
-                                       feature.dim, d);
-    }
+    if (feature.proj_offset < 0) continue;
+    Gemm(team_, false, false, batch, d, feature.dim, emb + feature.emb_offset, embedding_width_,
+         params_.data() + feature.proj_offset, d, z_.data() + (f + 1) * d, zw);
   }
-  interaction_.Forward(batch, z_.data(), x_.data());
+  ParallelRanges(team_, batch, kSamplesPerTask, [&](int64_t begin, int64_t end) {
+    CopyColumns(bottom_.output(), d, z_.data(), zw, d, begin, end);
+    for (size_t f = 0; f < features_.size(); ++f) {
+      const Feature& feature = features_[f];
+      if (feature.proj_offset >= 0) continue;
+      CopyColumns(emb + feature.emb_offset, embedding_width_, z_.data() + (f + 1) * d, zw, d,
+                  begin, end);
+    }
+    interaction_.Forward(end - begin, z_.data() + begin * zw, x_.data() + begin * xw);
+  });
   top_.Forward(top_params(), batch, x_.data(), nullptr, dropout);
 }
 
-void DlrmDense::BackwardFeatures(int64_t batch, const float* emb,
-                                 float* d_emb) {
+void DlrmDense::BackwardInteraction(int64_t batch, const float* emb, float* d_emb) {
   const int d = interaction_dim();
-  const Eigen::OuterStride<> z_stride(interaction_.input_width());
-  const Eigen::OuterStride<> emb_stride(embedding_width_);
+  const int64_t zw = interaction_.input_width();
+  const int64_t xw = interaction_.output_width();
+  ParallelRanges(team_, batch, kSamplesPerTask, [&](int64_t begin, int64_t end) {
+    interaction_.Backward(end - begin, z_.data() + begin * zw, dx_.data() + begin * xw,
+                          dz_.data() + begin * zw);
+    CopyColumns(dz_.data(), zw, d_bottom_.data(), d, d, begin, end);
+    for (size_t f = 0; f < features_.size(); ++f) {
+      const Feature& feature = features_[f];
+      if (feature.proj_offset >= 0) continue;
+      CopyColumns(dz_.data() + (f + 1) * d, zw, d_emb + feature.emb_offset, embedding_width_, d,
+                  begin, end);
+    }
+  });
   for (size_t f = 0; f < features_.size(); ++f) {
     const Feature& feature = features_[f];
-    ConstStridedMap dz(dz_.data() + (f + 1) * d, batch, d, z_stride);
-    StridedMap de(d_emb + feature.emb_offset, batch, feature.dim, emb_stride);
-    if (feature.proj_offset < 0) {
-      de = dz;
-      continue;
-    }
-    ConstStridedMap e(emb + feature.emb_offset, batch, feature.dim, emb_stride);
-    ConstMatrixMap proj(params_.data() + feature.proj_offset, feature.dim, d);
-    MatrixMap d_proj(grads_.data() + feature.proj_offset, feature.dim, d);
-    d_proj.noalias() = e.transpose() * dz;
-    de.noalias() = dz * proj.transpose();
+    if (feature.proj_offset < 0) continue;
+    const float* dz = dz_.data() + (f + 1) * d;
+    // dP_f = emb_f^T dz_f and d emb_f = dz_f P_f^T.
+    Gemm(team_, true, false, feature.dim, d, batch, emb + feature.emb_offset, embedding_width_,
+         dz, zw, grads_.data() + feature.proj_offset, d);
+    Gemm(team_, false, true, batch, feature.dim, d, dz, zw, params_.data() + feature.proj_offset,
+         d, d_emb + feature.emb_offset, embedding_width_);
   }
 }
 
@@ -166,11 +187,7 @@ double DlrmDense::ForwardBackward(int64_t batch, const float* dense,
   std::span<float> grads(grads_);
   top_.Backward(top_params(), batch, x_.data(), d_logits_.data(),
                 grads.subspan(top_offset_, top_.num_params()), dx_.data());
-  interaction_.Backward(batch, z_.data(), dx_.data(), dz_.data());
-  BackwardFeatures(batch, emb, d_emb);
-  const int d = interaction_dim();
-  MatrixMap(d_bottom_.data(), batch, d) = ConstStridedMap(
-      dz_.data(), batch, d, Eigen::OuterStride<>(interaction_.input_width()));
+  BackwardInteraction(batch, emb, d_emb);
   bottom_.Backward(bottom_params(), batch, dense, d_bottom_.data(),
                    grads.subspan(bottom_offset_, bottom_.num_params()),
                    /*d_in=*/nullptr);

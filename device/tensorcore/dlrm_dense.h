@@ -1,10 +1,13 @@
 // DlrmDense: the dense ("TensorCore") part of a DLRM on one chip's local
 // batch, the dot-interaction DenseModel (dense_model.h): bottom MLP over the
 // dense features, optional per-feature projection of the embeddings to the
-// interaction width, dot interaction, top MLP and a binary cross-entropy loss. All parameters (and their gradients) sit in one
-// flat float vector, so one allreduce and one optimizer call cover the whole
-// model. Thread-compatible: a const method may run concurrently with other
-// const methods, anything else needs external synchronisation.
+// interaction width, dot interaction, top MLP and a binary cross-entropy
+// loss. All parameters (and their gradients) sit in one flat float vector, so
+// one allreduce and one optimizer call cover the whole model. The step runs
+// on the ThreadTeam given to Create (GEMMs through device/tensorcore/gemm.h,
+// per-sample work in fixed sample blocks), and its bits do not depend on the
+// team's size. Thread-compatible: a const method may run concurrently with
+// other const methods, anything else needs external synchronisation.
 #ifndef LEMRT_DEVICE_TENSORCORE_DLRM_DENSE_H_
 #define LEMRT_DEVICE_TENSORCORE_DLRM_DENSE_H_
 
@@ -18,6 +21,7 @@
 #include "device/tensorcore/dense_model.h"
 #include "device/tensorcore/interaction.h"
 #include "device/tensorcore/mlp.h"
+#include "device/tensorcore/thread_team.h"
 
 namespace lemrt::device {
 
@@ -52,9 +56,11 @@ class DlrmDense : public DenseModel {
   // bottom, top, feature_dims) and max_batch >= 0 (InvalidArgument), then
   // allocates every buffer for up to max_batch samples and initialises the
   // parameters as a pure function of (shape, seed), identical on every rank.
-  // `dropout`: the MLPs' dropout in ForwardBackward (dense_model.h).
+  // `dropout`: the MLPs' dropout in ForwardBackward (dense_model.h). `team`
+  // (optional; null = the calling thread only) must outlive the model.
   static absl::StatusOr<std::unique_ptr<DlrmDense>> Create(
-      const DlrmShape& shape, int64_t max_batch, uint64_t seed, DropoutRates dropout = {});
+      const DlrmShape& shape, int64_t max_batch, uint64_t seed, DropoutRates dropout = {},
+      ThreadTeam* team = nullptr);
 
   DlrmDense(const DlrmDense&) = delete;
   DlrmDense& operator=(const DlrmDense&) = delete;
@@ -87,8 +93,8 @@ class DlrmDense : public DenseModel {
   // global mean. Overwrites grads() with dLoss/d params and d_emb
   // [batch x embedding_width] (same column layout as emb) with dLoss/d emb.
   // Returns the unscaled sum of the per-sample BCE losses. Allocates no
-  // buffers of its own (Eigen's GEMM may still take its packing workspace
-  // from the heap for large products).
+  // buffers of its own (the GEMM backend may still take its packing
+  // workspace from the heap).
   double ForwardBackward(int64_t batch, const float* dense, const float* emb,
                          const float* labels, float loss_scale, float* d_emb) override;
 
@@ -106,20 +112,22 @@ class DlrmDense : public DenseModel {
     int64_t proj_offset = -1;  // P_f in params(); -1: used as is (dim == d).
   };
 
-  DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dropout);
+  DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dropout, ThreadTeam* team);
 
   void InitParams(uint64_t seed);
   // Runs the model up to the logits (top_.output()); keeps what backward needs.
   // With `dropout` (training), the MLPs drop by its masks.
   void Forward(int64_t batch, const float* dense, const float* emb, const DropoutKey* dropout);
-  // Gradients of the embeddings and projections from dz_ (interaction input).
-  void BackwardFeatures(int64_t batch, const float* emb, float* d_emb);
+  // Gradients of the interaction input (dz_) from dx_, of the embeddings
+  // and projections, and of the bottom MLP's output (d_bottom_).
+  void BackwardInteraction(int64_t batch, const float* emb, float* d_emb);
 
   std::span<const float> bottom_params() const;
   std::span<const float> top_params() const;
 
   DlrmShape shape_;
   int64_t max_batch_;
+  ThreadTeam* team_;
   int embedding_width_ = 0;
   std::vector<Feature> features_;
   Mlp bottom_;

@@ -415,5 +415,50 @@ TEST(DlrmDenseCreateTest, RejectsNegativeMaxBatch) {
   EXPECT_NE(model.status().message().find("max_batch"), std::string::npos);
 }
 
+// A model large enough that its products split into several blocks and its
+// per-sample passes into several tasks, with projected and unprojected
+// features and dropout in both MLPs: a step on teams of 1..4 threads gives the
+// bits of the calling thread alone, step after step.
+TEST(DlrmDenseThreadsTest, BitsDoNotDependOnTheTeam) {
+  const DlrmShape shape{.num_dense = 13,
+                        .bottom = {256, 64},
+                        .top = {128, 1},
+                        .feature_dims = {64, 32, 64, 16}};
+  const int64_t batch = 300;
+  struct Run {
+    std::vector<float> grads, d_emb, probs;
+    double loss = 0;
+  };
+  auto run = [&](ThreadTeam* team) {
+    absl::StatusOr<std::unique_ptr<DlrmDense>> model =
+        DlrmDense::Create(shape, batch, 5, DropoutRates{.bottom = 0.25f, .top = 0.25f}, team);
+    EXPECT_TRUE(model.ok()) << model.status();
+    const Batch b = MakeBatch(**model, batch, 23);
+    Run r;
+    std::vector<float> d_emb(b.emb.size());
+    for (int step = 0; step < 3; ++step) {
+      r.loss += (*model)->ForwardBackward(batch, b.dense.data(), b.emb.data(), b.labels.data(),
+                                          1.0f / batch, d_emb.data());
+      // A plain SGD step, so that the next step starts from new weights.
+      std::span<float> p = (*model)->params();
+      for (size_t k = 0; k < p.size(); ++k) p[k] -= 0.5f * (*model)->grads()[k];
+    }
+    r.grads.assign((*model)->grads().begin(), (*model)->grads().end());
+    r.d_emb = d_emb;
+    r.probs.resize(batch);
+    (*model)->Predict(batch, b.dense.data(), b.emb.data(), r.probs.data());
+    return r;
+  };
+  const Run want = run(nullptr);
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadTeam team(threads);
+    const Run got = run(&team);
+    EXPECT_EQ(got.loss, want.loss) << threads << " threads";
+    EXPECT_EQ(got.grads, want.grads) << threads << " threads";
+    EXPECT_EQ(got.d_emb, want.d_emb) << threads << " threads";
+    EXPECT_EQ(got.probs, want.probs) << threads << " threads";
+  }
+}
+
 }  // namespace
 }  // namespace lemrt::device

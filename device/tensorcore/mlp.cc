@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <cstring>
 
-#include "Eigen/Core"
-#include "device/tensorcore/eigen_maps.h"
+#include "device/tensorcore/gemm.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
 namespace {
 
-using RowVectorMap = Eigen::Map<Eigen::RowVectorXf>;
-using ConstRowVectorMap = Eigen::Map<const Eigen::RowVectorXf>;
+// Rows per task of the element-wise passes (ReLU backward) and columns per
+// task of the bias-gradient sums.
+constexpr int64_t kRowsPerTask = 128;
+constexpr int64_t kColumnsPerTask = 64;
 
 // dz = dy where the ReLU output y > 0, else 0. The buffers must not overlap.
 // Fixed 16-wide blocks with unconditional loads let GCC vectorise this at -O2
@@ -50,6 +51,19 @@ void DroppedReluBackward(const float* __restrict y, const float* __restrict dy,
   }
 }
 
+// db[j] = sum over rows r (in increasing r) of dz[r][j], for columns
+// [begin, end): each column's sum runs in the same order whatever the split.
+void BiasGradient(const float* dz, int64_t batch, int64_t width, int64_t begin, int64_t end,
+                  float* db) {
+  float* __restrict out = db + begin;
+  const int64_t cols = end - begin;
+  for (int64_t j = 0; j < cols; ++j) out[j] = 0.0f;
+  for (int64_t r = 0; r < batch; ++r) {
+    const float* __restrict row = dz + r * width + begin;
+    for (int64_t j = 0; j < cols; ++j) out[j] += row[j];
+  }
+}
+
 }  // namespace
 
 int64_t Mlp::NumParams(std::span<const int> widths) {
@@ -60,8 +74,9 @@ int64_t Mlp::NumParams(std::span<const int> widths) {
   return n;
 }
 
-Mlp::Mlp(MlpShape shape, int64_t max_batch)
-    : relu_last_(shape.relu_last),
+Mlp::Mlp(MlpShape shape, int64_t max_batch, ThreadTeam* team)
+    : team_(team),
+      relu_last_(shape.relu_last),
       dropout_(shape.dropout),
       dropout_layer_(shape.dropout_layer),
       max_batch_(max_batch) {
@@ -95,18 +110,18 @@ void Mlp::Forward(std::span<const float> params, int64_t batch, const float* in,
   const float* x = in;
   for (int l = 0; l < num_layers(); ++l) {
     const Layer& layer = layers_[l];
-    ConstMatrixMap xm(x, batch, layer.in);
-    ConstMatrixMap w(params.data() + layer.weight_offset, layer.in, layer.out);
-    ConstRowVectorMap b(params.data() + layer.bias_offset, layer.out);
-    MatrixMap y(acts_[l].data(), batch, layer.out);
-    y.noalias() = xm * w;
-    if (HasRelu(l)) {
-      y = (y.rowwise() + b).cwiseMax(0.0f);
-    } else {
-      y.rowwise() += b;
-    }
+    const GemmEpilogue bias_relu{.bias = params.data() + layer.bias_offset, .relu = HasRelu(l)};
+    Gemm(team_, false, false, batch, layer.out, layer.in, x, layer.in,
+         params.data() + layer.weight_offset, layer.out, acts_[l].data(), layer.out, bias_relu);
     if (dropped_ && HasDropout(l)) {
-      ApplyDropout(*dropout, dropout_layer_ + l, dropout_, batch, layer.out, acts_[l].data());
+      // Row blocks: a row's mask is keyed by its global sample, not its block.
+      float* y = acts_[l].data();
+      ParallelRanges(team_, batch, kRowsPerTask, [&](int64_t begin, int64_t end) {
+        DropoutKey rows = *dropout;
+        rows.first_sample += begin;
+        ApplyDropout(rows, dropout_layer_ + l, dropout_, end - begin, layer.out,
+                     y + begin * layer.out);
+      });
     }
     x = acts_[l].data();
   }
@@ -134,34 +149,40 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
     int dz_buf = dy_buf;
     if (HasRelu(l)) {
       dz_buf = dy_buf == 0 ? 1 : 0;
-      if (dropped_ && HasDropout(l)) {
-        DroppedReluBackward(acts_[l].data(), dy, delta_[dz_buf].data(), batch * layer.out,
-                            1.0f / (1.0f - dropout_));
-      } else {
-        ReluBackward(acts_[l].data(), dy, delta_[dz_buf].data(), batch * layer.out);
-      }
-      dz = delta_[dz_buf].data();
+      float* out = delta_[dz_buf].data();
+      const float* y = acts_[l].data();
+      const bool dropped = dropped_ && HasDropout(l);
+      const float scale = dropped ? 1.0f / (1.0f - dropout_) : 1.0f;
+      ParallelRanges(team_, batch, kRowsPerTask, [&](int64_t begin, int64_t end) {
+        const int64_t at = begin * layer.out;
+        if (dropped) {
+          DroppedReluBackward(y + at, dy + at, out + at, (end - begin) * layer.out, scale);
+        } else {
+          ReluBackward(y + at, dy + at, out + at, (end - begin) * layer.out);
+        }
+      });
+      dz = out;
     }
-    ConstMatrixMap dzm(dz, batch, layer.out);
     const float* x = l == 0 ? in : acts_[l - 1].data();
-    ConstMatrixMap xm(x, batch, layer.in);
-    MatrixMap dw(grads.data() + layer.weight_offset, layer.in, layer.out);
-    dw.noalias() = xm.transpose() * dzm;
-    // Row-by-row sum: contiguous, vectorised adds on a row-major batch.
-    RowVectorMap db(grads.data() + layer.bias_offset, layer.out);
-    db.setZero();
-    for (int64_t r = 0; r < batch; ++r) db += dzm.row(r);
-
-    ConstMatrixMap w(params.data() + layer.weight_offset, layer.in, layer.out);
+    const float* w = params.data() + layer.weight_offset;
+    Gemm(team_, true, false, layer.in, layer.out, batch, x, layer.in, dz, layer.out,
+         grads.data() + layer.weight_offset, layer.out);
+    float* db = grads.data() + layer.bias_offset;
+    ParallelRanges(team_, layer.out, kColumnsPerTask, [&](int64_t begin, int64_t end) {
+      BiasGradient(dz, batch, layer.out, begin, end, db);
+    });
+    float* dx = nullptr;
     if (l > 0) {
       const int dx_buf = dz_buf == 0 ? 1 : 0;  // dz_buf may be -1.
-      MatrixMap dx(delta_[dx_buf].data(), batch, layer.in);
-      dx.noalias() = dzm * w.transpose();
-      dy = delta_[dx_buf].data();
+      dx = delta_[dx_buf].data();
+      dy = dx;
       dy_buf = dx_buf;
-    } else if (d_in != nullptr) {
-      MatrixMap dx(d_in, batch, layer.in);
-      dx.noalias() = dzm * w.transpose();
+    } else {
+      dx = d_in;
+    }
+    if (dx != nullptr) {
+      Gemm(team_, false, true, batch, layer.in, layer.out, dz, layer.out, w, layer.out, dx,
+           layer.in);
     }
   }
 }

@@ -2,7 +2,9 @@
 // ReLU) applied to a row-major batch [batch x in]. The parameters and
 // gradients live in caller-owned flat buffers (so a whole model can keep all
 // of them in one vector); the Mlp owns only the activations kept from Forward
-// for Backward, allocated once for `max_batch` rows. Thread-compatible.
+// for Backward, allocated once for `max_batch` rows. Its products run on
+// device/tensorcore/gemm.h's Gemm, on the ThreadTeam given at construction
+// (the outputs do not depend on the team's size). Thread-compatible.
 #ifndef LEMRT_DEVICE_TENSORCORE_MLP_H_
 #define LEMRT_DEVICE_TENSORCORE_MLP_H_
 
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "device/tensorcore/dropout.h"
+#include "device/tensorcore/thread_team.h"
 
 namespace lemrt::device {
 
@@ -49,7 +52,8 @@ class Mlp {
 
   // Precondition (CHECKed; callers validate user input first): at least two
   // widths, all > 0, and max_batch >= 0. Allocates the activation buffers.
-  Mlp(MlpShape shape, int64_t max_batch);
+  // `team` (optional; null = the calling thread) must outlive the Mlp.
+  Mlp(MlpShape shape, int64_t max_batch, ThreadTeam* team = nullptr);
 
   Mlp(const Mlp&) = delete;
   Mlp& operator=(const Mlp&) = delete;
@@ -90,6 +94,7 @@ class Mlp {
   bool HasDropout(int l) const { return l + 1 < num_layers() && dropout_ > 0.0f; }
 
   std::vector<Layer> layers_;
+  ThreadTeam* team_;
   bool relu_last_;
   float dropout_;
   int dropout_layer_;

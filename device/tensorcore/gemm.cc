@@ -1,0 +1,123 @@
+#include "device/tensorcore/gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "glog/logging.h"
+#include "oneapi/dnnl/dnnl.h"
+
+namespace lemrt::device {
+namespace {
+
+// A block's work: large enough that the backend's per-call cost (packing
+// the replicated operand, a few microseconds of setup) stays small, small
+// enough that a step's GEMMs split into several blocks per thread.
+constexpr double kBlockFlops = 8e6;
+constexpr int64_t kMinBlock = 128;
+constexpr int64_t kBlockAlign = 16;
+
+// oneDNN runs its sgemm on OpenMP threads; every thread that calls it here
+// asks for one, so that the blocks, not oneDNN, decide the parallelism. The
+// OpenMP thread count is a per-thread setting.
+void UseOneOpenMpThread() {
+  thread_local bool done = false;
+  if (!done) {
+    omp_set_num_threads(1);
+    done = true;
+  }
+}
+
+void CallBackend(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f,
+                                      a, lda, b, ldb, 0.0f, c, ldc);
+  CHECK_EQ(st, dnnl_success) << "dnnl_sgemm rejected m=" << m << " n=" << n << " k=" << k
+                             << " lda=" << lda << " ldb=" << ldb << " ldc=" << ldc;
+}
+
+void ApplyEpilogue(const GemmEpilogue& e, int64_t rows, int64_t cols, const float* bias,
+                   float* c, int64_t ldc) {
+  if (bias == nullptr && !e.relu) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict row = c + r * ldc;
+    if (bias != nullptr) {
+      const float* __restrict bb = bias;
+      for (int64_t j = 0; j < cols; ++j) row[j] += bb[j];
+    }
+    if (e.relu) {
+      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+    }
+  }
+}
+
+}  // namespace
+
+GemmBlocking GemmBlockingFor(int64_t m, int64_t n, int64_t k) {
+  // Cut the larger side of C: the operand every block then re-reads (and
+  // the backend re-packs) is the one of the smaller side.
+  GemmBlocking g;
+  g.rows = m >= n;
+  const int64_t along = g.rows ? m : n;
+  const int64_t across = g.rows ? n : m;
+  const double flops_per_line = 2.0 * static_cast<double>(across) * static_cast<double>(k);
+  int64_t block = flops_per_line > 0 ? static_cast<int64_t>(kBlockFlops / flops_per_line) : along;
+  block = (block + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
+  block = std::max(block, kMinBlock);
+  g.block = std::max<int64_t>(1, std::min(block, along));
+  g.blocks = along == 0 ? 0 : static_cast<int>((along + g.block - 1) / g.block);
+  return g;
+}
+
+void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+          const GemmEpilogue& epilogue) {
+  CHECK_GE(m, 0);
+  CHECK_GE(n, 0);
+  CHECK_GE(k, 0);
+  if (m == 0 || n == 0) return;
+  const GemmBlocking g = GemmBlockingFor(m, n, k);
+  auto run_block = [&](int i) {
+    UseOneOpenMpThread();
+    const int64_t begin = i * g.block;
+    const int64_t len = std::min(g.block, (g.rows ? m : n) - begin);
+    const int64_t rows = g.rows ? len : m;
+    const int64_t cols = g.rows ? n : len;
+    // Row blocks take rows of op(A) and C; column blocks columns of op(B)
+    // and C. op(A) row r is A's row r, or column r when transposed.
+    const float* ab = g.rows ? a + (trans_a ? begin : begin * lda) : a;
+    const float* bb = g.rows ? b : b + (trans_b ? begin * ldb : begin);
+    float* cb = g.rows ? c + begin * ldc : c + begin;
+    if (k == 0) {
+      for (int64_t r = 0; r < rows; ++r) std::memset(cb + r * ldc, 0, sizeof(float) * cols);
+    } else {
+      CallBackend(trans_a, trans_b, rows, cols, k, ab, lda, bb, ldb, cb, ldc);
+    }
+    const float* bias =
+        epilogue.bias == nullptr ? nullptr : epilogue.bias + (g.rows ? 0 : begin);
+    ApplyEpilogue(epilogue, rows, cols, bias, cb, ldc);
+  };
+  if (team == nullptr) {
+    for (int i = 0; i < g.blocks; ++i) run_block(i);
+  } else {
+    team->ParallelFor(g.blocks, run_block);
+  }
+}
+
+void BackendGemm(int threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                 int64_t ldc) {
+  UseOneOpenMpThread();
+  omp_set_num_threads(std::max(1, threads));
+  CallBackend(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+  omp_set_num_threads(1);
+}
+
+std::string GemmBackendName() {
+  const dnnl_version_t* v = dnnl_version();
+  return absl::StrFormat("oneDNN %d.%d.%d sgemm", v->major, v->minor, v->patch);
+}
+
+}  // namespace lemrt::device

@@ -1,0 +1,76 @@
+// The TensorCore's matrix products: every GEMM of the dense layers (the
+// forward XW, the backward dY W^T and X^T dY, the feature projections) goes
+// through Gemm below, so the backend and its threads are chosen here and
+// nowhere else.
+//
+// Backend: oneDNN's sgemm (libdnnl, Debian's libdnnl-dev), measured against
+// OpenBLAS, BLIS and Eigen on the model's shapes (docs/performance.md, "The
+// dense stage"). Each call is split into blocks of C whose sizes depend only
+// on (trans_a, trans_b, m, n, k); each block is one single-threaded backend
+// call, run on some thread of the team. A block's values therefore do not
+// depend on which thread ran it nor on how many threads the team has: the
+// bits of C are a function of the inputs and the shape only.
+//
+// Thread-safety: Gemm may run concurrently on distinct teams (or with a null
+// team); one team serves one caller at a time (see thread_team.h).
+#ifndef LEMRT_DEVICE_TENSORCORE_GEMM_H_
+#define LEMRT_DEVICE_TENSORCORE_GEMM_H_
+
+#include <cstdint>
+#include <string>
+
+#include "device/tensorcore/thread_team.h"
+
+namespace lemrt::device {
+
+// Applied to each block of C right after its product, while it is in cache.
+struct GemmEpilogue {
+  // [n] floats added to every row of C; null: none.
+  const float* bias = nullptr;
+  // Then C = max(C, 0).
+  bool relu = false;
+};
+
+// Row-major, single precision:
+//
+//   C [m x n] = op(A) [m x k] * op(B) [k x n]   (then the epilogue)
+//
+// op(A) = A, stored [m x k] with row stride lda >= k, or, trans_a, A^T with
+// A stored [k x m], lda >= m; likewise op(B) = B stored [k x n] (ldb >= n)
+// or, trans_b, B^T with B stored [n x k] (ldb >= k); C is [m x n] with
+// ldc >= n and is overwritten (k == 0: C = 0, then the epilogue). The
+// layers' three shapes are
+//
+//   forward   Y  = X W       Gemm(team, false, false, batch, out, in, ...)
+//   backward  dX = dY W^T    Gemm(team, false, true,  batch, in, out, ...)
+//   backward  dW = X^T dY    Gemm(team, true,  false, in, out, batch, ...)
+//
+// C must not overlap A, B or the bias. m, n, k >= 0 (CHECKed). team: the
+// threads to use; null runs every block on the calling thread.
+void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+          const GemmEpilogue& epilogue = {});
+
+// The backend alone, as one call with its own threading on `threads` threads
+// of its own (no blocks, no epilogue): the reference bench_dense measures the
+// blocked Gemm against. Not for the model (its bits may depend on threads).
+void BackendGemm(int threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                 int64_t ldc);
+
+// How Gemm splits a call: C is cut along `rows` (true: row blocks of C and
+// op(A)) or columns (of C and op(B)) into `blocks` blocks of `block` rows or
+// columns (the last may be shorter). A function of the shape only.
+struct GemmBlocking {
+  bool rows = true;
+  int64_t block = 0;
+  int blocks = 0;
+};
+GemmBlocking GemmBlockingFor(int64_t m, int64_t n, int64_t k);
+
+// "oneDNN 2.6.3 sgemm (cpu isa: ...)": for logs and the run summary.
+std::string GemmBackendName();
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_TENSORCORE_GEMM_H_

@@ -1,0 +1,163 @@
+#include "device/tensorcore/gemm.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace lemrt::device {
+namespace {
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+struct Case {
+  bool ta, tb;
+  int64_t m, n, k;
+  int64_t pad;  // extra floats per row of A, B and C beyond the minimum
+};
+
+std::string Name(const Case& c) {
+  return std::string(c.ta ? "T" : "N") + (c.tb ? "T" : "N") + " m" + std::to_string(c.m) + " n" +
+         std::to_string(c.n) + " k" + std::to_string(c.k) + " pad" + std::to_string(c.pad);
+}
+
+// Operands of a case, with leading dimensions as Gemm documents them.
+struct Operands {
+  int64_t lda, ldb, ldc;
+  std::vector<float> a, b, bias;
+};
+
+Operands Make(const Case& c, uint32_t seed) {
+  Operands o;
+  o.lda = (c.ta ? c.m : c.k) + c.pad;
+  o.ldb = (c.tb ? c.k : c.n) + c.pad;
+  o.ldc = c.n + c.pad;
+  o.a = Random((c.ta ? c.k : c.m) * o.lda, seed);
+  o.b = Random((c.tb ? c.n : c.k) * o.ldb, seed + 1);
+  o.bias = Random(c.n, seed + 2);
+  return o;
+}
+
+// C[i][j] = sum_p op(A)[i][p] op(B)[p][j] (+ bias, ReLU), in double.
+std::vector<double> Naive(const Case& c, const Operands& o, const GemmEpilogue& e) {
+  std::vector<double> out(static_cast<size_t>(c.m * c.n));
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        const double a = c.ta ? o.a[p * o.lda + i] : o.a[i * o.lda + p];
+        const double b = c.tb ? o.b[j * o.ldb + p] : o.b[p * o.ldb + j];
+        s += a * b;
+      }
+      if (e.bias != nullptr) s += e.bias[j];
+      if (e.relu) s = std::max(s, 0.0);
+      out[i * c.n + j] = s;
+    }
+  }
+  return out;
+}
+
+const std::vector<Case>& Cases() {
+  static const auto* cases = new std::vector<Case>{
+      {false, false, 0, 5, 3, 0},   {false, false, 4, 0, 3, 0},  {false, false, 1, 1, 1, 0},
+      {false, false, 3, 4, 0, 0},   {true, false, 3, 4, 0, 2},   {false, false, 7, 5, 3, 1},
+      {false, true, 9, 6, 11, 3},   {true, false, 6, 9, 13, 2},  {true, true, 5, 4, 3, 1},
+      // Several row blocks (m > n), several column blocks (n > m), strided.
+      {false, false, 700, 33, 190, 5}, {false, true, 650, 40, 170, 0},
+      {true, false, 37, 500, 260, 3},  {true, false, 420, 20, 600, 1},
+      {false, false, 30, 520, 300, 0}, {false, true, 25, 610, 280, 2},
+  };
+  return *cases;
+}
+
+TEST(GemmTest, MatchesNaiveProductWithEpilogue) {
+  ThreadTeam team(3);
+  for (const Case& c : Cases()) {
+    const Operands o = Make(c, 7);
+    for (int variant = 0; variant < 3; ++variant) {
+      GemmEpilogue e;
+      if (variant >= 1) e.bias = o.bias.data();
+      e.relu = variant == 2;
+      std::vector<float> out(static_cast<size_t>(c.m * o.ldc), -9.0f);
+      Gemm(&team, c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb, out.data(),
+           o.ldc, e);
+      const std::vector<double> want = Naive(c, o, e);
+      for (int64_t i = 0; i < c.m; ++i) {
+        for (int64_t j = 0; j < c.n; ++j) {
+          ASSERT_NEAR(out[i * o.ldc + j], want[i * c.n + j], 1e-4 * (1 + std::sqrt(c.k)))
+              << Name(c) << " variant " << variant << " at " << i << "," << j;
+        }
+        // Padding beyond column n is never written.
+        for (int64_t j = c.n; j < o.ldc; ++j) ASSERT_EQ(out[i * o.ldc + j], -9.0f) << Name(c);
+      }
+    }
+  }
+}
+
+// The blocks depend on the shape only, so every team size gives the same bits.
+TEST(GemmTest, BitsDoNotDependOnTheThreads) {
+  std::vector<std::unique_ptr<ThreadTeam>> teams;
+  for (int t : {1, 2, 3, 4}) teams.push_back(std::make_unique<ThreadTeam>(t));
+  for (const Case& c : Cases()) {
+    const Operands o = Make(c, 11);
+    const GemmEpilogue e{.bias = o.bias.data(), .relu = true};
+    std::vector<float> want(static_cast<size_t>(c.m * o.ldc), 0.0f);
+    Gemm(nullptr, c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb, want.data(),
+         o.ldc, e);
+    for (auto& team : teams) {
+      for (int rep = 0; rep < 3; ++rep) {
+        std::vector<float> got(want.size(), 0.0f);
+        Gemm(team.get(), c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb,
+             got.data(), o.ldc, e);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * got.size()), 0)
+            << Name(c) << " with " << team->threads() << " threads";
+      }
+    }
+  }
+}
+
+TEST(GemmTest, BlockingIsAFunctionOfTheShape) {
+  // The larger side of C is cut; blocks cover it exactly.
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1024, 512, 367},
+                         {1024, 367, 512}, {367, 512, 1024}, {128, 512, 367}, {256, 1, 1024},
+                         {13, 512, 1024}, {1, 1, 1}, {0, 4, 4}}) {
+    const GemmBlocking g = GemmBlockingFor(m, n, k);
+    const int64_t along = g.rows ? m : n;
+    EXPECT_EQ(g.rows, m >= n) << m << "x" << n << "x" << k;
+    EXPECT_EQ(g.blocks, along == 0 ? 0 : (along + g.block - 1) / g.block);
+    if (along > 0) {
+      EXPECT_LE((g.blocks - 1) * g.block, along - 1);
+    }
+  }
+  // The model's large products split into several blocks, small ones not.
+  EXPECT_GE(GemmBlockingFor(1024, 512, 367).blocks, 8);
+  EXPECT_GE(GemmBlockingFor(128, 512, 367).blocks, 4);
+  EXPECT_EQ(GemmBlockingFor(64, 16, 64).blocks, 1);
+}
+
+TEST(GemmTest, BackendAloneMatchesNaiveProduct) {
+  const Case c{false, true, 70, 50, 90, 0};
+  const Operands o = Make(c, 3);
+  const std::vector<double> want = Naive(c, o, {});
+  for (int threads : {1, 2}) {
+    std::vector<float> out(static_cast<size_t>(c.m * c.n));
+    BackendGemm(threads, c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb,
+                out.data(), o.ldc);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-3) << i;
+  }
+  EXPECT_NE(GemmBackendName().find("oneDNN"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lemrt::device

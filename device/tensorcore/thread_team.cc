@@ -1,0 +1,141 @@
+#include "device/tensorcore/thread_team.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "glog/logging.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace lemrt::device {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Polls `ready` for up to spin_us; true when it held.
+template <typename Ready>
+bool SpinUntil(int spin_us, Ready ready) {
+  if (spin_us <= 0) return ready();
+  const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(spin_us);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+      CpuRelax();
+    }
+    if (Clock::now() >= deadline) return ready();
+  }
+}
+
+}  // namespace
+
+ThreadTeam::ThreadTeam(int threads, int spin_us) : spin_us_(spin_us) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+ThreadTeam::~ThreadTeam() {
+  stop_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+  }
+  job_cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+uint64_t ThreadTeam::AwaitJob(uint64_t seen) {
+  auto ready = [&] {
+    return stop_.load(std::memory_order_acquire) ||
+           (claim_.load(std::memory_order_acquire) >> (2 * kCountBits)) != seen;
+  };
+  if (!SpinUntil(spin_us_, ready)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    job_cv_.wait(lock, ready);
+  }
+  return claim_.load(std::memory_order_acquire) >> (2 * kCountBits);
+}
+
+void ThreadTeam::WorkerLoop() {
+  uint64_t seen = 0;
+  for (;;) {
+    seen = AwaitJob(seen);
+    if (stop_.load(std::memory_order_acquire)) return;
+    RunTasks(seen);
+  }
+}
+
+void ThreadTeam::RunTasks(uint64_t generation) {
+  constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
+  uint64_t claim = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    // Another generation: this job is over (its caller may have returned).
+    if ((claim >> (2 * kCountBits)) != generation) return;
+    const int tasks = static_cast<int>((claim >> kCountBits) & kCountMask);
+    const int index = static_cast<int>(claim & kCountMask);
+    if (index >= tasks) return;
+    if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      continue;  // `claim` now holds the current word
+    }
+    // Claimed: the caller waits for this task, so fn_ is this job's.
+    (*fn_.load(std::memory_order_relaxed))(index);
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_one();
+    }
+    claim = claim_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadTeam::ParallelFor(int tasks, absl::FunctionRef<void(int)> fn) {
+  if (tasks <= 0) return;
+  CHECK_LE(tasks, kMaxTasks);
+  if (workers_.empty() || tasks == 1) {
+    for (int i = 0; i < tasks; ++i) fn(i);
+    return;
+  }
+  constexpr uint64_t kGenerationMask = (uint64_t{1} << (64 - 2 * kCountBits)) - 1;
+  generation_ = (generation_ + 1) & kGenerationMask;
+  fn_.store(&fn, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  claim_.store(generation_ << (2 * kCountBits) | static_cast<uint64_t>(tasks) << kCountBits,
+               std::memory_order_release);
+  {
+    // Orders the publication before a sleeping worker's predicate check
+    // under mu_: it sees the job or gets the notification.
+    std::lock_guard<std::mutex> lock(mu_);
+  }
+  job_cv_.notify_all();
+  RunTasks(generation_);
+  auto all_done = [&] { return done_.load(std::memory_order_acquire) == tasks; };
+  if (!SpinUntil(spin_us_, all_done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, all_done);
+  }
+}
+
+void ParallelRanges(ThreadTeam* team, int64_t count, int64_t block,
+                    absl::FunctionRef<void(int64_t, int64_t)> fn) {
+  CHECK_GE(count, 0);
+  CHECK_GT(block, 0);
+  const int64_t ranges = (count + block - 1) / block;
+  auto run = [&](int i) {
+    const int64_t begin = i * block;
+    fn(begin, std::min(count, begin + block));
+  };
+  if (team == nullptr) {
+    for (int64_t i = 0; i < ranges; ++i) run(static_cast<int>(i));
+  } else {
+    team->ParallelFor(static_cast<int>(ranges), run);
+  }
+}
+
+}  // namespace lemrt::device

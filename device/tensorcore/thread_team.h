@@ -1,0 +1,86 @@
+// ThreadTeam: the threads one chip's TensorCore runs its dense step on (the
+// calling thread plus threads() - 1 workers), as a fork-join ParallelFor over
+// numbered tasks. Created by the owner of the dense model (the trainer's
+// TensorCore stage) and handed to the layers; a null team means "run on the
+// calling thread". Which thread runs which task varies from call to call, so
+// callers split work into tasks whose results do not depend on the thread
+// (device/tensorcore/gemm.h splits by shape only): the step's bits then do not
+// depend on threads() either.
+//
+// Workers spin for up to spin_us after a ParallelFor (the next product of a
+// layer usually follows within microseconds), then sleep on a condition
+// variable, so an idle team costs no CPU time.
+//
+// Thread-compatible: ParallelFor may be called from one thread at a time.
+#ifndef LEMRT_DEVICE_TENSORCORE_THREAD_TEAM_H_
+#define LEMRT_DEVICE_TENSORCORE_THREAD_TEAM_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+
+namespace lemrt::device {
+
+class ThreadTeam {
+ public:
+  // Starts threads - 1 workers (threads <= 1: none; every task runs on the
+  // caller). spin_us: how long an idle worker polls for the next job before
+  // it sleeps (0 = sleep at once).
+  explicit ThreadTeam(int threads, int spin_us = 50);
+  ~ThreadTeam();
+  ThreadTeam(const ThreadTeam&) = delete;
+  ThreadTeam& operator=(const ThreadTeam&) = delete;
+
+  // Workers + the calling thread.
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs fn(0) .. fn(tasks - 1), each exactly once, on the workers and the
+  // calling thread; returns when all have returned. tasks <= 0: no-op;
+  // tasks < 2^20 (CHECKed).
+  void ParallelFor(int tasks, absl::FunctionRef<void(int)> fn);
+
+ private:
+  // The job's claim word, updated by compare-and-swap so that a worker
+  // claims a task only of the job it read:
+  //
+  //   | generation (24 bits) | tasks (20 bits) | next task index (20 bits) |
+  static constexpr int kCountBits = 20;
+  static constexpr int kMaxTasks = (1 << kCountBits) - 1;
+
+  void WorkerLoop();
+  // Claims and runs tasks of job `generation` until none is left.
+  void RunTasks(uint64_t generation);
+  // Waits (spin, then sleep) until the job generation differs from `seen`;
+  // returns it, or 0 when the team stops.
+  uint64_t AwaitJob(uint64_t seen);
+
+  const int spin_us_;
+  // The job: fn_ is published by the release store of claim_ and read only
+  // after a successful claim (the caller then still waits for that task).
+  std::atomic<const absl::FunctionRef<void(int)>*> fn_{nullptr};
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int> done_{0};
+  std::atomic<bool> stop_{false};
+  uint64_t generation_ = 0;  // the caller's last job
+
+  // Sleeping workers (job_cv_) and a sleeping caller (done_cv_).
+  std::mutex mu_;
+  std::condition_variable job_cv_;
+  std::condition_variable done_cv_;
+  std::vector<std::thread> workers_;
+};
+
+// Runs fn(begin, end) for each of the ceil(count / block) ranges
+// [i * block, min((i + 1) * block, count)) of [0, count), on `team`, or on
+// the calling thread when team is null. count >= 0, block > 0 (CHECKed).
+void ParallelRanges(ThreadTeam* team, int64_t count, int64_t block,
+                    absl::FunctionRef<void(int64_t, int64_t)> fn);
+
+}  // namespace lemrt::device
+
+#endif  // LEMRT_DEVICE_TENSORCORE_THREAD_TEAM_H_

@@ -1,0 +1,77 @@
+#include "device/tensorcore/thread_team.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace lemrt::device {
+namespace {
+
+class ThreadTeamTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ThreadTeamTest, RunsEveryTaskExactlyOnce) {
+  ThreadTeam team(GetParam());
+  EXPECT_EQ(team.threads(), std::max(1, GetParam()));
+  for (int tasks : {0, 1, 2, 3, 7, 64, 1000}) {
+    std::vector<std::atomic<int>> runs(tasks);
+    team.ParallelFor(tasks, [&](int i) { runs[i].fetch_add(1); });
+    for (int i = 0; i < tasks; ++i) EXPECT_EQ(runs[i].load(), 1) << "task " << i << " of " << tasks;
+  }
+}
+
+// Many short jobs back to back, with workers that spin and with workers that
+// sleep at once: a job's tasks never leak into the next one.
+TEST_P(ThreadTeamTest, BackToBackJobsStaySeparate) {
+  for (int spin_us : {0, 50}) {
+    ThreadTeam team(GetParam(), spin_us);
+    std::vector<int64_t> out(5);
+    int64_t want = 0;
+    for (int job = 0; job < 3000; ++job) {
+      const int tasks = 1 + job % 5;
+      team.ParallelFor(tasks, [&](int i) { out[i] = int64_t{job} * 10 + i; });
+      for (int i = 0; i < tasks; ++i) want += int64_t{job} * 10 + i;
+      for (int i = 0; i < tasks; ++i) want -= out[i];
+    }
+    EXPECT_EQ(want, 0) << "spin_us " << spin_us;
+  }
+}
+
+TEST_P(ThreadTeamTest, UsesTheWorkers) {
+  if (GetParam() < 2) GTEST_SKIP() << "no workers";
+  ThreadTeam team(GetParam(), /*spin_us=*/0);
+  // Each task waits until another thread has entered: only possible when the
+  // workers take tasks too.
+  std::atomic<int> entered{0};
+  team.ParallelFor(2, [&](int) {
+    entered.fetch_add(1);
+    while (entered.load() < 2) std::this_thread::yield();
+  });
+  EXPECT_EQ(entered.load(), 2);
+}
+
+TEST_P(ThreadTeamTest, ParallelRangesCoverTheCountInBlocks) {
+  ThreadTeam team(GetParam());
+  for (ThreadTeam* t : {&team, static_cast<ThreadTeam*>(nullptr)}) {
+    for (int64_t count : {0, 1, 15, 16, 17, 49}) {
+      std::vector<std::atomic<int>> hits(count);
+      std::atomic<int> ranges{0};
+      ParallelRanges(t, count, 16, [&](int64_t begin, int64_t end) {
+        EXPECT_EQ(begin % 16, 0);
+        EXPECT_EQ(end, std::min<int64_t>(count, begin + 16));
+        for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+        ranges.fetch_add(1);
+      });
+      EXPECT_EQ(ranges.load(), (count + 15) / 16);
+      for (int64_t i = 0; i < count; ++i) EXPECT_EQ(hits[i].load(), 1) << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ThreadTeamTest, ::testing::Values(0, 1, 2, 3, 4));
+
+}  // namespace
+}  // namespace lemrt::device

@@ -1,0 +1,74 @@
+#include "runtime/thread_plan.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace lemrt::runtime {
+
+ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share, int min_cores) {
+  const auto& sc = config.sparse_core();
+  ThreadPlan p;
+  p.cores = share.whole_cores();
+  p.min_cores = std::max(1, std::min(min_cores, p.cores));
+  p.chose_pipelining = !sc.has_disable_full_embedding_pipelining();
+  p.pipelining = p.chose_pipelining ? p.min_cores >= 2 : !sc.disable_full_embedding_pipelining();
+  const bool executor_thread = p.pipelining && !sc.pipeline_without_threads();
+  // Cores left once the TensorCore thread (and the executor) have one each.
+  const int spare = p.cores - 1 - (executor_thread ? 1 : 0);
+  // Host workers are chosen only when neither field is set: a configured
+  // worker count or queue depth is kept as it is.
+  p.chose_host_workers = !sc.has_maximum_parallel_iterations() && sc.host_worker_threads() == 0;
+  p.maximum_parallel_iterations = sc.maximum_parallel_iterations();
+  if (p.chose_host_workers && spare < 1) p.maximum_parallel_iterations = 0;
+  p.host_worker_threads =
+      sc.host_worker_threads() > 0 ? sc.host_worker_threads() : std::max(1, spare);
+  const int gemm = config.tensor_core().gemm_threads();
+  p.chose_gemm_threads = gemm == 0;
+  p.gemm_threads = gemm > 0 ? gemm : p.cores;
+  return p;
+}
+
+void ApplyThreadPlan(const ThreadPlan& p, config::RunConfig* config) {
+  auto* sc = config->mutable_sparse_core();
+  sc->set_disable_full_embedding_pipelining(!p.pipelining);
+  sc->set_maximum_parallel_iterations(p.maximum_parallel_iterations);
+  sc->set_host_worker_threads(p.host_worker_threads);
+  config->mutable_tensor_core()->set_gemm_threads(p.gemm_threads);
+}
+
+std::string DescribeThreadPlan(const ThreadPlan& p, const CoreShare& s) {
+  auto how = [](bool chose) { return chose ? "chosen" : "set"; };
+  const std::string host =
+      p.maximum_parallel_iterations == 0
+          ? std::string("no host workers (host work on the SparseCore executor)")
+          : absl::StrFormat("%d host workers", p.host_worker_threads);
+  return absl::StrFormat(
+      "threads: this rank owns %.2g cores (%d CPUs in its affinity mask, %d ranks on this "
+      "node of %d CPUs; the fewest any rank owns: %d); pipelining %s (%s), %s (%s), %d GEMM "
+      "thread%s (%s)",
+      s.cores, s.mask_cpus, s.local_ranks, s.node_cpus, p.min_cores,
+      p.pipelining ? "on" : "off", how(p.chose_pipelining), host, how(p.chose_host_workers),
+      p.gemm_threads, p.gemm_threads == 1 ? "" : "s", how(p.chose_gemm_threads));
+}
+
+std::string LaunchAdvice(const CoreShare& s) {
+  if (s.local_ranks > s.node_cpus) {
+    return absl::StrFormat(
+        "%d ranks share this node's %d CPUs, so each owns less than a core and runs "
+        "unpipelined on one thread; at most %d ranks per node would each own a core",
+        s.local_ranks, s.node_cpus, s.node_cpus);
+  }
+  const int even = s.node_cpus / s.local_ranks;
+  if (s.whole_cores() >= even) return "";
+  return absl::StrFormat(
+      "this rank's affinity mask gives it %d of the %d cores that are its share of this node's "
+      "%d CPUs (mpirun binds each rank to one core by default), so its threads are planned for "
+      "%d; pass --bind-to none to mpirun, or --map-by slot:PE=%d to give each of the %d ranks "
+      "per node %d cores",
+      s.whole_cores(), even, s.node_cpus, s.whole_cores(), even, s.local_ranks, even);
+}
+
+}  // namespace lemrt::runtime

@@ -1,0 +1,60 @@
+// The threads lemrt_train runs one rank with, chosen from the cores the rank
+// owns (runtime/core_share.h) wherever the config leaves them unset:
+//
+//   pipelining (sparse_core.disable_full_embedding_pipelining unset): on when
+//     every rank owns at least 2 whole cores (the TensorCore thread and the
+//     SparseCore executor each get one), else off, since with one core the
+//     executor's MPI waits and the dense step take turns on it;
+//   host workers (sparse_core.maximum_parallel_iterations unset and
+//     host_worker_threads 0): the cores left after those two threads, or
+//     none (host work runs on the SparseCore executor); with only
+//     host_worker_threads 0, that many workers at the configured depth;
+//   GEMM threads (tensor_core.gemm_threads 0): every owned core; the dense
+//     step's team takes the cores the SparseCore side leaves idle while it
+//     runs.
+//
+// Host workers and GEMM threads never change results; pipelining does (stale
+// gradients), so all ranks agree on it (the smallest share decides) and the
+// log line says when it was chosen rather than set. Pure functions.
+#ifndef LEMRT_RUNTIME_THREAD_PLAN_H_
+#define LEMRT_RUNTIME_THREAD_PLAN_H_
+
+#include <string>
+
+#include "proto/config.pb.h"
+#include "runtime/core_share.h"
+
+namespace lemrt::runtime {
+
+struct ThreadPlan {
+  int cores = 1;      // whole cores this rank owns
+  int min_cores = 1;  // the fewest any rank owns
+  bool pipelining = true;
+  int maximum_parallel_iterations = 2;  // 0 = no host workers
+  int host_worker_threads = 1;
+  int gemm_threads = 1;
+  // Which of the above the plan chose (the rest were set in the config).
+  bool chose_pipelining = false;
+  bool chose_host_workers = false;
+  bool chose_gemm_threads = false;
+};
+
+// The plan for `config` (validated) on a rank owning `share`, when the
+// fewest whole cores any rank owns is `min_cores`.
+ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share, int min_cores);
+
+// Writes the plan into `config`, so that every later reader sees explicit
+// values (fields the config set keep their values).
+void ApplyThreadPlan(const ThreadPlan& plan, config::RunConfig* config);
+
+// One line for the log: the cores, then each choice and whether it was set.
+std::string DescribeThreadPlan(const ThreadPlan& plan, const CoreShare& share);
+
+// One sentence naming what to pass to mpirun when this rank owns fewer whole
+// cores than its even share of the node (its mask binds it tighter), or when
+// more ranks than CPUs share the node; empty otherwise.
+std::string LaunchAdvice(const CoreShare& share);
+
+}  // namespace lemrt::runtime
+
+#endif  // LEMRT_RUNTIME_THREAD_PLAN_H_
