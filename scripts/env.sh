@@ -5,7 +5,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 # Ranks that wait in MPI yield the core instead of busy-polling it: on a
 # machine whose cores the ranks share (this one), a polling rank starves the
-# rank it waits for (2 ranks on 2 cores, batch 128: half the wall time).
+# rank it waits for (docs/performance.md, "lemrt vs the reference DLRM").
 export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-1}"
 LEMRT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LEMRT_JOBS="${LEMRT_JOBS:-$(nproc)}"
