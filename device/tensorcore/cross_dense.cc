@@ -10,6 +10,9 @@
 namespace lemrt::device {
 namespace {
 
+// Samples per task of the copies into and out of x_0.
+constexpr int64_t kSamplesPerTask = 64;
+
 int SumDims(const DlrmShape& shape) {
   int sum = 0;
   for (int dim : shape.feature_dims) sum += dim;
@@ -66,11 +69,12 @@ CrossDense::CrossDense(const DenseModelSpec& spec, int64_t max_batch, ThreadTeam
       embedding_width_(SumDims(spec.shape)),
       concat_width_(spec.shape.bottom.back() + embedding_width_),
       bottom_(BottomShape(spec.shape, spec.dropout.bottom), max_batch, team),
-      top_(TopShape(spec.shape, spec.dropout.top), max_batch, team) {
+      top_(TopShape(spec.shape, spec.dropout.top), max_batch, team),
+      team_(team) {
   cross_offset_ = bottom_.num_params();
   top_offset_ = cross_offset_;
   if (spec.interaction == Interaction::kDcnV2) {
-    cross_.emplace(CrossShape(spec), max_batch);
+    cross_.emplace(CrossShape(spec), max_batch, team);
     top_offset_ += cross_->num_params();
   }
   params_.assign(static_cast<size_t>(top_offset_ + top_.num_params()), 0.0f);
@@ -116,11 +120,13 @@ void CrossDense::Forward(int64_t batch, const float* dense, const float* emb,
   const int d = spec_.shape.bottom.back();
   bottom_.Forward(Part(0, bottom_.num_params()), batch, dense, nullptr, dropout);
   const float* z0 = bottom_.output();
-  for (int64_t r = 0; r < batch; ++r) {
-    float* row = x0_.data() + r * concat_width_;
-    std::memcpy(row, z0 + r * d, sizeof(float) * d);
-    std::memcpy(row + d, emb + r * embedding_width_, sizeof(float) * embedding_width_);
-  }
+  ParallelRanges(team_, batch, kSamplesPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = x0_.data() + r * concat_width_;
+      std::memcpy(row, z0 + r * d, sizeof(float) * d);
+      std::memcpy(row + d, emb + r * embedding_width_, sizeof(float) * embedding_width_);
+    }
+  });
   const float* top_in = x0_.data();
   if (cross_.has_value()) {
     cross_->Forward(Part(cross_offset_, cross_->num_params()), batch, x0_.data());
@@ -145,11 +151,13 @@ double CrossDense::ForwardBackward(int64_t batch, const float* dense, const floa
     dx0 = dx0_.data();
   }
   const int d = spec_.shape.bottom.back();
-  for (int64_t r = 0; r < batch; ++r) {
-    const float* row = dx0 + r * concat_width_;
-    std::memcpy(d_bottom_.data() + r * d, row, sizeof(float) * d);
-    std::memcpy(d_emb + r * embedding_width_, row + d, sizeof(float) * embedding_width_);
-  }
+  ParallelRanges(team_, batch, kSamplesPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = dx0 + r * concat_width_;
+      std::memcpy(d_bottom_.data() + r * d, row, sizeof(float) * d);
+      std::memcpy(d_emb + r * embedding_width_, row + d, sizeof(float) * embedding_width_);
+    }
+  });
   bottom_.Backward(Part(0, bottom_.num_params()), batch, dense, d_bottom_.data(),
                    grads.subspan(0, bottom_.num_params()), /*d_in=*/nullptr);
   return loss;

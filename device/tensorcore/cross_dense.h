@@ -17,7 +17,10 @@
 // cross layers as in cross_network.h. Initialisation (a pure function of seed
 // and flat index k): biases 0; every weight matrix (MLP W_l, cross V_l, U_l
 // or W_l) Xavier-uniform with its (fan_in, fan_out) = (rows, columns), the
-// same formula as DlrmDense's (dlrm_dense.h). Thread-compatible.
+// same formula as DlrmDense's (dlrm_dense.h). The step runs on the ThreadTeam
+// given to Create (GEMMs through device/tensorcore/gemm.h, copies and
+// element-wise passes in fixed sample blocks), and its bits do not depend on
+// the team's size. Thread-compatible.
 #ifndef LEMRT_DEVICE_TENSORCORE_CROSS_DENSE_H_
 #define LEMRT_DEVICE_TENSORCORE_CROSS_DENSE_H_
 
@@ -31,6 +34,7 @@
 #include "device/tensorcore/cross_network.h"
 #include "device/tensorcore/dense_model.h"
 #include "device/tensorcore/mlp.h"
+#include "device/tensorcore/thread_team.h"
 
 namespace lemrt::device {
 
@@ -87,6 +91,7 @@ class CrossDense : public DenseModel {
   std::optional<CrossNetwork> cross_;  // dcn_v2 only
   Mlp top_;
   DropoutKey dropout_key_;
+  ThreadTeam* team_;
   int64_t cross_offset_ = 0;
   int64_t top_offset_ = 0;
 

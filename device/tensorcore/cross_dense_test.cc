@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "device/tensorcore/dlrm_dense.h"
 #include "device/tensorcore/gradient_check_test_util.h"
+#include "device/tensorcore/thread_team.h"
 #include "gtest/gtest.h"
 
 namespace lemrt::device {
@@ -221,6 +224,62 @@ INSTANTIATE_TEST_SUITE_P(Interactions, CrossDenseTest,
                          ::testing::Values(std::make_pair(Interaction::kDcnV2, 3),
                                            std::make_pair(Interaction::kDcnV2, 0),
                                            std::make_pair(Interaction::kConcat, 0)));
+
+// Models large enough that their products split into several blocks and
+// their element-wise passes, copies and bias sums into several tasks: a step
+// on teams of 1, 2 and 4 threads (tensor_core.gemm_threads) gives the bits of
+// the calling thread alone, step after step, for low-rank and full-rank
+// cross layers and for concat, with dropout in both MLPs.
+TEST(CrossDenseThreadsTest, BitsDoNotDependOnTheTeam) {
+  for (const auto& [interaction, rank] :
+       {std::make_pair(Interaction::kDcnV2, 64), std::make_pair(Interaction::kDcnV2, 0),
+        std::make_pair(Interaction::kConcat, 0)}) {
+    DenseModelSpec spec;
+    spec.shape = DlrmShape{
+        .num_dense = 13, .bottom = {256, 64}, .top = {128, 1}, .feature_dims = {64, 32, 64, 16}};
+    spec.interaction = interaction;
+    spec.cross_layers = 2;
+    spec.cross_low_rank = rank;
+    spec.dropout = {.bottom = 0.25f, .top = 0.25f};
+    const int64_t batch = 300;
+    const Inputs in = MakeInputs(spec, batch, 23);
+    struct Run {
+      std::vector<float> grads, d_emb, probs;
+      double loss = 0;
+    };
+    auto run = [&](ThreadTeam* team) {
+      auto model = CreateDenseModel(spec, batch, 5, team);
+      EXPECT_TRUE(model.ok()) << model.status();
+      Run r;
+      std::vector<float> d_emb(in.emb.size());
+      for (int step = 0; step < 3; ++step) {
+        r.loss += (*model)->ForwardBackward(batch, in.dense.data(), in.emb.data(),
+                                            in.labels.data(), 1.0f / batch, d_emb.data());
+        // A plain SGD step, so that the next step starts from new weights.
+        std::span<float> p = (*model)->params();
+        for (size_t k = 0; k < p.size(); ++k) p[k] -= 0.5f * (*model)->grads()[k];
+      }
+      r.grads.assign((*model)->grads().begin(), (*model)->grads().end());
+      r.d_emb = d_emb;
+      r.probs.resize(batch);
+      (*model)->Predict(batch, in.dense.data(), in.emb.data(), r.probs.data());
+      return r;
+    };
+    const Run want = run(nullptr);
+    // The check has teeth: the gradients are not all zero.
+    EXPECT_TRUE(std::any_of(want.grads.begin(), want.grads.end(), [](float g) { return g != 0; }));
+    for (int threads : {1, 2, 4}) {
+      ThreadTeam team(threads);
+      const Run got = run(&team);
+      const std::string what = DescribeInteraction(spec) + ", " + std::to_string(threads) +
+                               " threads";
+      EXPECT_EQ(got.loss, want.loss) << what;
+      EXPECT_EQ(got.grads, want.grads) << what;
+      EXPECT_EQ(got.d_emb, want.d_emb) << what;
+      EXPECT_EQ(got.probs, want.probs) << what;
+    }
+  }
+}
 
 // CreateDenseModel picks the model by the interaction, and CountDenseParams
 // counts each without building it.

@@ -1,37 +1,16 @@
 #include "device/tensorcore/cross_network.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "Eigen/Core"
+#include "device/tensorcore/column_sums.h"
+#include "device/tensorcore/gemm.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
 namespace {
 
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using Map = Eigen::Map<RowMatrix>;
-using ConstMap = Eigen::Map<const RowMatrix>;
-
-// C [m x n] = op(A) [m x k] * op(B) [k x n], row-major, dense (leading
-// dimension = row width), overwriting C.
-void Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-             const float* b, float* c) {
-  Map cm(c, m, n);
-  if (k == 0) {
-    cm.setZero();
-    return;
-  }
-  if (!trans_a && !trans_b) {
-    cm.noalias() = ConstMap(a, m, k) * ConstMap(b, k, n);
-  } else if (!trans_a && trans_b) {
-    cm.noalias() = ConstMap(a, m, k) * ConstMap(b, n, k).transpose();
-  } else if (trans_a && !trans_b) {
-    cm.noalias() = ConstMap(a, k, m).transpose() * ConstMap(b, k, n);
-  } else {
-    cm.noalias() = ConstMap(a, k, m).transpose() * ConstMap(b, n, k).transpose();
-  }
-}
+// Rows per task of the element-wise passes.
+constexpr int64_t kRowsPerTask = 128;
 
 }  // namespace
 
@@ -41,8 +20,8 @@ int64_t CrossNetwork::NumParams(const CrossNetworkShape& shape) {
   return per_layer * shape.num_layers;
 }
 
-CrossNetwork::CrossNetwork(const CrossNetworkShape& shape, int64_t max_batch)
-    : shape_(shape), max_batch_(max_batch) {
+CrossNetwork::CrossNetwork(const CrossNetworkShape& shape, int64_t max_batch, ThreadTeam* team)
+    : shape_(shape), max_batch_(max_batch), team_(team) {
   CHECK_GT(shape.width, 0);
   CHECK_GT(shape.num_layers, 0);
   CHECK_GE(shape.low_rank, 0);
@@ -77,28 +56,24 @@ void CrossNetwork::Forward(std::span<const float> params, int64_t batch, const f
   CHECK_GE(batch, 0);
   CHECK_LE(batch, max_batch_);
   const int64_t w = width();
+  const int64_t r = rank();
   const float* x = x0;
   for (int l = 0; l < num_layers(); ++l) {
     const Layer& layer = layers_[l];
+    // a = x V U + b (or x W + b), the bias added in the GEMM's epilogue.
+    const GemmEpilogue bias{.bias = params.data() + layer.bias_offset};
     float* a = a_[l].data();
-    if (rank() > 0) {
-      Product(false, false, batch, rank(), w, x, params.data() + layer.v_offset, t_[l].data());
-      Product(false, false, batch, w, rank(), t_[l].data(), params.data() + layer.u_offset, a);
+    if (r > 0) {
+      float* t = t_[l].data();
+      Gemm(team_, false, false, batch, r, w, x, w, params.data() + layer.v_offset, r, t, r);
+      Gemm(team_, false, false, batch, w, r, t, r, params.data() + layer.u_offset, w, a, w, bias);
     } else {
-      Product(false, false, batch, w, w, x, params.data() + layer.v_offset, a);
+      Gemm(team_, false, false, batch, w, w, x, w, params.data() + layer.v_offset, w, a, w, bias);
     }
-    const float* bias = params.data() + layer.bias_offset;
     float* next = x_[l].data();
-    for (int64_t r = 0; r < batch; ++r) {
-      const float* x0r = x0 + r * w;
-      const float* xr = x + r * w;
-      float* ar = a + r * w;
-      float* nr = next + r * w;
-      for (int64_t i = 0; i < w; ++i) {
-        ar[i] += bias[i];
-        nr[i] = x0r[i] * ar[i] + xr[i];
-      }
-    }
+    ParallelRanges(team_, batch * w, kRowsPerTask * w, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) next[i] = x0[i] * a[i] + x[i];
+    });
     x = next;
   }
 }
@@ -110,47 +85,53 @@ void CrossNetwork::Backward(std::span<const float> params, int64_t batch, const 
   CHECK_GE(batch, 0);
   CHECK_LE(batch, max_batch_);
   const int64_t w = width();
+  const int64_t r = rank();
   const int64_t n = batch * w;
+  const int64_t block = kRowsPerTask * w;
   // d_x0 collects x_0's direct terms (g * a_l) of every layer; the gradient
   // through the residual chain joins it at the end.
-  std::fill(d_x0, d_x0 + n, 0.0f);
   const float* g = d_out;  // dLoss/d x_{l+1}
   int g_buf = -1;
   for (int l = num_layers() - 1; l >= 0; --l) {
     const Layer& layer = layers_[l];
     const float* a = a_[l].data();
     float* da = da_.data();
-    for (int64_t i = 0; i < n; ++i) {
-      da[i] = g[i] * x0[i];
-      d_x0[i] += g[i] * a[i];
-    }
-    float* db = grads.data() + layer.bias_offset;
-    std::fill(db, db + w, 0.0f);
-    for (int64_t r = 0; r < batch; ++r) {
-      const float* dar = da + r * w;
-      for (int64_t i = 0; i < w; ++i) db[i] += dar[i];
-    }
+    const bool first = l == num_layers() - 1;
+    ParallelRanges(team_, n, block, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        da[i] = g[i] * x0[i];
+        d_x0[i] = (first ? 0.0f : d_x0[i]) + g[i] * a[i];
+      }
+    });
+    ColumnSums(team_, da, batch, w, grads.data() + layer.bias_offset);
     const float* x = l == 0 ? x0 : x_[l - 1].data();
     // The next g: dLoss/d x_l = g (residual) + the product term.
     const int next_buf = g_buf == 0 ? 1 : 0;
     float* dx = g_[next_buf].data();
-    if (rank() > 0) {
+    if (r > 0) {
       const float* u = params.data() + layer.u_offset;
       const float* v = params.data() + layer.v_offset;
-      Product(true, false, rank(), w, batch, t_[l].data(), da, grads.data() + layer.u_offset);
-      Product(false, true, batch, rank(), w, da, u, dt_.data());
-      Product(true, false, w, rank(), batch, x, dt_.data(), grads.data() + layer.v_offset);
-      Product(false, true, batch, w, rank(), dt_.data(), v, dx);
+      const float* t = t_[l].data();
+      float* dt = dt_.data();
+      Gemm(team_, true, false, r, w, batch, t, r, da, w, grads.data() + layer.u_offset, w);
+      Gemm(team_, false, true, batch, r, w, da, w, u, w, dt, r);
+      Gemm(team_, true, false, w, r, batch, x, w, dt, r, grads.data() + layer.v_offset, r);
+      Gemm(team_, false, true, batch, w, r, dt, r, v, r, dx, w);
     } else {
       const float* wm = params.data() + layer.v_offset;
-      Product(true, false, w, w, batch, x, da, grads.data() + layer.v_offset);
-      Product(false, true, batch, w, w, da, wm, dx);
+      Gemm(team_, true, false, w, w, batch, x, w, da, w, grads.data() + layer.v_offset, w);
+      Gemm(team_, false, true, batch, w, w, da, w, wm, w, dx, w);
     }
-    for (int64_t i = 0; i < n; ++i) dx[i] += g[i];
+    const bool last = l == 0;
+    ParallelRanges(team_, n, block, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        dx[i] += g[i];
+        if (last) d_x0[i] += dx[i];
+      }
+    });
     g = dx;
     g_buf = next_buf;
   }
-  for (int64_t i = 0; i < n; ++i) d_x0[i] += g[i];
 }
 
 }  // namespace lemrt::device

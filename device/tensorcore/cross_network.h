@@ -10,13 +10,18 @@
 // coordinates of x_0, so two layers already form three-way feature crosses.
 // The parameters and gradients live in caller-owned flat buffers, as for Mlp;
 // the network owns the activations kept for Backward, allocated once for
-// `max_batch` rows. Thread-compatible.
+// `max_batch` rows. Its products run on device/tensorcore/gemm.h's Gemm and
+// its element-wise passes in fixed row blocks, on the ThreadTeam given at
+// construction (the outputs do not depend on the team's size).
+// Thread-compatible.
 #ifndef LEMRT_DEVICE_TENSORCORE_CROSS_NETWORK_H_
 #define LEMRT_DEVICE_TENSORCORE_CROSS_NETWORK_H_
 
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "device/tensorcore/thread_team.h"
 
 namespace lemrt::device {
 
@@ -44,8 +49,9 @@ class CrossNetwork {
   };
 
   // Precondition (CHECKed; callers validate user input first): width > 0,
-  // num_layers > 0, low_rank >= 0, max_batch >= 0.
-  CrossNetwork(const CrossNetworkShape& shape, int64_t max_batch);
+  // num_layers > 0, low_rank >= 0, max_batch >= 0. `team` (optional; null =
+  // the calling thread) must outlive the network.
+  CrossNetwork(const CrossNetworkShape& shape, int64_t max_batch, ThreadTeam* team = nullptr);
   CrossNetwork(const CrossNetwork&) = delete;
   CrossNetwork& operator=(const CrossNetwork&) = delete;
 
@@ -78,6 +84,7 @@ class CrossNetwork {
 
   CrossNetworkShape shape_;
   int64_t max_batch_;
+  ThreadTeam* team_;
   int64_t num_params_ = 0;
   std::vector<Layer> layers_;
   // x_[l]: x_{l+1}, the output of layer l, [max_batch x width].

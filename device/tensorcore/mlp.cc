@@ -3,16 +3,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/tensorcore/column_sums.h"
 #include "device/tensorcore/gemm.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
 namespace {
 
-// Rows per task of the element-wise passes (ReLU backward) and columns per
-// task of the bias-gradient sums.
+// Rows per task of the element-wise passes (ReLU backward).
 constexpr int64_t kRowsPerTask = 128;
-constexpr int64_t kColumnsPerTask = 64;
 
 // dz = dy where the ReLU output y > 0, else 0. The buffers must not overlap.
 // Fixed 16-wide blocks with unconditional loads let GCC vectorise this at -O2
@@ -48,19 +47,6 @@ void DroppedReluBackward(const float* __restrict y, const float* __restrict dy,
   for (; i < size; ++i) {
     const float g = dy[i] * scale;
     dz[i] = y[i] > 0.0f ? g : 0.0f;
-  }
-}
-
-// db[j] = sum over rows r (in increasing r) of dz[r][j], for columns
-// [begin, end): each column's sum runs in the same order whatever the split.
-void BiasGradient(const float* dz, int64_t batch, int64_t width, int64_t begin, int64_t end,
-                  float* db) {
-  float* __restrict out = db + begin;
-  const int64_t cols = end - begin;
-  for (int64_t j = 0; j < cols; ++j) out[j] = 0.0f;
-  for (int64_t r = 0; r < batch; ++r) {
-    const float* __restrict row = dz + r * width + begin;
-    for (int64_t j = 0; j < cols; ++j) out[j] += row[j];
   }
 }
 
@@ -167,10 +153,7 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
     const float* w = params.data() + layer.weight_offset;
     Gemm(team_, true, false, layer.in, layer.out, batch, x, layer.in, dz, layer.out,
          grads.data() + layer.weight_offset, layer.out);
-    float* db = grads.data() + layer.bias_offset;
-    ParallelRanges(team_, layer.out, kColumnsPerTask, [&](int64_t begin, int64_t end) {
-      BiasGradient(dz, batch, layer.out, begin, end, db);
-    });
+    ColumnSums(team_, dz, batch, layer.out, grads.data() + layer.bias_offset);
     float* dx = nullptr;
     if (l > 0) {
       const int dx_buf = dz_buf == 0 ? 1 : 0;  // dz_buf may be -1.
