@@ -13,8 +13,7 @@ ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share, 
   ThreadPlan p;
   p.cores = share.whole_cores();
   p.min_cores = std::max(1, std::min(min_cores, p.cores));
-  p.chose_pipelining = !sc.has_disable_full_embedding_pipelining();
-  p.pipelining = p.chose_pipelining ? p.min_cores >= 2 : !sc.disable_full_embedding_pipelining();
+  p.pipelining = !sc.disable_full_embedding_pipelining();  // never chosen: it changes results
   const bool executor_thread = p.pipelining && !sc.pipeline_without_threads();
   // Cores left once the TensorCore thread (and the executor) have one each.
   const int spare = p.cores - 1 - (executor_thread ? 1 : 0);
@@ -47,18 +46,18 @@ std::string DescribeThreadPlan(const ThreadPlan& p, const CoreShare& s) {
           : absl::StrFormat("%d host workers", p.host_worker_threads);
   return absl::StrFormat(
       "threads: this rank owns %.2g cores (%d CPUs in its affinity mask, %d ranks on this "
-      "node of %d CPUs; the fewest any rank owns: %d); pipelining %s (%s), %s (%s), %d GEMM "
+      "node of %d CPUs; the fewest any rank owns: %d); pipelining %s (set), %s (%s), %d GEMM "
       "thread%s (%s)",
       s.cores, s.mask_cpus, s.local_ranks, s.node_cpus, p.min_cores,
-      p.pipelining ? "on" : "off", how(p.chose_pipelining), host, how(p.chose_host_workers),
+      p.pipelining ? "on" : "off", host, how(p.chose_host_workers),
       p.gemm_threads, p.gemm_threads == 1 ? "" : "s", how(p.chose_gemm_threads));
 }
 
 std::string LaunchAdvice(const CoreShare& s) {
   if (s.local_ranks > s.node_cpus) {
     return absl::StrFormat(
-        "%d ranks share this node's %d CPUs, so each owns less than a core and runs "
-        "unpipelined on one thread; at most %d ranks per node would each own a core",
+        "%d ranks share this node's %d CPUs, so each owns less than a core; at most %d ranks "
+        "per node would each own a core",
         s.local_ranks, s.node_cpus, s.node_cpus);
   }
   const int even = s.node_cpus / s.local_ranks;

@@ -1,10 +1,6 @@
 // The threads lemrt_train runs one rank with, chosen from the cores the rank
 // owns (runtime/core_share.h) wherever the config leaves them unset:
 //
-//   pipelining (sparse_core.disable_full_embedding_pipelining unset): on when
-//     every rank owns at least 2 whole cores (the TensorCore thread and the
-//     SparseCore executor each get one), else off, since with one core the
-//     executor's MPI waits and the dense step take turns on it;
 //   host workers (sparse_core.maximum_parallel_iterations unset and
 //     host_worker_threads 0): the cores left after those two threads, or
 //     none (host work runs on the SparseCore executor); with only
@@ -13,9 +9,12 @@
 //     step's team takes the cores the SparseCore side leaves idle while it
 //     runs.
 //
-// Host workers and GEMM threads never change results; pipelining does (stale
-// gradients), so all ranks agree on it (the smallest share decides) and the
-// log line says when it was chosen rather than set. Pure functions.
+// Host workers and GEMM threads never change results, so they may follow the
+// machine. Pipelining changes results (stale gradients), so it is never
+// chosen: it stays what the config says (on by default, as in the reference)
+// on every machine, and the same config and world size train the same model
+// anywhere; where a rank owns one core, the oversubscription warning says
+// that turning it off is faster there. Pure functions.
 #ifndef LEMRT_RUNTIME_THREAD_PLAN_H_
 #define LEMRT_RUNTIME_THREAD_PLAN_H_
 
@@ -34,7 +33,6 @@ struct ThreadPlan {
   int host_worker_threads = 1;
   int gemm_threads = 1;
   // Which of the above the plan chose (the rest were set in the config).
-  bool chose_pipelining = false;
   bool chose_host_workers = false;
   bool chose_gemm_threads = false;
 };

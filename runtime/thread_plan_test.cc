@@ -82,13 +82,15 @@ TEST(ThreadPlanTest, OneRankOnTwoCoresPipelinesAndUsesBothForGemms) {
   EXPECT_TRUE(p.pipelining);
   EXPECT_EQ(p.maximum_parallel_iterations, 0);  // no core left for host workers
   EXPECT_EQ(p.gemm_threads, 2);
-  EXPECT_TRUE(p.chose_pipelining && p.chose_host_workers && p.chose_gemm_threads);
+  EXPECT_TRUE(p.chose_host_workers && p.chose_gemm_threads);
 }
 
-TEST(ThreadPlanTest, OneCorePerRankRunsOneThread) {
+// Pipelining changes results, so one core per rank keeps it as configured
+// (on by default); the rank runs no host workers and one GEMM thread.
+TEST(ThreadPlanTest, OneCorePerRankKeepsPipeliningAndRunsNoHostWorkers) {
   for (double cores : {1.0, 0.5}) {
     const ThreadPlan p = PlanThreads(Config(""), Share(cores, 2, 2, 1), 1);
-    EXPECT_FALSE(p.pipelining);
+    EXPECT_TRUE(p.pipelining);
     EXPECT_EQ(p.maximum_parallel_iterations, 0);
     EXPECT_EQ(p.gemm_threads, 1);
   }
@@ -102,10 +104,14 @@ TEST(ThreadPlanTest, ManyCoresGetHostWorkers) {
   EXPECT_EQ(p.gemm_threads, 8);
 }
 
-TEST(ThreadPlanTest, TheFewestCoresOfAnyRankDecidePipelining) {
+TEST(ThreadPlanTest, PipeliningFollowsTheConfigNotTheCores) {
   const ThreadPlan p = PlanThreads(Config(""), Share(4, 2, 8, 4), /*min_cores=*/1);
-  EXPECT_FALSE(p.pipelining);
-  EXPECT_EQ(p.host_worker_threads, 3);  // this rank's spare cores still serve it
+  EXPECT_TRUE(p.pipelining);
+  EXPECT_EQ(p.host_worker_threads, 2);  // this rank's spare cores
+  const ThreadPlan off = PlanThreads(
+      Config("sparse_core { disable_full_embedding_pipelining: true }"), Share(8, 1, 8, 8), 8);
+  EXPECT_FALSE(off.pipelining);
+  EXPECT_EQ(off.host_worker_threads, 7);  // no executor thread
   EXPECT_EQ(p.gemm_threads, 4);
 }
 
@@ -119,7 +125,7 @@ TEST(ThreadPlanTest, SetFieldsAreKept) {
   EXPECT_EQ(p.maximum_parallel_iterations, 3);
   EXPECT_EQ(p.host_worker_threads, 5);
   EXPECT_EQ(p.gemm_threads, 3);
-  EXPECT_FALSE(p.chose_pipelining || p.chose_host_workers || p.chose_gemm_threads);
+  EXPECT_FALSE(p.chose_host_workers || p.chose_gemm_threads);
   config::RunConfig applied = c;
   ApplyThreadPlan(p, &applied);
   EXPECT_EQ(applied.SerializeAsString(), [&] {
@@ -147,11 +153,11 @@ TEST(ThreadPlanTest, ApplyWritesExplicitValues) {
   const ThreadPlan p = PlanThreads(c, Share(1, 1, 2, 1), 1);
   ApplyThreadPlan(p, &c);
   EXPECT_TRUE(c.sparse_core().has_disable_full_embedding_pipelining());
-  EXPECT_TRUE(c.sparse_core().disable_full_embedding_pipelining());
+  EXPECT_FALSE(c.sparse_core().disable_full_embedding_pipelining());
   EXPECT_EQ(c.sparse_core().maximum_parallel_iterations(), 0);
   EXPECT_EQ(c.tensor_core().gemm_threads(), 1);
   const std::string line = DescribeThreadPlan(p, Share(1, 1, 2, 1));
-  EXPECT_NE(line.find("pipelining off (chosen)"), std::string::npos) << line;
+  EXPECT_NE(line.find("pipelining on (set)"), std::string::npos) << line;
   EXPECT_NE(line.find("1 GEMM thread (chosen)"), std::string::npos) << line;
 }
 
