@@ -129,7 +129,7 @@ absl::Status BinaryParser::Parse(std::string_view record, ParsedSample* out) {
       const SparseColumn& col = schema.sparse[s.schema_index];
       std::vector<uint64_t>& values = out->values[s.schema_index];
       values.resize(n);
-      std::memcpy(values.data(), p, 8 * size_t{n});
+      if (n > 0) std::memcpy(values.data(), p, 8 * size_t{n});  // data() may be null at 0
       if (col.type == ValueType::kHex && col.max_hex_digits < 16) {
         const uint64_t limit = uint64_t{1} << (4 * col.max_hex_digits);
         for (uint64_t v : values) {
@@ -143,7 +143,7 @@ absl::Status BinaryParser::Parse(std::string_view record, ParsedSample* out) {
       if (col.weighted()) {
         std::vector<float>& weights = out->weights[s.schema_index];
         weights.resize(n);
-        std::memcpy(weights.data(), p + 8 * size_t{n}, 4 * size_t{n});
+        if (n > 0) std::memcpy(weights.data(), p + 8 * size_t{n}, 4 * size_t{n});
       }
     }
     p += per_value * n;

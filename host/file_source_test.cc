@@ -197,7 +197,8 @@ TEST(FileSourceTest, SameGlobalBatchesAtEveryWorldSize) {
         "shuffle_window: ", window, " text { train_path: \"", train,
         "\" delimiter: \",\" header: true }"));
     const config::RunConfig one = Load(text, 1);
-    auto schedule = Source(one, 0, 1)->train_schedule();
+    const std::unique_ptr<DataSource> source = Source(one, 0, 1);
+    auto schedule = source->train_schedule();
     ASSERT_NE(schedule, nullptr);
     EXPECT_EQ(schedule->steps_per_epoch(), 3);
     std::multiset<float> epoch_labels_by_age;

@@ -120,7 +120,9 @@ TEST(GemmTest, BitsDoNotDependOnTheThreads) {
         std::vector<float> got(want.size(), 0.0f);
         Gemm(team.get(), c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb,
              got.data(), o.ldc, e);
-        ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * got.size()), 0)
+        // (memcmp must not see the null data() of an empty C.)
+        ASSERT_TRUE(got.empty() ||
+                    std::memcmp(got.data(), want.data(), sizeof(float) * got.size()) == 0)
             << Name(c) << " with " << team->threads() << " threads";
       }
     }
