@@ -19,6 +19,7 @@
 #include "glog/logging.h"
 #include "host/coo.h"
 #include "host/data_source.h"
+#include "host/id_shuffle.h"
 #include "host/limit_estimator.h"
 #include "host/limits.h"
 #include "host/minibatch.h"
@@ -57,6 +58,8 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   host::CooOptions coo_options = host::MakeCooOptions(config);
   coo_options.count_partitions = true;  // counted while the COO is built
   host::CooBuilder builder(coo_options);
+  // The partitions of the ids as training places them (id shuffling).
+  const host::IdShuffler shuffler = host::IdShuffler::FromConfig(config);
   host::MinibatchOptions mo;
   mo.chip = comm.rank();
   mo.local_sparse_cores = S;
@@ -70,6 +73,7 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   host::PartitionedCoo coo;
   for (int64_t b = 0; b < FLAGS_batches; ++b) {
     st = (*data)->TrainBatch(b, &batch);
+    if (st.ok()) shuffler.Apply(&batch);
     if (st.ok()) st = builder.Build(batch, &coo);
     if (!st.ok()) st = absl::Status(st.code(), absl::StrFormat("batch %d: %s", b, st.message()));
     st = lemrt::runtime::AgreeOnStatus(comm, st);

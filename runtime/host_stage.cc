@@ -38,6 +38,7 @@ HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::
       limits_(limits),
       limited_(limits.any_limited()),
       coo_options_(host::MakeCooOptions(config)),
+      shuffler_(host::IdShuffler::FromConfig(config)),
       minibatch_options_(MakeMinibatchOptions(config, comm.rank(), std::move(limits))),
       dropped_per_table_(config.tables_size(), 0) {
   // The split's partition counts come from the builder's pass over the ids.
@@ -67,6 +68,7 @@ void HostStage::ReadLocal(bool train, int64_t index, HostWork* work) {
 
 void HostStage::BuildLocal(HostWork* work) const {
   absl::Status& st = work->status;
+  if (st.ok()) shuffler_.Apply(&work->batch);
   if (st.ok()) st = work->builder.Build(work->batch, &work->coo);
   if (st.ok() && limited_) work->boundaries = work->splitter.PlanLocal(work->coo);
   if (!st.ok()) {

@@ -1,4 +1,5 @@
-// The host stage of a step on one chip: read the local batch, build the
+// The host stage of a step on one chip: read the local batch, shuffle the
+// ids of tables with id shuffling (host/id_shuffle.h), build the
 // partitioned COO (host/coo.h), check it against the partition limits and
 // split it into vocabulary-dimension minibatches agreed by all chips
 // (host/minibatch.h), dropping ids when allowed. One per rank. A step's work
@@ -26,6 +27,7 @@
 #include "host/batch.h"
 #include "host/coo.h"
 #include "host/data_source.h"
+#include "host/id_shuffle.h"
 #include "host/limits.h"
 #include "host/minibatch.h"
 #include "proto/config.pb.h"
@@ -124,6 +126,7 @@ class HostStage {
   host::PartitionLimits limits_;
   bool limited_;
   host::CooOptions coo_options_;
+  host::IdShuffler shuffler_;  // id shuffling, before the COO builder
   host::MinibatchOptions minibatch_options_;
   std::unique_ptr<HostWork> inline_work_;  // PrepareTrain / PrepareEval
   std::vector<int64_t> boundary_flags_;

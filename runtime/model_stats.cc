@@ -29,7 +29,7 @@ absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCor
         const float* rows[kLanes];
         for (int64_t l = 0; l < lanes; ++l) {
           h[l] = base::HashKeys(
-              {static_cast<uint64_t>(t), static_cast<uint64_t>(shard.GlobalRow(r0 + l))});
+              {static_cast<uint64_t>(t), static_cast<uint64_t>(shard.OriginalRow(r0 + l))});
           rows[l] = shard.row(r0 + l);
         }
         for (int d = 0; d < dim; ++d) {

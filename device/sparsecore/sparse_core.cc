@@ -10,6 +10,7 @@
 #include "glog/logging.h"
 #include "host/stacking.h"
 #include "proto/config_loader.h"
+#include "proto/id_shuffle.h"
 
 namespace lemrt::device {
 namespace {
@@ -58,7 +59,8 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
     shards_.push_back(std::make_unique<TableShard>(config.tables(t), t,
                                                    stacking.ShardResidue(t, global_sc), total_sc,
                                                    config.training().seed(), *optimizers[t],
-                                                   initialize_tables));
+                                                   initialize_tables,
+                                                   config::TableIdPermutation(config, t)));
   }
   table_lr_.resize(shards_.size());
 }

@@ -14,7 +14,7 @@ namespace {
 // staging buffer stays in the core's cache between building and copying in.
 constexpr int64_t kChunkRows = 256;
 
-// Writes InitialRow (table_shard.h) of one table's global rows.
+// Writes InitialRow (table_shard.h) of one table's original rows.
 class RowFiller {
  public:
   RowFiller(const config::TableConfig& table, int table_index, uint64_t seed)
@@ -34,7 +34,7 @@ class RowFiller {
 void FillRowsInPlace(const RowFiller& filler, const Optimizer& optimizer, int64_t begin,
                      int64_t end, TableShard& shard) {
   for (int64_t r = begin; r < end; ++r) {
-    filler.Fill(shard.GlobalRow(r), shard.mutable_row(r).data());
+    filler.Fill(shard.OriginalRow(r), shard.mutable_row(r).data());
     optimizer.InitSlots(shard.mutable_row_slots(r));
   }
 }
@@ -47,7 +47,7 @@ void FillRowsStaged(const RowFiller& filler, const Optimizer& optimizer, int64_t
   const int64_t slot_stride = shard.mutable_row_slots(0).size();
   const int64_t n = end - begin;
   stage->resize(n * std::max(dim, slot_stride));
-  for (int64_t i = 0; i < n; ++i) filler.Fill(shard.GlobalRow(begin + i), stage->data() + i * dim);
+  for (int64_t i = 0; i < n; ++i) filler.Fill(shard.OriginalRow(begin + i), stage->data() + i * dim);
   std::memcpy(shard.mutable_row(begin).data(), stage->data(), sizeof(float) * n * dim);
   if (slot_stride == 0) return;
   for (int64_t i = 0; i < n; ++i) {

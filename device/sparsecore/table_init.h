@@ -1,6 +1,6 @@
 // Start-up initialisation of one chip's table shards (reference section 4:
 // initialize_tables_on_host, enable_fast_table_initialization). Every mode
-// writes the same values, InitialRow(seed, table, global row) for the rows
+// writes the same values, InitialRow(seed, table, original row) for the rows
 // and the optimizer's InitSlots for the slots, so the model is bit-identical
 // whichever mode and thread count is used; only the start-up time differs.
 //

@@ -87,6 +87,40 @@ TEST(TableInitTest, EveryModeGivesTheConstructorsValuesBitForBit) {
   }
 }
 
+// Id shuffling: a shard row holds the initial values of its original row
+// (OriginalRow = the permutation's inverse of its placed row), in every
+// mode, so the initial model in original row order does not change.
+TEST(TableInitTest, ShuffledShardsInitialiseTheirOriginalRows) {
+  auto c = config::ParseConfig(kConfig, "t", "sparse_core { shuffle_ids: true }", 2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Chip reference(*c, /*initialize=*/true);
+  int64_t moved = 0;
+  std::vector<float> want;
+  for (const auto& sc : reference.scs) {
+    for (int t = 0; t < sc->num_tables(); ++t) {
+      const TableShard& shard = sc->shard(t);
+      ASSERT_FALSE(shard.permutation().identity()) << t;
+      want.resize(shard.dim());
+      for (int64_t r = 0; r < shard.local_rows(); ++r) {
+        const int64_t original = shard.OriginalRow(r);
+        ASSERT_EQ(shard.permutation().Forward(original), shard.GlobalRow(r));
+        moved += original != shard.GlobalRow(r);
+        InitialRow(c->tables(t), t, original, c->training().seed(), want);
+        ASSERT_EQ(std::memcmp(shard.row(r), want.data(), sizeof(float) * want.size()), 0)
+            << "table " << t << " local row " << r;
+      }
+    }
+  }
+  EXPECT_GT(moved, 1000);
+  TilePool pool(3);
+  for (TableInitMode mode :
+       {TableInitMode::kHost, TableInitMode::kDevice, TableInitMode::kDeviceParallel}) {
+    Chip chip(*c, /*initialize=*/false);
+    InitializeTables(*c, chip.ptrs, chip.opts, mode, &pool, 2);
+    ExpectSameTables(reference, chip, TableInitModeName(mode));
+  }
+}
+
 // InitialRow against the plain loop over the row's CounterRng stream, for
 // dims below, at and around the eight-element vector width.
 TEST(TableInitTest, InitialRowIsThePlainStreamFormula) {

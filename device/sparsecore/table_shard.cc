@@ -53,7 +53,7 @@ void InitialRow(const config::TableConfig& table, int table_index, int64_t row, 
 
 TableShard::TableShard(const config::TableConfig& table, int table_index, int global_sc,
                        int total_sc, uint64_t seed, const Optimizer& optimizer,
-                       bool initialize)
+                       bool initialize, base::IdPermutation permutation)
     : dim_(table.dim()),
       global_sc_(global_sc),
       total_sc_(total_sc),
@@ -65,11 +65,12 @@ TableShard::TableShard(const config::TableConfig& table, int table_index, int gl
                       : 0),
       slot_stride_(optimizer.SlotFloats(table.dim())),
       optimizer_(optimizer),
+      permutation_(permutation),
       weights_(local_rows_ * dim_),
       slots_(local_rows_ * slot_stride_) {
   if (!initialize) return;
   for (int64_t r = 0; r < local_rows_; ++r) {
-    InitialRow(table, table_index, GlobalRow(r), seed,
+    InitialRow(table, table_index, OriginalRow(r), seed,
                std::span<float>(weights_.data() + r * dim_, dim_));
   }
   if (slot_stride_ > 0) {

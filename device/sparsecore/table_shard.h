@@ -1,6 +1,10 @@
 // The rows of one embedding table owned by one SparseCore, with their
 // optimizer slots. Mod sharding: global row j lives on SparseCore j % N at
-// local row j / N (N = SparseCores over all chips). Thread-compatible.
+// local row j / N (N = SparseCores over all chips). With id shuffling
+// (proto/id_shuffle.h) the global row is the placed id P(j) of the table's
+// original row j: the lookups and updates see only placed rows, and
+// OriginalRow maps them back for initialisation, checkpoints and the model
+// checksum. Thread-compatible.
 //
 //   weights_: [local_rows x dim] floats
 //   slots_:   [local_rows x SlotFloats(dim)] floats (row-major, so one row's
@@ -13,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "base/id_permutation.h"
 #include "base/row_key.h"
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/table_allocator.h"
@@ -22,18 +27,26 @@ namespace lemrt::device {
 
 class TableShard {
  public:
-  // Initialises every owned row from (seed, table_index, global row) so the
-  // model's initial state is the same whatever the world size. `optimizer`
-  // must outlive the shard. With `initialize` false, rows and slots are left
-  // zero for the caller to fill (table_init.h: host or on-device start-up).
+  // Initialises every owned row from (seed, table_index, original row) so
+  // the model's initial state is the same whatever the world size and id
+  // shuffling. `optimizer` must outlive the shard. With `initialize` false,
+  // rows and slots are left zero for the caller to fill (table_init.h: host
+  // or on-device start-up). `permutation` is the table's id shuffling
+  // (the identity when off); its size must be 0 or vocab_size.
   TableShard(const config::TableConfig& table, int table_index, int global_sc, int total_sc,
-             uint64_t seed, const Optimizer& optimizer, bool initialize = true);
+             uint64_t seed, const Optimizer& optimizer, bool initialize = true,
+             base::IdPermutation permutation = {});
   TableShard(const TableShard&) = delete;
   TableShard& operator=(const TableShard&) = delete;
 
   int dim() const { return dim_; }
   int64_t local_rows() const { return local_rows_; }
+  // The global (placed) row at `local_row`: what COO entries' col hold.
   int64_t GlobalRow(int64_t local_row) const { return local_row * total_sc_ + global_sc_; }
+  // The table's original row id at `local_row` (GlobalRow without id
+  // shuffling): the layout-free row of checkpoints and the model checksum.
+  int64_t OriginalRow(int64_t local_row) const { return permutation_.Inverse(GlobalRow(local_row)); }
+  const base::IdPermutation& permutation() const { return permutation_; }
   // global_row / N. For 0 <= global_row < 2^48 (every key row,
   // base/row_key.h) and N <= 2^16 it is the high half of global_row x ceil(2^64 / N), exact
   // since global_row x N < 2^64: a multiply instead of a 64-bit division per
@@ -83,6 +96,7 @@ class TableShard {
   uint64_t reciprocal_;
   int64_t slot_stride_;
   const Optimizer& optimizer_;
+  base::IdPermutation permutation_;
   // Aligned rows on huge pages where possible (table_allocator.h).
   std::vector<float, TableAllocator<float>> weights_;
   std::vector<float, TableAllocator<float>> slots_;

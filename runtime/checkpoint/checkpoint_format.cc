@@ -23,18 +23,20 @@ absl::Status ReadErrno(const std::string& what, const std::string& path) {
 }
 
 
-// Checks one mapped table file's records: row ids and checksum, copying
-// rows out.
+// Checks one mapped table file's records: row ids (record k holds the
+// original row of placed row first_row + k row_stride) and checksum, copying
+// rows out to their original rows.
 absl::Status CheckTableFile(const std::string& path, std::span<const char> bytes,
-                            const FileEntry& file, int64_t first_row, int64_t row_stride, int dim,
-                            int64_t slot_floats, float* weights, float* slots) {
+                            const FileEntry& file, const base::IdPermutation& permutation,
+                            int64_t first_row, int64_t row_stride, int dim, int64_t slot_floats,
+                            float* weights, float* slots) {
   const int64_t rb = 8 + 4 * (int64_t{dim} + slot_floats);
   const char* p = bytes.data();
   uint64_t sum = 0;
   for (int64_t k = 0; k < file.records(); ++k, p += rb) {
     int64_t row;
     std::memcpy(&row, p, 8);
-    const int64_t want = first_row + k * row_stride;
+    const int64_t want = permutation.Inverse(first_row + k * row_stride);
     if (row != want) {
       return absl::DataLossError(absl::StrFormat(
           "checkpoint file '%s' is corrupted: record %d holds row %d, expected row %d.", path, k,
@@ -163,7 +165,8 @@ absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
     if (slots != nullptr) slots->assign(t.vocab_size() * slot_floats, 0.0f);
     for (int g = 0; g < t.files_size(); ++g) {
       LEMRT_RETURN_IF_ERROR(CheckTableFile(Join(dir, t.files(g).name()), files[g].bytes(),
-                                           t.files(g), g, manifest.total_sparse_cores(), t.dim(),
+                                           t.files(g), SavedPermutation(t), g,
+                                           manifest.total_sparse_cores(), t.dim(),
                                            slot_floats, weights->data(),
                                            slots == nullptr ? nullptr : slots->data()));
     }

@@ -17,7 +17,10 @@
 //   and 2 have no rs)
 //
 // so row j is record j / N of file j % N: a rank restoring on another world
-// size maps the files and touches only the records of the rows it owns. Each
+// size maps the files and touches only the records of the rows it owns. With
+// id shuffling (TableEntry.id_shuffle_key, base/id_permutation.h) the files
+// are ordered by placed row P(j) instead, and each record's row is the
+// original j: original row j is record P(j) / N of file P(j) % N. Each
 // file's checksum is the sum (mod 2^64) of its records' hashes, so ranks that
 // read disjoint parts can add their partial sums and verify the whole.
 // A save writes every file into DIR/incomplete-step-00001200, the manifest
@@ -35,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/id_permutation.h"
 #include "proto/checkpoint.pb.h"
 #include "runtime/checkpoint/manifest.h"
 
@@ -49,6 +53,13 @@ inline constexpr char kDenseFileName[] = "dense.bin";
 std::string StepDirName(int64_t step);
 // "table-003-sc-00012.bin".
 std::string TableFileName(int table_index, int global_sc);
+
+// The id shuffling a table was saved with (the identity without
+// id_shuffle_key): placed row = Forward(original row).
+inline base::IdPermutation SavedPermutation(const TableEntry& table) {
+  if (!table.has_id_shuffle_key()) return base::IdPermutation();
+  return base::IdPermutation(table.vocab_size(), table.id_shuffle_key());
+}
 
 // Slot floats of one record of table `t`, and the record's bytes.
 inline int64_t SlotFloatsPerRecord(const TableEntry& t) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,8 +39,10 @@ std::string ReadAll(const std::string& path) {
 
 // A checkpoint of one table (vocab rows, dim 2, one slot) saved on `total_sc`
 // SparseCores, written the way the trainer does, with row j = (j, -j) and
-// slot (j/10, j/10).
-Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc) {
+// slot (j/10, j/10). With `shuffle_key`, as a run with id shuffling saves
+// it: files in placed-row order, each record naming its original row.
+Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc,
+                             std::optional<uint64_t> shuffle_key = std::nullopt) {
   Manifest m;
   m.set_format_version(kFormatVersion);
   m.set_step(7);
@@ -53,6 +56,8 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
   t->set_dim(2);
   t->set_optimizer("adagrad");
   t->set_slots_per_param(1);
+  if (shuffle_key.has_value()) t->set_id_shuffle_key(*shuffle_key);
+  const base::IdPermutation permutation = SavedPermutation(*t);
   const int64_t rb = RecordBytes(*t);
   for (int g = 0; g < total_sc; ++g) {
     FileEntry* f = t->add_files();
@@ -62,7 +67,7 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
     std::string bytes(f->bytes(), '\0');
     uint64_t sum = 0;
     for (int64_t k = 0; k < f->records(); ++k) {
-      const int64_t row = g + k * total_sc;
+      const int64_t row = permutation.Inverse(g + k * total_sc);
       const float v[4] = {float(row), -float(row), row / 10.0f, row / 10.0f};
       std::memcpy(bytes.data() + k * rb, &row, 8);
       std::memcpy(bytes.data() + k * rb + 8, v, 16);
@@ -171,6 +176,34 @@ TEST_P(FakeCheckpointTest, ReadWholeTableMatchesWhatWasWritten) {
   const absl::Status unknown = ReadWholeTable(dir, *m, "nope", &w, &s);
   EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(unknown.message(), HasSubstr("t0"));
+}
+
+// Id shuffling: the files are in placed-row order; the whole table comes
+// back in original row order, and a manifest without the key (or with
+// another) does not match the records.
+TEST_P(FakeCheckpointTest, ShuffledTableReadsBackInOriginalRowOrder) {
+  const int total_sc = GetParam();
+  const std::string dir = TempDir();
+  WriteFakeCheckpoint(dir, 37, total_sc, uint64_t{12345});
+  auto m = ReadManifest(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_TRUE(m->tables(0).has_id_shuffle_key());
+  std::vector<float> w, s;
+  ASSERT_TRUE(ReadWholeTable(dir, *m, "t0", &w, &s).ok());
+  ASSERT_EQ(w.size(), 74u);
+  for (int j = 0; j < 37; ++j) {
+    EXPECT_EQ(w[2 * j], float(j)) << j;
+    EXPECT_EQ(w[2 * j + 1], -float(j)) << j;
+    EXPECT_EQ(s[2 * j], j / 10.0f) << j;
+  }
+  EXPECT_TRUE(VerifyCheckpoint(dir, *m).ok());
+  Manifest other = *m;
+  other.mutable_tables(0)->set_id_shuffle_key(54321);
+  const absl::Status wrong = ReadWholeTable(dir, other, "t0", &w, &s);
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(wrong.message(), HasSubstr("holds row"));
+  other.mutable_tables(0)->clear_id_shuffle_key();
+  EXPECT_EQ(ReadWholeTable(dir, other, "t0", &w, &s).code(), absl::StatusCode::kDataLoss);
 }
 
 INSTANTIATE_TEST_SUITE_P(SparseCores, FakeCheckpointTest, ::testing::Values(1, 2, 3, 4, 16));

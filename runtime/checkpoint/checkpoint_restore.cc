@@ -38,12 +38,16 @@ absl::Status RestoreTable(const std::string& dir, const Manifest& m, int t,
   }
   const int64_t rb = RecordBytes(e);
   const int64_t slot_floats = SlotFloatsPerRecord(e);
+  // Layout-free: each shard row's original row, placed as the saving run
+  // placed it (id shuffling on either side, or neither).
+  const base::IdPermutation saved = SavedPermutation(e);
   for (const auto& sc : sparse.sparse_cores()) {
     device::TableShard& shard = sc->mutable_shard(t);
     for (int64_t r = 0; r < shard.local_rows(); ++r) {
-      const int64_t row = shard.GlobalRow(r);
-      const int g = static_cast<int>(row % old_sc);
-      const int64_t k = row / old_sc;
+      const int64_t row = shard.OriginalRow(r);
+      const int64_t saved_row = saved.Forward(row);
+      const int g = static_cast<int>(saved_row % old_sc);
+      const int64_t k = saved_row / old_sc;
       const char* p = files[g].bytes().data() + k * rb;
       int64_t stored;
       std::memcpy(&stored, p, 8);

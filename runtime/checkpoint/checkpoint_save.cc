@@ -9,6 +9,7 @@
 #include "glog/logging.h"
 #include "google/protobuf/text_format.h"
 #include "proto/config_loader.h"
+#include "proto/id_shuffle.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/checkpoint_format.h"
 #include "runtime/checkpoint/config_match.h"
@@ -45,6 +46,8 @@ Manifest SkeletonManifest(const config::RunConfig& config, int world_size, int64
     e->set_optimizer(opt->name());
     e->set_slots_per_param(opt->slots_per_param());
     if (opt->row_slots() > 0) e->set_row_slots(opt->row_slots());
+    const base::IdPermutation permutation = config::TableIdPermutation(config, t);
+    if (!permutation.identity()) e->set_id_shuffle_key(permutation.key());
     for (int g = 0; g < total_sc; ++g) {
       FileEntry* f = e->add_files();
       f->set_name(TableFileName(t, g));
@@ -77,8 +80,9 @@ absl::Status WriteLocalTables(const std::string& dir, const Manifest& m,
   for (const auto& sc : sparse.sparse_cores()) {
     for (int t = 0; t < m.tables_size(); ++t) {
       const device::TableShard& shard = sc->shard(t);
-      // File g holds the rows j with j % N == g whichever SparseCore owns
-      // them (table stacking rotates them, host/stacking.h): layout-free.
+      // File g holds the placed rows p with p % N == g whichever SparseCore
+      // owns them (table stacking rotates them, host/stacking.h), each
+      // record naming its original row: layout-free.
       const int g = static_cast<int>(shard.GlobalRow(0));
       const TableEntry& e = m.tables(t);
       const int64_t rb = RecordBytes(e);
@@ -88,7 +92,7 @@ absl::Status WriteLocalTables(const std::string& dir, const Manifest& m,
       uint64_t sum = 0;
       for (int64_t r = 0; r < shard.local_rows(); ++r) {
         char* p = buffer.data() + r * rb;
-        const int64_t row = shard.GlobalRow(r);
+        const int64_t row = shard.OriginalRow(r);
         std::memcpy(p, &row, 8);
         std::memcpy(p + 8, shard.row(r), 4 * int64_t{e.dim()});
         if (slot_bytes > 0) std::memcpy(p + 8 + 4 * e.dim(), shard.row_slots(r).data(), slot_bytes);
