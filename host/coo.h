@@ -111,6 +111,12 @@ struct PartitionedCoo {
   std::vector<int64_t> segment_offsets;
   int64_t ids_total = 0;        // ids in the batch, duplicates included
   int64_t ids_after_dedup = 0;  // == entries.size()
+  // The minibatches of one step with the same row_group may hold the same
+  // rows (the sample-dimension minibatches of one vocabulary-dimension
+  // minibatch, host/sample_split.h): the SparseCore stage sums a row's
+  // gradients over them before its one update of the step. Minibatches in
+  // different row groups never share a row.
+  int32_t row_group = 0;
   // With CooOptions::count_partitions: partition (table t, source local SC
   // s, destination SC d) at [(t * S + s) * N + d], size num_tables * S * N;
   // ids after per-sample dedup and distinct ids. Empty otherwise.

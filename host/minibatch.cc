@@ -157,6 +157,12 @@ uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
 absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t boundaries,
                                       std::vector<PartitionedCoo>* out,
                                       std::vector<int64_t>* dropped_per_table) {
+  SplitVocabulary(coo, boundaries, out);
+  return Enforce(out, dropped_per_table);
+}
+
+void MinibatchSplitter::SplitVocabulary(const PartitionedCoo& coo, uint64_t boundaries,
+                                        std::vector<PartitionedCoo>* out) {
   boundaries &= ~uint64_t{1};
   const int minibatches = std::popcount(boundaries) + 1;
   int mb_of_bucket[kBuckets];
@@ -164,7 +170,6 @@ absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t bounda
     if ((boundaries >> b) & 1) ++m;
     mb_of_bucket[b] = m;
   }
-  dropped_per_table->resize(num_tables_, 0);
   // Resize without freeing: surplus minibatches go to spare_ (a move keeps
   // the buffers), missing ones come from it.
   while (static_cast<int>(out->size()) > minibatches) {
@@ -186,6 +191,7 @@ absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t bounda
     mb.total_sparse_cores = N_;
     mb.ids_total = m == 0 ? coo.ids_total : 0;
     mb.table_partition_counts.clear();  // the step's counts are not a minibatch's
+    mb.row_group = m;
   }
   if (minibatches == 1) {
     (*out)[0].entries.assign(coo.entries.begin(), coo.entries.end());
@@ -205,12 +211,20 @@ absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t bounda
       }
     }
   }
+  for (PartitionedCoo& mb : *out) mb.ids_after_dedup = static_cast<int64_t>(mb.entries.size());
+}
+
+absl::Status MinibatchSplitter::Enforce(std::vector<PartitionedCoo>* out,
+                                        std::vector<int64_t>* dropped_per_table,
+                                        bool sample_split) {
+  dropped_per_table->resize(num_tables_, 0);
+  const int minibatches = static_cast<int>(out->size());
   for (int m = 0; m < minibatches; ++m) {
     PartitionedCoo& mb = (*out)[m];
     // A minibatch's partitions are subsets of the step's, so when the step
     // fit, every minibatch does.
     if (over_) {
-      absl::Status st = EnforceLimits(m, minibatches, &mb, dropped_per_table);
+      absl::Status st = EnforceLimits(m, minibatches, sample_split, &mb, dropped_per_table);
       if (!st.ok()) return st;
     }
     mb.ids_after_dedup = static_cast<int64_t>(mb.entries.size());
@@ -218,7 +232,8 @@ absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t bounda
   return absl::OkStatus();
 }
 
-absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, PartitionedCoo* mb,
+absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, bool sample_split,
+                                              PartitionedCoo* mb,
                                               std::vector<int64_t>* dropped_per_table) {
   SortSegmentKeys(*mb);
   const int64_t segments = int64_t{N_} * S_;
@@ -246,7 +261,12 @@ absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, Pa
         if (!options_.allow_id_dropping) {
           const bool ids_over = c.ids > limit.max_ids;
           const std::string where =
-              minibatches > 1
+              sample_split
+                  ? absl::StrFormat(" in minibatch %d of %d after vocabulary- and "
+                                    "sample-dimension minibatching (one sample's ids alone are "
+                                    "over the limit)",
+                                    minibatch + 1, minibatches)
+              : minibatches > 1
                   ? absl::StrFormat(" in minibatch %d of %d after vocabulary-dimension minibatching",
                                     minibatch + 1, minibatches)
                   : (options_.minibatching ? std::string(" (no minibatch split can fit it)")

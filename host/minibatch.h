@@ -78,6 +78,19 @@ class MinibatchSplitter {
   absl::Status Split(const PartitionedCoo& coo, uint64_t boundaries,
                      std::vector<PartitionedCoo>* out, std::vector<int64_t>* dropped_per_table);
 
+  // Split in two halves, for a sample-dimension split between them
+  // (host/sample_split.h): SplitVocabulary fills `out` (row_group = the
+  // minibatch's index) without checking limits; Enforce then cuts or
+  // rejects each minibatch's over-limit partitions as Split does
+  // (`sample_split`: its errors say the sample dimension was split too).
+  void SplitVocabulary(const PartitionedCoo& coo, uint64_t boundaries,
+                       std::vector<PartitionedCoo>* out);
+  absl::Status Enforce(std::vector<PartitionedCoo>* out, std::vector<int64_t>* dropped_per_table,
+                       bool sample_split = false);
+  // Whether a partition of the last PlanLocal was over its limits.
+  bool over() const { return over_; }
+  const MinibatchOptions& options() const { return options_; }
+
  private:
   int64_t PartitionIndex(int table, int src, int dest) const {
     return (int64_t{table} * S_ + src) * N_ + dest;
@@ -90,8 +103,8 @@ class MinibatchSplitter {
   // them, else from the sorted keys (keys_sorted_).
   void CountPartitions(const PartitionedCoo& coo);
   // Cuts or rejects the over-limit partitions of one minibatch.
-  absl::Status EnforceLimits(int minibatch, int minibatches, PartitionedCoo* mb,
-                             std::vector<int64_t>* dropped_per_table);
+  absl::Status EnforceLimits(int minibatch, int minibatches, bool sample_split,
+                             PartitionedCoo* mb, std::vector<int64_t>* dropped_per_table);
 
   MinibatchOptions options_;
   int S_;

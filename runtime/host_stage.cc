@@ -49,6 +49,7 @@ HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::
   // most, whatever training.steps.
   minibatches_per_step_.reserve(
       static_cast<size_t>(std::clamp<int64_t>(config.training().steps(), 0, kListedSteps)));
+  sample_minibatches_per_step_.reserve(minibatches_per_step_.capacity());
   boundary_flags_.resize(host::MinibatchSplitter::kBuckets);
   dropped_scratch_.resize(dropped_per_table_.size());
 }
@@ -94,14 +95,24 @@ absl::Status HostStage::Prepare(bool train, int64_t index, host::Batch* batch,
 }
 
 void HostStage::CountTrainStep(const HostWork& work,
-                               const std::vector<host::PartitionedCoo>& minibatches) {
+                               const std::vector<host::PartitionedCoo>& minibatches,
+                               int sample_minibatches) {
   ids_total_ += work.coo.ids_total;
   ids_after_dedup_ += work.coo.ids_after_dedup;
   const auto count = static_cast<int32_t>(minibatches.size());
-  if (train_steps_ < kListedSteps) minibatches_per_step_.push_back(count);
+  if (train_steps_ < kListedSteps) {
+    minibatches_per_step_.push_back(count);
+    sample_minibatches_per_step_.push_back(sample_minibatches);
+  }
   ++train_steps_;
   minibatches_sum_ += count;
   max_minibatches_ = std::max(max_minibatches_, count);
+  if (sample_minibatches > 0) {
+    ++sample_split_steps_;
+    for (int64_t ranges : sample_ranges_) {
+      max_sample_ranges_ = std::max(max_sample_ranges_, static_cast<int32_t>(ranges));
+    }
+  }
   int64_t dropped = 0;
   for (size_t t = 0; t < dropped_scratch_.size(); ++t) {
     dropped_per_table_[t] += dropped_scratch_[t];
@@ -131,7 +142,50 @@ absl::Status HostStage::Summarise(summary::PreprocessStats* out) {
     total += static_cast<double>(dropped[t]);
   }
   out->set_ids_dropped(total);
+  out->clear_sample_minibatches_per_step();
+  for (int32_t m : sample_minibatches_per_step_) out->add_sample_minibatches_per_step(m);
+  out->set_sample_split_steps(sample_split_steps_);
+  out->set_max_sample_ranges(max_sample_ranges_);
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> HostStage::SplitSamples(HostWork& work,
+                                            std::vector<host::PartitionedCoo>* minibatches) {
+  const int vocabulary_minibatches = static_cast<int>(minibatches->size());
+  const int64_t per_sc = work.batch.num_samples / minibatch_options_.local_sparse_cores;
+  sample_ranges_.assign(vocabulary_minibatches, 1);
+  if (work.splitter.over()) {
+    for (int m = 0; m < vocabulary_minibatches; ++m) {
+      sample_ranges_[m] = work.sample_splitter.Plan((*minibatches)[m], per_sc);
+    }
+  }
+  // The most ranges any chip needs: every chip runs the same minibatches.
+  LEMRT_RETURN_IF_ERROR(comm_.AllReduceMax(std::span<int64_t>(sample_ranges_)));
+  int64_t total = 0;
+  for (int64_t r : sample_ranges_) total += r;
+  if (total == vocabulary_minibatches) return 0;
+  if (static_cast<int64_t>(sample_parts_.size()) < total) sample_parts_.resize(total);
+  int64_t at = 0;
+  for (int m = 0; m < vocabulary_minibatches; ++m) {
+    host::PartitionedCoo& mb = (*minibatches)[m];
+    const int ranges = static_cast<int>(sample_ranges_[m]);
+    if (ranges == 1) {
+      std::swap(sample_parts_[at++], mb);
+      continue;
+    }
+    work.sample_splitter.Plan(mb, per_sc);
+    work.sample_splitter.Split(mb, ranges, sample_parts_.data() + at);
+    at += ranges;
+  }
+  // The split minibatches' buffers stay in sample_parts_ for the next split.
+  for (int64_t i = 0; i < total; ++i) {
+    if (i < vocabulary_minibatches) {
+      std::swap((*minibatches)[i], sample_parts_[i]);
+    } else {
+      minibatches->push_back(std::move(sample_parts_[i]));
+    }
+  }
+  return static_cast<int>(total - vocabulary_minibatches);
 }
 
 absl::Status HostStage::PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
@@ -158,12 +212,21 @@ absl::Status HostStage::Finish(HostWork& work, host::Batch* batch,
     }
   }
   std::fill(dropped_scratch_.begin(), dropped_scratch_.end(), 0);
+  int sample_minibatches = 0;
   if (!limited_) {
     // No limits: the whole step is one minibatch.
     minibatches->resize(1);
     (*minibatches)[0] = work.coo;
   } else {
-    st = work.splitter.Split(work.coo, boundaries, minibatches, &dropped_scratch_);
+    work.splitter.SplitVocabulary(work.coo, boundaries, minibatches);
+    // Sample-dimension minibatching comes with minibatching.
+    const bool sample_split = minibatch_options_.minibatching;
+    if (sample_split) {
+      absl::StatusOr<int> added = SplitSamples(work, minibatches);
+      if (!added.ok()) return added.status();
+      sample_minibatches = *added;
+    }
+    st = work.splitter.Enforce(minibatches, &dropped_scratch_, sample_split);
     if (!st.ok()) {
       st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", what, work.index, st.message()));
     }
@@ -171,7 +234,7 @@ absl::Status HostStage::Finish(HostWork& work, host::Batch* batch,
     if (!st.ok()) return st;
   }
   if (batch != nullptr && batch != &work.batch) *batch = work.batch;
-  if (work.train) CountTrainStep(work, *minibatches);
+  if (work.train) CountTrainStep(work, *minibatches, sample_minibatches);
   return absl::OkStatus();
 }
 

@@ -2,7 +2,8 @@
 // ids of tables with id shuffling (host/id_shuffle.h), build the
 // partitioned COO (host/coo.h), check it against the partition limits and
 // split it into vocabulary-dimension minibatches agreed by all chips
-// (host/minibatch.h), dropping ids when allowed. One per rank. A step's work
+// (host/minibatch.h), split a minibatch still over its limits along the
+// sample dimension (host/sample_split.h), dropping ids when allowed. One per rank. A step's work
 // has two halves: the local half (ReadLocal + BuildLocal into a HostWork:
 // data read, COO, per-sample dedup, partition, partition stats) has no
 // collectives and may run on host worker threads (runtime/host_prefetcher.h);
@@ -12,7 +13,9 @@
 //
 // Collectives per call: AgreeOnStatus (one all-reduce, plus a broadcast on
 // error), and when any table has limits one all-reduce max of 64 int64
-// boundary flags (512 B per rank), then AgreeOnStatus again for the split.
+// boundary flags (512 B per rank), with minibatching one all-reduce max of
+// the sample ranges per vocabulary-dimension minibatch (8 B each), then
+// AgreeOnStatus again for the split.
 #ifndef LEMRT_RUNTIME_HOST_STAGE_H_
 #define LEMRT_RUNTIME_HOST_STAGE_H_
 
@@ -24,12 +27,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "host/batch.h"
 #include "host/coo.h"
 #include "host/data_source.h"
 #include "host/id_shuffle.h"
 #include "host/limits.h"
 #include "host/minibatch.h"
+#include "host/sample_split.h"
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 #include "runtime/comm/communicator.h"
@@ -43,8 +48,10 @@ namespace lemrt::runtime {
 // so the steady state does not allocate. Thread-compatible: one thread fills
 // it, then one thread finishes it.
 struct HostWork {
-  HostWork(host::CooOptions coo_options, host::MinibatchOptions minibatch_options)
-      : builder(std::move(coo_options)), splitter(std::move(minibatch_options)) {}
+  HostWork(host::CooOptions coo_options, const host::MinibatchOptions& minibatch_options)
+      : builder(std::move(coo_options)),
+        splitter(minibatch_options),
+        sample_splitter(minibatch_options) {}
 
   bool train = true;
   int64_t index = -1;  // training step or eval chunk
@@ -52,6 +59,7 @@ struct HostWork {
   host::PartitionedCoo coo;
   host::CooBuilder builder;
   host::MinibatchSplitter splitter;
+  host::SampleSplitter sample_splitter;
   uint64_t boundaries = 0;  // this chip's boundary bits (BuildLocal)
   absl::Status status;      // of the local half, prefixed "step N: "
   // Wall time of the local half (ReadLocal begin .. BuildLocal end).
@@ -117,8 +125,14 @@ class HostStage {
  private:
   absl::Status Prepare(bool train, int64_t index, host::Batch* batch, host::PartitionedCoo* coo,
                        std::vector<host::PartitionedCoo>* minibatches);
+  // Collective (one all-reduce max): splits the vocabulary-dimension
+  // minibatches still over their limits on some chip along the sample
+  // dimension, the agreed number of ranges each; returns the minibatches
+  // it added.
+  absl::StatusOr<int> SplitSamples(HostWork& work, std::vector<host::PartitionedCoo>* minibatches);
   // Adds a finished training step to the statistics (and logs its drops).
-  void CountTrainStep(const HostWork& work, const std::vector<host::PartitionedCoo>& minibatches);
+  void CountTrainStep(const HostWork& work, const std::vector<host::PartitionedCoo>& minibatches,
+                      int sample_minibatches);
 
   Communicator& comm_;
   host::DataSource& data_;
@@ -136,6 +150,11 @@ class HostStage {
   int64_t train_steps_ = 0;
   int64_t minibatches_sum_ = 0;
   int32_t max_minibatches_ = 0;
+  std::vector<int32_t> sample_minibatches_per_step_;  // the first kListedSteps
+  int64_t sample_split_steps_ = 0;
+  int32_t max_sample_ranges_ = 1;
+  std::vector<int64_t> sample_ranges_;               // per vocabulary minibatch
+  std::vector<host::PartitionedCoo> sample_parts_;   // SplitSamples' output buffers
   int64_t ids_total_ = 0;
   int64_t ids_after_dedup_ = 0;
   int64_t drop_logs_ = 0;

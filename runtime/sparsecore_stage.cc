@@ -90,10 +90,57 @@ absl::Status SparseCoreStage::Forward(std::span<const host::PartitionedCoo> mini
 absl::Status SparseCoreStage::Backward(std::span<const host::PartitionedCoo> minibatches,
                                        std::span<const float> d_activations,
                                        std::vector<SparseStepBuffers>* bufs) {
+  // Row groups in the order of their first minibatch (the same list, so the
+  // same exchanges, on every rank).
+  group_done_.assign(minibatches.size(), 0);
+  bool continue_step = false;
   for (size_t m = 0; m < minibatches.size(); ++m) {
-    absl::Status st = Backward(minibatches[m], d_activations, &(*bufs)[m],
-                               /*continue_step=*/m > 0);
+    if (group_done_[m]) continue;
+    group_members_.clear();
+    for (size_t n = m; n < minibatches.size(); ++n) {
+      if (group_done_[n] || minibatches[n].row_group != minibatches[m].row_group) continue;
+      group_members_.push_back(n);
+      group_done_[n] = 1;
+    }
+    absl::Status st =
+        group_members_.size() == 1
+            ? Backward(minibatches[m], d_activations, &(*bufs)[m], continue_step)
+            : BackwardRowGroup(minibatches, d_activations, bufs, continue_step);
     if (!st.ok()) return st;
+    continue_step = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseCoreStage::BackwardRowGroup(std::span<const host::PartitionedCoo> minibatches,
+                                               std::span<const float> d_activations,
+                                               std::vector<SparseStepBuffers>* bufs,
+                                               bool continue_step) {
+  for (size_t n : group_members_) {
+    absl::Status st = ExchangeGradients(minibatches[n], d_activations, &(*bufs)[n]);
+    if (!st.ok()) return st;
+  }
+  // One update per local SparseCore over the group's received segments, in
+  // minibatch order: each row's gradient is the sum over the group.
+  SparseStepBuffers& first = (*bufs)[group_members_.front()];
+  for (int l = 0; l < S_; ++l) {
+    group_segs_.clear();
+    ins_.clear();
+    for (size_t n : group_members_) {
+      const SparseStepBuffers& buf = (*bufs)[n];
+      SegmentsOf(buf, l, &segs_);
+      group_segs_.insert(group_segs_.end(), segs_.begin(), segs_.end());
+      AppendGradientViews(buf, l);
+    }
+    segs_.assign(group_segs_.begin(), group_segs_.end());
+    const auto begin = std::chrono::steady_clock::now();
+    scs_[l]->DedupForBackward(segs_, &first.sc_states[l]);
+    scs_[l]->Backward(segs_, ins_, &first.sc_states[l], continue_step);
+    if (scs_[l]->debug_checks().any()) {
+      absl::Status checked = AgreeOnStatus(comm_, first.sc_states[l].debug_status);
+      if (!checked.ok()) return checked;
+    }
+    RecordSpan(first, l, /*backward=*/true, begin);
   }
   return absl::OkStatus();
 }
@@ -176,9 +223,9 @@ absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
   return absl::OkStatus();
 }
 
-absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
-                                       std::span<const float> d_activations,
-                                       SparseStepBuffers* buf, bool continue_step) {
+absl::Status SparseCoreStage::ExchangeGradients(const host::PartitionedCoo& coo,
+                                                std::span<const float> d_activations,
+                                                SparseStepBuffers* buf) {
   const int block = S_ * S_;
   buf->grads_out.resize(buf->source_partials.size());
   float* g = buf->grads_out.data();
@@ -190,17 +237,27 @@ absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
   buf->grads_in.resize(buf->owner_partials.size());
   BlockBytes(buf->source_offsets, W_, block, sizeof(float), &buf->bytes_a, &buf->offs_a);
   BlockBytes(buf->owner_offsets, W_, block, sizeof(float), &buf->bytes_b, &buf->offs_b);
-  absl::Status st = comm_.AllToAllv(buf->grads_out.data(), buf->bytes_a, buf->offs_a,
-                                    buf->grads_in.data(), buf->bytes_b, buf->offs_b);
+  return comm_.AllToAllv(buf->grads_out.data(), buf->bytes_a, buf->offs_a,
+                         buf->grads_in.data(), buf->bytes_b, buf->offs_b);
+}
+
+void SparseCoreStage::AppendGradientViews(const SparseStepBuffers& buf, int l) {
+  for (int q = 0; q < W_; ++q) {
+    for (int s = 0; s < S_; ++s) {
+      ins_.push_back(buf.grads_in.data() + buf.owner_offsets[(int64_t{q} * S_ + l) * S_ + s]);
+    }
+  }
+}
+
+absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
+                                       std::span<const float> d_activations,
+                                       SparseStepBuffers* buf, bool continue_step) {
+  absl::Status st = ExchangeGradients(coo, d_activations, buf);
   if (!st.ok()) return st;
   for (int l = 0; l < S_; ++l) {
     SegmentsOf(*buf, l, &segs_);
     ins_.clear();
-    for (int q = 0; q < W_; ++q) {
-      for (int s = 0; s < S_; ++s) {
-        ins_.push_back(buf->grads_in.data() + buf->owner_offsets[(int64_t{q} * S_ + l) * S_ + s]);
-      }
-    }
+    AppendGradientViews(*buf, l);
     const auto begin = std::chrono::steady_clock::now();
     scs_[l]->Backward(segs_, ins_, &buf->sc_states[l], continue_step);
     if (scs_[l]->debug_checks().any()) {

@@ -87,9 +87,13 @@ class SparseCoreStage {
                        std::vector<SparseStepBuffers>* bufs, std::span<float> activations);
 
   // Update for the step whose minibatch Forward filled `bufs`: the gradient
-  // exchange and update once per minibatch (a row lives in one minibatch only,
-  // so it is updated once per step, as without minibatching; the optimizers'
-  // step count advances once per step).
+  // exchange once per minibatch and the update once per row group
+  // (host::PartitionedCoo::row_group): a vocabulary-dimension minibatch is
+  // its own row group, updated after its exchange; the sample-dimension
+  // minibatches of one (host/sample_split.h) share rows, so after all their
+  // exchanges each local SparseCore updates the group's rows once, from
+  // gradients summed over the group. Every row is updated once per step, as
+  // without minibatching; the optimizers' step count advances once per step.
   absl::Status Backward(std::span<const host::PartitionedCoo> minibatches,
                         std::span<const float> d_activations,
                         std::vector<SparseStepBuffers>* bufs);
@@ -104,6 +108,17 @@ class SparseCoreStage {
   int64_t last_unique_ids(std::span<const SparseStepBuffers> bufs, size_t minibatches) const;
 
  private:
+  // Backward's exchange: gradients of coo's groups to their owners
+  // (buf->grads_in).
+  absl::Status ExchangeGradients(const host::PartitionedCoo& coo,
+                                 std::span<const float> d_activations, SparseStepBuffers* buf);
+  // Appends local SC l's received gradient views of `buf` to ins_.
+  void AppendGradientViews(const SparseStepBuffers& buf, int l);
+  // The exchanges and the one update of the minibatches group_members_.
+  absl::Status BackwardRowGroup(std::span<const host::PartitionedCoo> minibatches,
+                                std::span<const float> d_activations,
+                                std::vector<SparseStepBuffers>* bufs, bool continue_step);
+
   // Forward's exchange and lookup; adds the partials into activations.
   absl::Status ForwardAccumulate(const host::PartitionedCoo& coo, SparseStepBuffers* buf,
                                  std::span<float> activations);
@@ -133,6 +148,9 @@ class SparseCoreStage {
   std::vector<std::span<const host::CooEntry>> segs_;
   std::vector<float*> outs_;
   std::vector<const float*> ins_;
+  std::vector<std::span<const host::CooEntry>> group_segs_;
+  std::vector<char> group_done_;
+  std::vector<size_t> group_members_;
 };
 
 }  // namespace lemrt::runtime

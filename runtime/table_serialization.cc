@@ -6,6 +6,7 @@ void SelectTables(const host::PartitionedCoo& in, std::span<const char> keep,
                   host::PartitionedCoo* out) {
   out->local_sparse_cores = in.local_sparse_cores;
   out->total_sparse_cores = in.total_sparse_cores;
+  out->row_group = in.row_group;
   out->entries.clear();
   out->segment_offsets.assign(in.segment_offsets.size(), 0);
   for (size_t k = 0; k + 1 < in.segment_offsets.size(); ++k) {
@@ -44,7 +45,11 @@ std::span<const host::PartitionedCoo> TableSerializer::Expand(
   if (groups->size() < n) groups->resize(n);
   for (size_t m = 0; m < minibatches.size(); ++m) {
     for (size_t g = 0; g < g_count; ++g) {
-      SelectTables(minibatches[m], keep_[g], &(*groups)[m * g_count + g]);
+      host::PartitionedCoo& group = (*groups)[m * g_count + g];
+      SelectTables(minibatches[m], keep_[g], &group);
+      // Table groups hold disjoint tables: a row group per (row group, table group).
+      group.row_group = minibatches[m].row_group * static_cast<int32_t>(g_count) +
+                        static_cast<int32_t>(g);
     }
   }
   return std::span<const host::PartitionedCoo>(groups->data(), n);

@@ -31,7 +31,7 @@
 namespace lemrt::runtime {
 
 // Copies the entries of `in` whose table has keep[table] != 0 into `out`
-// (same segments, same order within each segment). out->ids_total and
+// (same segments, same order within each segment, same row_group). out->ids_total and
 // ids_after_dedup count the kept entries. Allocates only when `out` has less
 // capacity than it needs.
 void SelectTables(const host::PartitionedCoo& in, std::span<const char> keep,

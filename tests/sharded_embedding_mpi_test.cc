@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "host/coo.h"
 #include "host/minibatch.h"
+#include "host/sample_split.h"
 #include "host/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
@@ -107,11 +108,17 @@ double Gain(const config::TableConfig& t, size_t n) {
 // serialized_tables > 0: that many stacks (tables when none stack) run one
 // after another (xla_sc_num_serialized_tables_to_optimize_hbm, as the
 // trainer does). `explicit_stack` (table names) is added as one
-// sparse_core.table_stacks entry. In kConfig table t2 uses Adam, whose step
-// count must advance once per step however the step is split.
+// sparse_core.table_stacks entry. max_ids > 0: a per-partition id limit
+// that a hot row exceeds on its own, so vocabulary-dimension minibatches are
+// split further along the sample dimension (host/sample_split.h; ranges
+// agreed over ranks, as HostStage does), and a row's gradients from several
+// sample ranges must be summed before its one update. In kConfig table t2
+// uses Adam, whose step count must advance once per step however the step
+// is split.
 void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = kConfig,
                               int serialized_tables = 0,
-                              const std::vector<std::string>& explicit_stack = {}) {
+                              const std::vector<std::string>& explicit_stack = {},
+                              int32_t max_ids = 0) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -179,7 +186,12 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
   if (max_unique_ids > 0) {
     for (auto& l : mo.limits.tables) l.max_unique_ids = max_unique_ids;
   }
+  if (max_ids > 0) {
+    for (auto& l : mo.limits.tables) l.max_ids = max_ids;
+  }
   host::MinibatchSplitter splitter(mo);
+  host::SampleSplitter sample_splitter(mo);
+  int64_t most_sample_ranges = 1;
   std::vector<host::PartitionedCoo> minibatches, groups;
   std::vector<SparseStepBuffers> bufs;
   size_t max_minibatches = 0;
@@ -205,7 +217,31 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
       if (flags[b]) boundaries |= uint64_t{1} << b;
     }
     std::vector<int64_t> dropped;
-    ASSERT_TRUE(splitter.Split(coo, boundaries, &minibatches, &dropped).ok());
+    splitter.SplitVocabulary(coo, boundaries, &minibatches);
+    if (max_ids > 0) {
+      const int64_t per_sc = LB / mo.local_sparse_cores;
+      std::vector<int64_t> ranges(minibatches.size(), 1);
+      for (size_t m = 0; m < minibatches.size(); ++m) {
+        ranges[m] = sample_splitter.Plan(minibatches[m], per_sc);
+      }
+      MPI_Allreduce(MPI_IN_PLACE, ranges.data(), static_cast<int>(ranges.size()), MPI_INT64_T,
+                    MPI_MAX, MPI_COMM_WORLD);
+      std::vector<host::PartitionedCoo> split;
+      for (size_t m = 0; m < minibatches.size(); ++m) {
+        most_sample_ranges = std::max(most_sample_ranges, ranges[m]);
+        if (ranges[m] == 1) {
+          split.push_back(minibatches[m]);
+          continue;
+        }
+        sample_splitter.Plan(minibatches[m], per_sc);
+        const size_t at = split.size();
+        split.resize(at + ranges[m]);
+        sample_splitter.Split(minibatches[m], static_cast<int>(ranges[m]), split.data() + at);
+      }
+      minibatches = std::move(split);
+    }
+    const absl::Status enforced = splitter.Enforce(&minibatches, &dropped, max_ids > 0);
+    ASSERT_TRUE(enforced.ok()) << enforced;
     max_minibatches = std::max(max_minibatches, minibatches.size());
     const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
     EXPECT_EQ(runs.size(), minibatches.size() * serializer.num_groups());
@@ -293,9 +329,12 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
   }
   if (max_unique_ids > 0) {
     EXPECT_GT(max_minibatches, 1u);
-  } else {
+  } else if (max_ids == 0) {
     EXPECT_EQ(max_minibatches, 1u);
   }
+  // On one rank (24 samples per SparseCore) t2's hottest rows alone are over
+  // max_ids 8, so some minibatch must have been split by samples.
+  if (max_ids > 0 && world == 1) EXPECT_GT(most_sample_ranges, 1);
 }
 
 TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) { RunAgainstDenseReference(0); }
@@ -320,6 +359,15 @@ TEST(ShardedEmbeddingTest, MinibatchedLookupAndUpdateMatchDenseReference) {
 TEST(ShardedEmbeddingTest, SerializedTablesMatchDenseReference) {
   RunAgainstDenseReference(0, kConfig, /*serialized_tables=*/2);
   RunAgainstDenseReference(3, kConfig, /*serialized_tables=*/2);
+}
+
+// Sample-dimension minibatching (a hot row alone over max_ids 8): the same
+// lookups and updates, every row updated once per step from the gradients
+// of all its sample ranges; also with two serialized tables (row groups per
+// table group).
+TEST(ShardedEmbeddingTest, SampleMinibatchedLookupAndUpdateMatchDenseReference) {
+  RunAgainstDenseReference(0, kConfig, 0, {}, /*max_ids=*/8);
+  RunAgainstDenseReference(0, kConfig, /*serialized_tables=*/2, {}, /*max_ids=*/8);
 }
 
 // Stacked tables (ids rotated across SparseCores, partitions per stack) give

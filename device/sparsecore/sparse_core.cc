@@ -307,6 +307,11 @@ absl::Status SparseCore::CheckFiniteGroups(
   return absl::OkStatus();
 }
 
+void SparseCore::DedupForBackward(std::span<const std::span<const host::CooEntry>> segments,
+                                  SparseCoreStepState* state) const {
+  DedupPartition(segments, dims_, shards_, state);
+}
+
 void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segments,
                           std::span<const float* const> grads, SparseCoreStepState* state,
                           bool continue_step) {

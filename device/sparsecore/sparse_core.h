@@ -87,6 +87,12 @@ class SparseCore {
   void Backward(std::span<const std::span<const host::CooEntry>> segments,
                 std::span<const float* const> grads, SparseCoreStepState* state,
                 bool continue_step = false);
+  // Numbers the unique ids of `segments` into `state` as Forward does
+  // (partition_dedup.h), without a lookup: for one Backward over the
+  // segments of several Forward calls that share rows (sample-dimension
+  // minibatches), so each row's gradients are summed before its update.
+  void DedupForBackward(std::span<const std::span<const host::CooEntry>> segments,
+                        SparseCoreStepState* state) const;
 
   int global_sc() const { return global_sc_; }
   // Optimizer updates (training steps) applied so far, for checkpoints.
