@@ -1,7 +1,9 @@
 #include "host/sample_split.h"
 
 #include <algorithm>
+#include <bit>
 
+#include "base/random.h"
 #include "host/stacking.h"
 
 namespace lemrt::host {
@@ -27,13 +29,31 @@ uint64_t SampleSplitter::StackedKey(int table, int64_t col) const {
          static_cast<uint64_t>(StackedRow(m, col, N_));
 }
 
+bool SampleSplitter::See(uint64_t key) {
+  const uint64_t mask = seen_.size() - 1;
+  for (uint64_t slot = base::Mix64(key) & mask;; slot = (slot + 1) & mask) {
+    if (seen_[slot] == key + 1) return false;
+    if (seen_[slot] == 0) {
+      seen_[slot] = key + 1;
+      seen_slots_.push_back(static_cast<int64_t>(slot));
+      return true;
+    }
+  }
+}
+
+void SampleSplitter::ClearSeen() {
+  for (int64_t slot : seen_slots_) seen_[slot] = 0;
+  seen_slots_.clear();
+}
+
 int SampleSplitter::Plan(const PartitionedCoo& mb, int64_t samples_per_sc) {
   per_sc_ = samples_per_sc;
   const std::vector<TableLimit>& limits = options_.limits.tables;
-  range_start_.assign(S_, {});
+  range_start_.resize(S_);
   counts_.assign(limits.size() * N_, PartitionCount{});
   int most = 1;
   for (int s = 0; s < S_; ++s) {
+    range_start_[s].clear();
     range_start_[s].push_back(int64_t{s} * per_sc_);
     // This source's entries of limited stacks, by sample (stable: the
     // segments' order within a sample).
@@ -45,32 +65,40 @@ int SampleSplitter::Plan(const PartitionedCoo& mb, int64_t samples_per_sc) {
         if (limits[stack].limited()) items_.push_back({e.row, key, int64_t{stack} * N_ + d});
       }
     }
-    std::stable_sort(items_.begin(), items_.end(),
-                     [](const Item& a, const Item& b) { return a.sample < b.sample; });
+    // Counting sort by sample, stable (std::stable_sort would allocate).
+    const int64_t first = int64_t{s} * per_sc_;
+    sample_offsets_.assign(per_sc_ + 1, 0);
+    for (const Item& item : items_) ++sample_offsets_[item.sample - first + 1];
+    for (int64_t i = 0; i < per_sc_; ++i) sample_offsets_[i + 1] += sample_offsets_[i];
+    sorted_.resize(items_.size());
+    for (const Item& item : items_) sorted_[sample_offsets_[item.sample - first]++] = item;
+    // At most half full: every key of this source fits.
+    const size_t slots = std::bit_ceil(2 * items_.size() + 2);
+    if (seen_.size() < slots) seen_.assign(slots, 0);  // a power of two
     // Greedy: a sample joins the current range unless a partition would go
     // over; then the range ends before it and a new one starts with it.
     touched_.clear();
-    seen_.clear();
+    ClearSeen();
     bool range_empty = true;
-    for (size_t i = 0; i < items_.size();) {
+    for (size_t i = 0; i < sorted_.size();) {
       size_t j = i;
-      while (j < items_.size() && items_[j].sample == items_[i].sample) ++j;
+      while (j < sorted_.size() && sorted_[j].sample == sorted_[i].sample) ++j;
       for (int attempt = 0; attempt < 2; ++attempt) {
         bool over = false;
         for (size_t k = i; k < j; ++k) {
-          const Item& item = items_[k];
+          const Item& item = sorted_[k];
           PartitionCount& c = counts_[item.partition];
           if (c.ids == 0) touched_.push_back(item.partition);
           ++c.ids;
-          if (seen_.insert(item.key).second) ++c.unique_ids;
+          if (See(item.key)) ++c.unique_ids;
           over |= !Fits(c, limits[StackOf(item.key)]);
         }
         if (!over || range_empty || attempt == 1) break;
         // Close the range before this sample and count it afresh.
         for (int64_t p : touched_) counts_[p] = PartitionCount{};
         touched_.clear();
-        seen_.clear();
-        range_start_[s].push_back(items_[i].sample);
+        ClearSeen();
+        range_start_[s].push_back(sorted_[i].sample);
       }
       range_empty = false;
       i = j;

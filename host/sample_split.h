@@ -18,12 +18,12 @@
 //           gradients over the group before its one update of the step.
 //
 // A single sample over a limit stays over (the limit check then reports or
-// drops it). Thread-compatible; scratch buffers are reused.
+// drops it). Thread-compatible; scratch buffers are reused, so a step whose
+// minibatches fit allocates nothing once warm.
 #ifndef LEMRT_HOST_SAMPLE_SPLIT_H_
 #define LEMRT_HOST_SAMPLE_SPLIT_H_
 
 #include <cstdint>
-#include <unordered_set>
 #include <vector>
 
 #include "host/coo.h"
@@ -65,10 +65,17 @@ class SampleSplitter {
     uint64_t key;       // StackedKey
     int64_t partition;  // stack x N + destination SparseCore
   };
-  std::vector<Item> items_;
+  std::vector<Item> items_, sorted_;  // as collected; by sample (stable)
+  std::vector<int64_t> sample_offsets_;  // counting sort by sample
   std::vector<PartitionCount> counts_;
   std::vector<int64_t> touched_;
-  std::unordered_set<uint64_t> seen_;
+  // The current range's keys: open addressing, key + 1 per slot (0 =
+  // empty), at most half full; seen_slots_ lists the used slots for reset.
+  std::vector<uint64_t> seen_;
+  std::vector<int64_t> seen_slots_;
+  // Inserts `key` into seen_; true when it was not there.
+  bool See(uint64_t key);
+  void ClearSeen();
   mutable std::vector<int32_t> part_of_sample_;
 };
 

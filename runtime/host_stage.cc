@@ -177,14 +177,9 @@ absl::StatusOr<int> HostStage::SplitSamples(HostWork& work,
     work.sample_splitter.Split(mb, ranges, sample_parts_.data() + at);
     at += ranges;
   }
-  // The split minibatches' buffers stay in sample_parts_ for the next split.
-  for (int64_t i = 0; i < total; ++i) {
-    if (i < vocabulary_minibatches) {
-      std::swap((*minibatches)[i], sample_parts_[i]);
-    } else {
-      minibatches->push_back(std::move(sample_parts_[i]));
-    }
-  }
+  // Swapped, so the buffers of both lists are kept for later steps.
+  if (static_cast<int64_t>(minibatches->size()) < total) minibatches->resize(total);
+  for (int64_t i = 0; i < total; ++i) std::swap((*minibatches)[i], sample_parts_[i]);
   return static_cast<int>(total - vocabulary_minibatches);
 }
 
