@@ -126,6 +126,7 @@ void SampleSplitter::Split(const PartitionedCoo& mb, int parts, PartitionedCoo* 
     p.local_sparse_cores = S_;
     p.total_sparse_cores = N_;
     p.row_group = mb.row_group;
+    p.table_partition_counts.clear();  // the step's counts are not a part's
     p.ids_total = i == 0 ? mb.ids_total : 0;
     p.entries.clear();
     p.segment_offsets.assign(segments + 1, 0);
