@@ -12,7 +12,7 @@
 //
 // So a key holds tables [0, 2^16) and rows [0, 2^48). Config validation
 // rejects a table with more than kMaxKeyRows rows and more than kMaxKeyTables
-// tables (proto/config_loader.cc); the memory plan rejects a stacked table
+// tables (proto/table_checks.cc); the memory plan rejects a stacked table
 // over kMaxKeyRows rows (device/plan/memory_plan.h). Stateless; thread-safe.
 #ifndef LEMRT_BASE_ROW_KEY_H_
 #define LEMRT_BASE_ROW_KEY_H_

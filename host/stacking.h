@@ -74,7 +74,7 @@ struct TableStack {
 
 class StackingPlan {
  public:
-  // The plan of a validated config (proto/config_loader.h checks the explicit
+  // The plan of a validated config (proto/preprocessing_checks.cc checks the explicit
   // stacks): with sparse_core.disable_table_stacking every table is its own
   // stack; with sparse_core.table_stacks those stacks (unnamed tables alone);
   // else tables are grouped automatically, in config order, with the first

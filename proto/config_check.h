@@ -66,6 +66,44 @@ void CheckLearningRateSchedules(const TrainingConfig& t, int64_t steps, ConfigEr
 void CheckFeatures(const RunConfig& c, ConfigErrors& errors);
 void CheckData(const RunConfig& c, ConfigErrors& errors);
 
+// topology against the MPI world size; the emulated chip's knobs
+// (serialized tables, tile threads); host worker and GEMM threads and the
+// prefetch depth (runtime/host_prefetcher.h); the start-up reservation of the
+// step buffers (runtime/step_buffer_reserve.h) (proto/chip_checks.cc).
+void CheckTopology(const RunConfig& c, int world_size, ConfigErrors& errors);
+void CheckEmulatedChip(const RunConfig& c, ConfigErrors& errors);
+void CheckHostWorkers(const RunConfig& c, ConfigErrors& errors);
+void CheckStepBufferReserve(const RunConfig& c, ConfigErrors& errors);
+
+// tables: names, sizes, combiners, optimizers, initializers; simulated
+// quantization (reference section 13); sizes whose products overflow the
+// 32-bit step counters, the row key (base/row_key.h) or 64-bit byte counts
+// (proto/table_checks.cc).
+void CheckTables(const RunConfig& c, ConfigErrors& errors);
+void CheckQuantization(const RunConfig& c, ConfigErrors& errors);
+void CheckCounterSizes(const RunConfig& c, ConfigErrors& errors);
+
+// model: MLP widths, the DCN-v2 cross network, dropout
+// (proto/model_checks.cc).
+void CheckModel(const RunConfig& c, ConfigErrors& errors);
+
+// sparse_core's preprocessing limits: ids per chip per sample and per table,
+// the partition limits (host/limits.h; a limits file is read and checked when
+// the trainer resolves the limits), table stacking (host/stacking.h)
+// (proto/preprocessing_checks.cc).
+void CheckIdLimits(const RunConfig& c, ConfigErrors& errors);
+void CheckPartitionLimits(const RunConfig& c, ConfigErrors& errors);
+void CheckTableStacking(const RunConfig& c, ConfigErrors& errors);
+
+// observability: trace and metrics paths, the traced steps
+// (proto/observability_checks.cc).
+void CheckObservability(const RunConfig& c, ConfigErrors& errors);
+
+// checkpoint (paths, period, retention, keep_best's evaluations) and the
+// collective watchdog's timeout (proto/recovery_checks.cc).
+void CheckCheckpoint(const RunConfig& c, ConfigErrors& errors);
+void CheckWatchdog(const RunConfig& c, ConfigErrors& errors);
+
 // Defaults that follow from the data section, applied by the loader before
 // validation: model.num_dense_features from the schema's dense inputs when
 // unset (proto/data_checks.cc).
