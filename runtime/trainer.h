@@ -128,19 +128,19 @@ class Trainer {
 
   Trainer(const config::RunConfig& config, Communicator& sparse_comm, Communicator& dense_comm);
   // The rest of Create once the data source and the steps are known: limits,
-  // recorder, stages, tables and step buffers.
+  // recorder, stages, tables and step buffers (trainer_setup.cc, with Create).
   static absl::StatusOr<std::unique_ptr<Trainer>> CreateStages(std::unique_ptr<Trainer> t,
                                                                device::MemoryPlan plan);
-
-  // The stages, each on its executor. HostAndForward and Backward run on the
-  // SparseCore executor; Dense on the TensorCore (calling) thread.
-  absl::Status HostAndForward(int64_t step, StepSlot& slot);
   // Collective: initialises the tables in the configured start-up mode
   // (device/sparsecore/table_init.h) and records the slowest chip's time.
   absl::Status InitializeTables(std::span<const device::Optimizer* const> optimizers);
   // Reserves every StepSlot's SparseCore buffers to the plan's bounds and
   // touches them when they fit (runtime/step_buffer_reserve.h).
   void ReserveStepBuffers();
+
+  // The stages, each on its executor. HostAndForward and Backward run on the
+  // SparseCore executor; Dense on the TensorCore (calling) thread.
+  absl::Status HostAndForward(int64_t step, StepSlot& slot);
   absl::Status Dense(StepSlot& slot);
   absl::Status Backward(StepSlot& slot);
   // The step schedule over this trainer's stages.

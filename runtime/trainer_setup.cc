@@ -1,0 +1,203 @@
+// Building a Trainer: the memory plan, the data source and its steps, the
+// stages, the tables' initial values and the step buffers, each verdict that
+// can differ by rank agreed before the next collective (Trainer::Create). The
+// step loop is in trainer.cc, the summary in trainer_summary.cc.
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "device/plan/memory_plan.h"
+#include "device/sparsecore/table_init.h"
+#include "glog/logging.h"
+#include "host/stacking.h"
+#include "proto/config_check.h"
+#include "runtime/checkpoint/checkpointer.h"
+#include "runtime/step_buffer_reserve.h"
+#include "runtime/trainer.h"
+
+namespace lemrt::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Logs the table stacking plan once at start-up (host/stacking.h), and one
+// warning line when stack sizes are outside the reference's advice.
+void LogStackingPlan(const config::RunConfig& config) {
+  const host::StackingPlan plan = host::StackingPlan::FromConfig(config);
+  std::vector<std::string> names;
+  for (const auto& t : config.tables()) names.push_back(t.name());
+  LOG(INFO) << plan.Describe(names);
+  if (const std::string warning = plan.SizeWarning(); !warning.empty()) LOG(WARNING) << warning;
+}
+
+}  // namespace
+
+Trainer::Trainer(const config::RunConfig& config, Communicator& sparse_comm,
+                 Communicator& dense_comm)
+    : config_(config),
+      sparse_comm_(sparse_comm),
+      dense_comm_(dense_comm),
+      pipelining_(!config.sparse_core().disable_full_embedding_pipelining()),
+      stall_hook_(sparse_comm.rank()),
+      eval_tracker_(config.training().early_stop_evals()) {}
+
+Trainer::~Trainer() = default;
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
+                                                         Communicator& sparse_comm,
+                                                         Communicator& dense_comm,
+                                                         CollectiveMonitor* monitor) {
+  Communicator& comm = sparse_comm;
+  if (comm.rank() == 0) LogStackingPlan(config);
+  // "Compilation": the plan is sized before any table is allocated. It reads
+  // the limits file, which one rank may fail to read, so its verdict is agreed.
+  auto plan = device::BuildMemoryPlan(config);
+  LEMRT_RETURN_IF_ERROR(
+      AgreeOnStatus(comm, plan.ok() ? device::CheckMemoryPlan(*plan) : plan.status()));
+  std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
+  t->monitor_ = monitor;
+  // The checkpoint directory first: a bad one fails before any table work.
+  // (It reads the trainer's copy of the config, whose steps are resolved below.)
+  LEMRT_ASSIGN_OR_RETURN(t->checkpointer_, checkpoint::Checkpointer::Open(t->config_, comm));
+  auto data = host::CreateDataSource(t->config_, comm.rank(), comm.size());
+  absl::Status st = AgreeOnStatus(comm, data.status());
+  if (!st.ok()) return st;
+  t->data_ = std::move(*data);
+  // training.epochs: the steps follow from the training rows (the same on
+  // every rank that indexed the same files; agreed all the same).
+  auto steps = host::ResolveTrainingSteps(config.training(), t->data_->train_schedule());
+  st = steps.status();
+  if (st.ok() && config.training().has_epochs()) {
+    // The schedules' decay lengths could not be checked before the epochs
+    // gave the run its steps.
+    config::ConfigErrors errors;
+    config::CheckLearningRateSchedules(config.training(), *steps, errors);
+    if (!errors.empty()) {
+      st = absl::InvalidArgumentError(absl::StrCat(config::PathString(errors.first().path), ": ",
+                                                   errors.first().message));
+    }
+  }
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, st));
+  t->config_.mutable_training()->set_steps(*steps);
+  return CreateStages(std::move(t), std::move(*plan));
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<Trainer> t,
+                                                               device::MemoryPlan plan) {
+  const config::RunConfig& config = t->config_;
+  Communicator& sparse_comm = t->sparse_comm_;
+  Communicator& dense_comm = t->dense_comm_;
+  Communicator& comm = sparse_comm;
+  absl::Status st;
+  t->memory_plan_ = std::move(plan);
+  auto limits = host::ResolveLimits(config);
+  st = AgreeOnStatus(comm, limits.status());
+  if (!st.ok()) return st;
+  t->host_ = std::make_unique<HostStage>(config, sparse_comm, *t->data_, std::move(*limits));
+  t->host_worker_threads_ =
+      HostWorkerThreads(config, LocalRanksFromEnvironment(comm.size()));
+  std::vector<const device::Optimizer*> optimizers;
+  for (int table = 0; table < config.tables_size(); ++table) {
+    t->table_optimizers_.push_back(device::CreateTableOptimizer(config, table));
+    optimizers.push_back(t->table_optimizers_.back().get());
+  }
+  auto recorder = RunRecorder::Create(config, comm.rank(), comm.size());
+  st = AgreeOnStatus(comm, recorder.status());
+  if (!st.ok()) return st;
+  t->recorder_ = std::move(*recorder);
+  const host::PartitionLimits& limits_applied = t->host_->limits();
+  for (size_t tb = 0; tb < limits_applied.tables.size(); ++tb) {
+    const host::TableLimit& l = limits_applied.tables[tb];
+    if (!l.limited()) continue;  // null in the summary: no limit
+    auto or_null = [](int32_t v) -> int64_t {
+      return v == host::TableLimit::kUnlimited ? -1 : v;
+    };
+    t->recorder_->ReportPartitionLimits(static_cast<int>(tb), or_null(l.max_ids),
+                                        or_null(l.max_unique_ids));
+  }
+  t->timed_sparse_comm_ = std::make_unique<TimedCommunicator>(sparse_comm, *t->recorder_);
+  t->sparse_ = std::make_unique<SparseCoreStage>(config, *t->timed_sparse_comm_, optimizers,
+                                                 /*initialize_tables=*/false);
+  auto dense = TensorCoreStage::Create(config, dense_comm);
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, dense.status()));
+  t->tile_pool_ = std::make_unique<device::TilePool>(config.sparse_core().tile_threads());
+  for (const auto& sc : t->sparse_->sparse_cores()) sc->set_tile_pool(t->tile_pool_.get());
+  LEMRT_RETURN_IF_ERROR(t->InitializeTables(optimizers));
+  t->table_serializer_ = std::make_unique<TableSerializer>(t->memory_plan_);
+  t->dense_ = std::move(*dense);
+  t->pipeline_ = t->NewPipeline();
+  const int64_t local_batch = config.training().global_batch() / comm.size();
+  for (StepSlot& slot : t->pipeline_->slots()) {
+    slot.activations.resize(local_batch * t->sparse_->activation_width());
+    slot.d_activations.resize(slot.activations.size());
+  }
+  t->ReserveStepBuffers();  // no reallocation (and no first touch) in the steps
+  double io_bytes = 0;
+  for (const auto& sc : t->sparse_->sparse_cores()) {
+    for (int tb = 0; tb < sc->num_tables(); ++tb) {
+      io_bytes += double(sc->shard(tb).local_rows()) * 4 * sc->shard(tb).dim() *
+                  (1 + t->table_optimizers_[tb]->slots_per_param());
+    }
+  }
+  t->checkpoint_io_allowance_s_ = io_bytes / 10e6;
+  return t;
+}
+
+absl::Status Trainer::InitializeTables(std::span<const device::Optimizer* const> optimizers) {
+  const device::TableInitMode mode = device::TableInitModeOf(config_.sparse_core());
+  std::vector<device::SparseCore*> scs;
+  for (const auto& sc : sparse_->sparse_cores()) scs.push_back(sc.get());
+  const Clock::time_point t0 = Clock::now();
+  device::InitializeTables(config_, scs, optimizers, mode, tile_pool_.get(),
+                           host_worker_threads_);
+  const double ms = MsSince(t0);
+  const std::vector<float> mine = {static_cast<float>(ms)};
+  std::vector<float> all;
+  LEMRT_RETURN_IF_ERROR(sparse_comm_.AllGather(mine, &all));
+  table_init_ms_ = ms;
+  for (float v : all) table_init_ms_ = std::max<double>(table_init_ms_, v);
+  table_init_mode_ = device::TableInitModeName(mode);
+  if (sparse_comm_.rank() == 0) {
+    LOG(INFO) << absl::StrFormat("tables initialised (%s) in %.1f ms (slowest chip)",
+                                 table_init_mode_, table_init_ms_);
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::ReserveStepBuffers() {
+  const int64_t budget = int64_t{config_.sparse_core().step_buffer_reserve_mib()} << 20;
+  if (budget == 0) return;
+  const StepBufferBounds bounds = StepBufferBoundsFromPlan(config_, memory_plan_);
+  const int64_t bytes = bounds.bytes();
+  const bool fits = bytes <= budget;
+  const Clock::time_point t0 = Clock::now();
+  if (fits) {
+    for (StepSlot& slot : pipeline_->slots()) {
+      if (slot.minibatch_sparse.empty()) slot.minibatch_sparse.resize(1);
+      runtime::ReserveStepBuffers(bounds, /*touch=*/true, &slot.minibatch_sparse[0]);
+    }
+  }
+  if (sparse_comm_.rank() == 0) {
+    LOG(INFO) << (fits ? absl::StrFormat(
+                             "step buffers reserved and touched: %.1f MiB per step slot x %d "
+                             "slots in %.1f ms (sparse_core.step_buffer_reserve_mib %d)",
+                             bytes / 1048576.0, static_cast<int>(pipeline_->slots().size()), MsSince(t0),
+                             config_.sparse_core().step_buffer_reserve_mib())
+                       : absl::StrFormat(
+                             "step buffers grow on demand: their bounds, %.1f MiB per step "
+                             "slot, exceed sparse_core.step_buffer_reserve_mib %d (partition "
+                             "limits, e.g. from lemrt_limits, tighten them)",
+                             bytes / 1048576.0, config_.sparse_core().step_buffer_reserve_mib()));
+  }
+}
+
+}  // namespace lemrt::runtime
