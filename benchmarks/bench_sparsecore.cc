@@ -26,9 +26,8 @@
 //     of (3 + 2s) x P / 2 bytes, which reads and writes that many. Both
 //     copy the pages the kernel touches: the lookup's from the first id's
 //     row into the kernel's output, the update's into the table at the
-//     first id's row. (Until
-//     this was fixed the update was compared with a memcpy of P bytes, a
-//     third of its traffic for SGD: 1.5x too strict.) The kernel's own
+//     first id's row. (A memcpy of P bytes alone would be a third of the
+//     SGD update's traffic: 1.5x too strict a reference.) The kernel's own
 //     scratch traffic (dedup pairs, staging, gradient accumulators, index
 //     arrays) is overhead it has to hide, not part of the reference.
 //   rows: a plain loop over the same ids, no dedup, no prefetch (lookup:

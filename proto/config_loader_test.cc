@@ -102,7 +102,7 @@ TEST(ConfigLoaderTest, NumChipsMustMatchWorldSize) {
 }
 
 // An error in a field the config file set is reported at the file, also when
-// the override touches the same section (`training { steps: N }` used to
+// the override touches the same section (`training { steps: N }` must not
 // move a file's training error to --override:1:1); a field the override set
 // is reported at the override; appended repeated entries count after the
 // file's.

@@ -223,7 +223,8 @@ double SortedQuantile(std::vector<double> v, double p) {
 }
 
 TEST(RunRecorderTest, LongPipelinedRunInFlatMemoryMatchesPlainSort) {
-  // training.steps 10^12: the recorder used to preallocate ~192 B per step.
+  // training.steps 10^12: memory must not grow with the steps (192 B per
+  // step preallocated would be 192 TB).
   const config::RunConfig config = SmallConfig("", int64_t{1000000000000});
   const size_t heap_before = mallinfo2().uordblks;
   auto recorder = RunRecorder::Create(config, 0, 1);
