@@ -25,6 +25,9 @@ ROWWISE = "rowwise_adagrad { }"
 L2 = "weight_decay: 1e-5"
 SCHEDULE = ("training { learning_rate_schedule { warmup_steps: 100 decay: POLYNOMIAL "
             "power: 2 end_factor: 0.1 } }")
+# Dropout 0.1 after every hidden ReLU of both MLPs (merged into model { }).
+DROPOUT = "bottom_mlp_dropout: 0.1 top_mlp_dropout: 0.1"
+DCN = "dcn_v2 { num_layers: 3 low_rank: 32 }"
 VARIANTS = [
     ("dot, Adagrad", "dot { }", ADAGRAD, ""),
     ("dot, row-wise Adagrad", "dot { }", ROWWISE, ""),
@@ -36,6 +39,9 @@ VARIANTS = [
     ("dcn_v2, row-wise, schedule", "dcn_v2 { num_layers: 3 low_rank: 32 }", ROWWISE, SCHEDULE),
     ("dcn_v2, row-wise, L2, schedule", "dcn_v2 { num_layers: 3 low_rank: 32 }",
      f"{ROWWISE} {L2}", SCHEDULE),
+    ("dcn_v2, row-wise, dropout 0.1", f"{DCN} {DROPOUT}", ROWWISE, ""),
+    ("dcn_v2, row-wise, L2, schedule, dropout 0.1", f"{DCN} {DROPOUT}", f"{ROWWISE} {L2}",
+     SCHEDULE),
 ]
 
 
