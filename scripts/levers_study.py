@@ -2,7 +2,9 @@
 """Measures the model-quality levers (docs/training.md) on synthetic data with
 feature crosses: trains every variant below for several seeds with lemrt_train
 and prints the held-out AUC and log loss (mean and spread over the seeds) as
-a Markdown table, with the teacher's own AUC and log loss as the ceiling.
+a Markdown table, with the teacher's own AUC and log loss as the ceiling,
+then every run's AUC seed by seed (the variants of one seed see the same data
+and teacher, so they compare paired).
 
 Usage: scripts/levers_study.py [--bin build/bin] [--seeds 1,2,3]
          [--config examples/configs/levers_synthetic.pbtxt] [--out out/levers]
@@ -131,6 +133,14 @@ def main():
             gap = statistics.mean(t_auc) - statistics.mean(dot[1])
             closed = f"{100 * (statistics.mean(auc) - statistics.mean(dot[1])) / gap:.0f}%"
         print(f"| {name} | {cell(auc)} | {cell(ll)} | {closed} |")
+    # The same runs seed by seed: every variant of a seed sees the same data
+    # and teacher, so differences within a column are paired.
+    print()
+    print("| eval AUC per seed | " + " | ".join(f"seed {s}" for s in seeds) + " |")
+    print("|---|" + "---|" * len(seeds))
+    print("| teacher (ceiling) | " + " | ".join(f"{a:.4f}" for a in t_auc) + " |")
+    for name, auc, _ in rows:
+        print(f"| {name} | " + " | ".join(f"{a:.4f}" for a in auc) + " |")
 
 
 if __name__ == "__main__":
