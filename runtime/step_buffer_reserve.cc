@@ -41,7 +41,7 @@ void ForEachBuffer(const StepBufferBounds& b, Buffers* out, Fn&& fn) {
     fn(&s.gathered, b.sc_unique_floats + 2 * device::kGuardFloats);
     fn(&s.grad_acc, b.sc_unique_floats + 2 * device::kGuardFloats);
     // The SparseCore sizes its per-unique-id arrays for every entry being
-    // unique before it numbers them (sparse_core.cc, SortedKeyNumbering).
+    // unique before it numbers them (device/sparsecore/partition_dedup.cc, SortedKeyNumbering).
     fn(&s.unique_keys, b.sc_ids);
     fn(&s.unique_offsets, b.sc_ids + 1);
     fn(&s.unique_rows, b.sc_ids);

@@ -117,7 +117,8 @@ class SparseCore {
   TableQuantization quantization_;
   bool int8_lookups_ = false;
   std::vector<std::string> table_names_;
-  // Debug checks; the step named in errors is updates_ (0-based).
+  // Debug checks (sparse_core_checks.cc); the step named in errors is
+  // updates_ (0-based).
   absl::Status CheckBounds(std::span<const std::span<const host::CooEntry>> segments) const;
   absl::Status CheckFiniteGroups(std::span<const std::span<const host::CooEntry>> segments,
                                  std::span<const float* const> values, const char* what,
