@@ -163,6 +163,16 @@ absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t bounda
 
 void MinibatchSplitter::SplitVocabulary(const PartitionedCoo& coo, uint64_t boundaries,
                                         std::vector<PartitionedCoo>* out) {
+  Distribute(coo, boundaries, out, /*take=*/nullptr);
+}
+
+void MinibatchSplitter::SplitVocabulary(PartitionedCoo* coo, uint64_t boundaries,
+                                        std::vector<PartitionedCoo>* out) {
+  Distribute(*coo, boundaries, out, coo);
+}
+
+void MinibatchSplitter::Distribute(const PartitionedCoo& coo, uint64_t boundaries,
+                                   std::vector<PartitionedCoo>* out, PartitionedCoo* take) {
   boundaries &= ~uint64_t{1};
   const int minibatches = std::popcount(boundaries) + 1;
   int mb_of_bucket[kBuckets];
@@ -193,7 +203,10 @@ void MinibatchSplitter::SplitVocabulary(const PartitionedCoo& coo, uint64_t boun
     mb.table_partition_counts.clear();  // the step's counts are not a minibatch's
     mb.row_group = m;
   }
-  if (minibatches == 1) {
+  if (minibatches == 1 && take != nullptr) {
+    (*out)[0].entries.swap(take->entries);
+    (*out)[0].segment_offsets.swap(take->segment_offsets);
+  } else if (minibatches == 1) {
     (*out)[0].entries.assign(coo.entries.begin(), coo.entries.end());
     (*out)[0].segment_offsets.assign(coo.segment_offsets.begin(), coo.segment_offsets.end());
   } else {

@@ -85,6 +85,12 @@ class MinibatchSplitter {
   // (`sample_split`: its errors say the sample dimension was split too).
   void SplitVocabulary(const PartitionedCoo& coo, uint64_t boundaries,
                        std::vector<PartitionedCoo>* out);
+  // The same, except that a step of one minibatch is not copied: out[0]
+  // swaps its entries and segment offsets with `coo`'s, so `coo` keeps its
+  // counts (ids_total, ids_after_dedup, table_partition_counts) but its
+  // entries and offsets are out[0]'s old buffers afterwards (both keep their
+  // capacity for later steps).
+  void SplitVocabulary(PartitionedCoo* coo, uint64_t boundaries, std::vector<PartitionedCoo>* out);
   absl::Status Enforce(std::vector<PartitionedCoo>* out, std::vector<int64_t>* dropped_per_table,
                        bool sample_split = false);
   // Whether a partition of the last PlanLocal was over its limits.
@@ -95,6 +101,9 @@ class MinibatchSplitter {
   int64_t PartitionIndex(int table, int src, int dest) const {
     return (int64_t{table} * S_ + src) * N_ + dest;
   }
+  // SplitVocabulary; with one minibatch and `take`, swaps instead of copying.
+  void Distribute(const PartitionedCoo& coo, uint64_t boundaries, std::vector<PartitionedCoo>* out,
+                  PartitionedCoo* take);
   // (stack, stacked row) key of an entry's id.
   uint64_t StackedKey(int table, int64_t col) const;
   // Sorted stacked keys of each segment of `coo`, concatenated.

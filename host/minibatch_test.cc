@@ -193,6 +193,34 @@ TEST_P(MinibatchSplitParamTest, SplitFitsAndCoversEverything) {
   }
   EXPECT_EQ(all, Entries(coo));
   EXPECT_EQ(dropped, (std::vector<int64_t>{0, 0}));
+
+  // The moving SplitVocabulary (HostStage's) gives the same minibatches as
+  // the copying one, twice in a row on reused buffers; the COO keeps its
+  // counts, and its entries only when there are several minibatches.
+  for (int round = 0; round < 2; ++round) {
+    PartitionedCoo moved = coo;
+    std::vector<PartitionedCoo> out_moved;
+    if (round == 1) out_moved = out;  // stale buffers of the right sizes
+    splitter.SplitVocabulary(&moved, boundaries, &out_moved);
+    std::vector<int64_t> dropped_moved;
+    ASSERT_TRUE(splitter.Enforce(&out_moved, &dropped_moved).ok());
+    ASSERT_EQ(out_moved.size(), out.size());
+    for (size_t m = 0; m < out.size(); ++m) {
+      EXPECT_EQ(out_moved[m].segment_offsets, out[m].segment_offsets) << "minibatch " << m;
+      EXPECT_EQ(out_moved[m].ids_total, out[m].ids_total);
+      EXPECT_EQ(out_moved[m].ids_after_dedup, out[m].ids_after_dedup);
+      ASSERT_EQ(out_moved[m].entries.size(), out[m].entries.size());
+      for (size_t i = 0; i < out[m].entries.size(); ++i) {
+        const CooEntry& a = out_moved[m].entries[i];
+        const CooEntry& b = out[m].entries[i];
+        EXPECT_EQ(std::tie(a.table, a.feature, a.row, a.col, a.gain),
+                  std::tie(b.table, b.feature, b.row, b.col, b.gain));
+      }
+    }
+    EXPECT_EQ(moved.ids_total, coo.ids_total);
+    EXPECT_EQ(moved.ids_after_dedup, coo.ids_after_dedup);
+    if (out.size() > 1) EXPECT_EQ(Entries(moved), Entries(coo));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, MinibatchSplitParamTest,

@@ -89,9 +89,9 @@ absl::Status HostStage::Prepare(bool train, int64_t index, host::Batch* batch,
                                 std::vector<host::PartitionedCoo>* minibatches) {
   ReadLocal(train, index, inline_work_.get());
   BuildLocal(inline_work_.get());
-  LEMRT_RETURN_IF_ERROR(Finish(*inline_work_, batch, minibatches));
-  *coo = inline_work_->coo;
-  return absl::OkStatus();
+  // Before Finish, which moves the entries into the minibatches.
+  if (coo != nullptr) *coo = inline_work_->coo;
+  return Finish(*inline_work_, batch, minibatches);
 }
 
 void HostStage::CountTrainStep(const HostWork& work,
@@ -209,11 +209,10 @@ absl::Status HostStage::Finish(HostWork& work, host::Batch* batch,
   std::fill(dropped_scratch_.begin(), dropped_scratch_.end(), 0);
   int sample_minibatches = 0;
   if (!limited_) {
-    // No limits: the whole step is one minibatch.
-    minibatches->resize(1);
-    (*minibatches)[0] = work.coo;
+    // No limits: the whole step is one minibatch (its buffers swapped in).
+    work.splitter.SplitVocabulary(&work.coo, /*boundaries=*/0, minibatches);
   } else {
-    work.splitter.SplitVocabulary(work.coo, boundaries, minibatches);
+    work.splitter.SplitVocabulary(&work.coo, boundaries, minibatches);
     // Sample-dimension minibatching comes with minibatching.
     const bool sample_split = minibatch_options_.minibatching;
     if (sample_split) {

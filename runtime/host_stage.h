@@ -82,6 +82,7 @@ class HostStage {
                             std::vector<host::PartitionedCoo>* minibatches);
 
   // Collective: as PrepareTrain for eval chunk `chunk`; not counted in stats.
+  // `coo` may be null (the whole COO is then not copied out).
   absl::Status PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
                            std::vector<host::PartitionedCoo>* minibatches);
 
@@ -100,7 +101,10 @@ class HostStage {
   // Collective half, on the collective thread in step order: agrees on
   // work.status over all ranks, agrees on the split, fills `minibatches`
   // (buffers reused) and, when `batch` is not null, copies work.batch into
-  // it; counts training statistics. Errors as PrepareTrain.
+  // it; counts training statistics. Errors as PrepareTrain. A step of one
+  // minibatch is moved, not copied: afterwards work.coo keeps its counts
+  // (ids_total, ids_after_dedup, table_partition_counts) but not its entries
+  // and segment offsets, so read those before Finish.
   absl::Status Finish(HostWork& work, host::Batch* batch,
                       std::vector<host::PartitionedCoo>* minibatches);
 

@@ -121,6 +121,16 @@ void RunRecorder::HostDone(int64_t step, Clock::time_point begin, Clock::time_po
   for (int f = 0; f < batch.num_features() && f < static_cast<int>(feature_table_.size()); ++f) {
     table_ids_[feature_table_[f]] += static_cast<int64_t>(batch.ids[f].size());
   }
+  if (Traced(step)) {
+    trace_->AddSpan(TraceThreads{sparse_cores_per_chip_}.host(), "host", step + 1, begin, end,
+                    {{"samples", batch.num_samples},
+                     {"ids", coo.ids_total},
+                     {"ids_after_dedup", coo.ids_after_dedup}});
+  }
+}
+
+void RunRecorder::CountPartitions(const host::PartitionedCoo& coo) {
+  TimedLock lock(*this);
   // A partition is (source local SC, destination SC, table): segment
   // d * S + s holds the entries from local SC s to SC d.
   const int S = std::max(1, coo.local_sparse_cores);
@@ -134,12 +144,6 @@ void RunRecorder::HostDone(int64_t step, Clock::time_point begin, Clock::time_po
       table_max_partition_[t] = std::max(table_max_partition_[t], scratch_counts_[t]);
       partition_ids_[t * total_sparse_cores_ + dest] += scratch_counts_[t];
     }
-  }
-  if (Traced(step)) {
-    trace_->AddSpan(TraceThreads{sparse_cores_per_chip_}.host(), "host", step + 1, begin, end,
-                    {{"samples", batch.num_samples},
-                     {"ids", coo.ids_total},
-                     {"ids_after_dedup", coo.ids_after_dedup}});
   }
 }
 

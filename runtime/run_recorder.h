@@ -59,8 +59,13 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
                                                              int rank, int world_size);
 
   // --- Stage hooks (training steps only; `step` counts from 0). ---
-  // Host preprocessing of `step` ran [begin, end) and produced `coo` (the
-  // whole step's COO, before any minibatch split) from `batch`.
+  // The whole COO of a training step, before any minibatch split: counts its
+  // ids per table and destination SparseCore and its largest partitions
+  // (the summary's partition skew). Reads the entries, so call it before
+  // HostStage::Finish moves them into the minibatches.
+  void CountPartitions(const host::PartitionedCoo& coo);
+  // Host preprocessing of `step` ran [begin, end) and produced `coo` (its
+  // counts are read: ids_total, ids_after_dedup) from `batch`.
   void HostDone(int64_t step, Clock::time_point begin, Clock::time_point end,
                 const host::Batch& batch, const host::PartitionedCoo& coo);
   // The SparseCore forward (all minibatches) ran [begin, end); buffers

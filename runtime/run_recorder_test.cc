@@ -97,6 +97,7 @@ TEST(RunRecorderTest, StageStatsTablesAndTraceAgainstPlainCounts) {
   for (int step = 0; step < 3; ++step) {
     StepInput in(step);
     const double t = 10.0 * step;  // host 1 ms, forward 2, tc 3, backward 1: sequential
+    r.CountPartitions(in.coo);
     r.HostDone(step, At(base, t), At(base, t + 1), in.batch, in.coo);
     r.HostQueueWait(step, 0.25 * step);  // 0, 0.25, 0.5 ms
     for (int x = 0; x < 3; ++x) r.OnExchange(At(base, t + 1 + 0.5 * x), At(base, t + 1.25 + 0.5 * x), 24, 48);
@@ -200,9 +201,11 @@ TEST(RunRecorderTest, OverlappingStagesCountAsOverlap) {
   const Clock::time_point base = Clock::now();
   // Step 1's host + lookup [4, 8) run while step 0's TensorCore works [4, 10).
   StepInput a(0), b(1);
+  r.CountPartitions(a.coo);
   r.HostDone(0, At(base, 0), At(base, 2), a.batch, a.coo);
   r.ForwardDone(0, At(base, 2), At(base, 4), a.buffers);
   r.DenseDone(0, At(base, 4), At(base, 10), 4);
+  r.CountPartitions(b.coo);
   r.HostDone(1, At(base, 4), At(base, 6), b.batch, b.coo);
   r.ForwardDone(1, At(base, 6), At(base, 8), b.buffers);
   r.BackwardDone(0, At(base, 10), At(base, 11), a.buffers);
@@ -246,6 +249,7 @@ TEST(RunRecorderTest, LongPipelinedRunInFlatMemoryMatchesPlainSort) {
   for (int step = 0; step <= kSteps; ++step) {
     if (step < kSteps) {
       const double host = len(), fwd = len(), wait = step % 4 == 0 ? 0 : len(), x = fwd / 4;
+      r.CountPartitions(in.coo);
       r.HostDone(step, At(base, t), At(base, t + host), in.batch, in.coo);
       r.HostQueueWait(step, wait);
       r.OnExchange(At(base, t + host), At(base, t + host + x), 8, 8);

@@ -70,6 +70,8 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   HostWork& work = prefetcher_->Take(step, &wait_ms);
   const bool inline_host = prefetcher_->depth() == 0;
   if (!inline_host) t0 = Clock::now();
+  // Finish moves the COO's entries into the minibatches.
+  if (work.status.ok()) recorder_->CountPartitions(work.coo);
   absl::Status st = host_->Finish(work, &slot.batch, &slot.minibatches);
   if (st.ok()) {
     const Clock::time_point host_end = inline_host ? Clock::now() : work.end;
@@ -135,7 +137,7 @@ absl::StatusOr<EvalResult> Trainer::Evaluate(std::vector<Prediction>* prediction
   const int64_t global_batch = config_.training().global_batch();
   const int64_t local_batch = global_batch / dense_comm_.size();
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
-    absl::Status st = host_->PrepareEval(c, &slot.batch, &slot.coo, &slot.minibatches);
+    absl::Status st = host_->PrepareEval(c, &slot.batch, /*coo=*/nullptr, &slot.minibatches);
     if (!st.ok()) return st;
     slot.sc_coos = table_serializer_->Expand(slot.minibatches, &slot.table_groups);
     st = sparse_->Forward(slot.sc_coos, &slot.minibatch_sparse, slot.activations);
