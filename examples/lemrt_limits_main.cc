@@ -10,15 +10,19 @@
 //       --batches=20 --out=limits.pbtxt [--headroom=1.1] [--override='...']
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "host/coo.h"
 #include "host/data_source.h"
+#include "host/hot_rows.h"
 #include "host/id_shuffle.h"
 #include "host/limit_estimator.h"
 #include "host/limits.h"
@@ -26,12 +30,19 @@
 #include "host/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/hot_row_choice.h"
 
 DEFINE_string(config, "", "Run config in protobuf text format (required).");
 DEFINE_string(override, "", "Text proto merged into the config.");
 DEFINE_int32(batches, 10, "Training batches to observe (steps 0 .. N-1).");
 DEFINE_string(out, "", "Where rank 0 writes the limits file (required).");
 DEFINE_double(headroom, 1.1, "Limits = ceil(observed maximum x headroom).");
+DEFINE_int32(hot_rows, 0,
+             "Replicate each table's N most frequent rows (TableConfig.hot_rows) for tables "
+             "that set no hot rows, and count the partitions without their ids.");
+DEFINE_string(hot_rows_out, "",
+              "Where rank 0 writes each table's chosen hot rows as hot_row_ids lines to paste "
+              "into its tables { } block.");
 
 namespace {
 
@@ -55,8 +66,19 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = lemrt::runtime::AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
+  // Hot rows leave the partitions (runtime/hot_row_choice.h), as in training.
+  lemrt::runtime::HotRowChoice hot;
+  if (lemrt::runtime::AnyHotRows(config)) {
+    auto counting = host::CreateDataSource(config, comm.rank(), comm.size());
+    st = lemrt::runtime::AgreeOnStatus(comm, counting.status());
+    if (!st.ok()) return st;
+    auto chosen = lemrt::runtime::ChooseHotRows(config, comm, counting->get());
+    if (!chosen.ok()) return chosen.status();
+    hot = std::move(*chosen);
+  }
   host::CooOptions coo_options = host::MakeCooOptions(config);
-  coo_options.count_partitions = true;  // counted while the COO is built
+  // Counted while the COO is built, unless hot entries are taken out after.
+  coo_options.count_partitions = hot.placed.empty();
   host::CooBuilder builder(coo_options);
   // The partitions of the ids as training places them (id shuffling).
   const host::IdShuffler shuffler = host::IdShuffler::FromConfig(config);
@@ -71,6 +93,8 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   host::LimitEstimator estimator(K, S, N);
   host::Batch batch;
   host::PartitionedCoo coo;
+  std::vector<host::HotEntry> hot_entries;
+  int64_t ids[2] = {0, 0};  // after per-sample dedup: all, hot
   for (int64_t b = 0; b < FLAGS_batches; ++b) {
     st = (*data)->TrainBatch(b, &batch);
     if (st.ok()) shuffler.Apply(&batch);
@@ -78,6 +102,9 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
     if (!st.ok()) st = absl::Status(st.code(), absl::StrFormat("batch %d: %s", b, st.message()));
     st = lemrt::runtime::AgreeOnStatus(comm, st);
     if (!st.ok()) return st;
+    ids[0] += coo.ids_after_dedup;
+    host::ExtractHotEntries(hot.placed, &coo, &hot_entries);
+    ids[1] += static_cast<int64_t>(hot_entries.size());
     counter.PlanLocal(coo);
     estimator.AddBatch(counter.counts());
   }
@@ -105,7 +132,26 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
                               r.max_unique_ids, r.mean_unique_ids, r.p99_unique_ids,
                               r.hottest_sc, r.hottest_share);
   }
+  st = comm.AllReduceSum(std::span<int64_t>(ids, 2));
+  if (!st.ok()) return st;
   if (comm.rank() != 0) return absl::OkStatus();
+  std::string hot_text;
+  if (!hot.placed.empty()) {
+    report += absl::StrFormat(
+        "Hot rows (replicated on every chip, not in the partitions above): %d rows, %d of %d "
+        "ids (%.1f%%)\n",
+        hot.placed.slots(), ids[1], ids[0], ids[0] > 0 ? 100.0 * ids[1] / ids[0] : 0.0);
+    for (int t = 0; t < config.tables_size(); ++t) {
+      if (hot.rows[t].empty()) continue;
+      const bool listed = config.tables(t).hot_row_ids_size() > 0;
+      report += absl::StrFormat(
+          "  table '%s': %d rows%s\n", config.tables(t).name(), hot.rows[t].size(),
+          listed ? " (listed)"
+                 : absl::StrFormat(", %.1f%% of its ids in the counted steps", 100 * hot.share[t]));
+      hot_text += absl::StrFormat("# table '%s'\nhot_row_ids: [%s]\n", config.tables(t).name(),
+                                  absl::StrJoin(hot.rows[t], ", "));
+    }
+  }
   std::printf(
       "Partition counts over %d batches x %d ranks (%d SparseCores; a partition = one source SC "
       "-> one destination SC, one (stacked) table, one step, after per-sample dedup; skew = ids of the "
@@ -114,6 +160,16 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   std::fflush(stdout);
   st = host::WriteLimitsFile(limits, FLAGS_out);
   if (st.ok()) std::printf("wrote %s (headroom %.3f)\n", FLAGS_out.c_str(), FLAGS_headroom);
+  if (st.ok() && !FLAGS_hot_rows_out.empty()) {
+    std::ofstream out(FLAGS_hot_rows_out);
+    out << hot_text;
+    out.close();
+    if (!out) {
+      return absl::PermissionDeniedError(
+          absl::StrFormat("cannot write --hot_rows_out=%s", FLAGS_hot_rows_out));
+    }
+    std::printf("wrote %s\n", FLAGS_hot_rows_out.c_str());
+  }
   return st;
 }
 
@@ -124,10 +180,20 @@ absl::StatusOr<lemrt::config::RunConfig> LoadOnThisRank(int world_size) {
   if (FLAGS_batches <= 0) {
     return absl::InvalidArgumentError(absl::StrFormat("--batches must be > 0, got %d", FLAGS_batches));
   }
+  if (FLAGS_hot_rows < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("--hot_rows must be >= 0, got %d", FLAGS_hot_rows));
+  }
   if (!(FLAGS_headroom >= 1.0)) {
     return absl::InvalidArgumentError(absl::StrFormat("--headroom must be >= 1, got %g", FLAGS_headroom));
   }
-  return lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
+  auto config = lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
+  if (!config.ok() || FLAGS_hot_rows == 0) return config;
+  for (lemrt::config::TableConfig& t : *config->mutable_tables()) {
+    if (t.hot_rows() == 0 && t.hot_row_ids_size() == 0 && !t.has_quantization()) {
+      t.set_hot_rows(static_cast<int32_t>(std::min<int64_t>(FLAGS_hot_rows, t.vocab_size())));
+    }
+  }
+  return config;
 }
 
 // Errors that can differ by rank (a file one rank cannot read, an MPMD job's

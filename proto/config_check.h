@@ -81,6 +81,8 @@ void CheckStepBufferReserve(const RunConfig& c, ConfigErrors& errors);
 // (proto/table_checks.cc).
 void CheckTables(const RunConfig& c, ConfigErrors& errors);
 void CheckQuantization(const RunConfig& c, ConfigErrors& errors);
+// Hot-row replication: hot_rows, hot_row_ids, sparse_core.hot_row_count_steps.
+void CheckHotRows(const RunConfig& c, ConfigErrors& errors);
 void CheckCounterSizes(const RunConfig& c, ConfigErrors& errors);
 
 // model: MLP widths, the DCN-v2 cross network, dropout

@@ -106,6 +106,7 @@ std::optional<ConfigError> FirstConfigError(const RunConfig& c, int world_size) 
   CheckIdLimits(c, errors);
   CheckEmulatedChip(c, errors);
   CheckQuantization(c, errors);
+  CheckHotRows(c, errors);
   CheckPartitionLimits(c, errors);
   CheckTableStacking(c, errors);
   CheckHostWorkers(c, errors);

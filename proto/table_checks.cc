@@ -52,6 +52,53 @@ void CheckTables(const RunConfig& c, ConfigErrors& errors) {
   }
 }
 
+void CheckHotRows(const RunConfig& c, ConfigErrors& errors) {
+  // Replicas per table: their gradients travel every step (all-gathered).
+  constexpr int64_t kMaxHotRows = int64_t{1} << 20;
+  if (c.sparse_core().hot_row_count_steps() < 1) {
+    errors.Fail({{"sparse_core"}, {"hot_row_count_steps"}},
+                absl::StrCat("must be >= 1, got ", c.sparse_core().hot_row_count_steps()));
+  }
+  for (int i = 0; i < c.tables_size(); ++i) {
+    const TableConfig& t = c.tables(i);
+    if (t.hot_rows() == 0 && t.hot_row_ids_size() == 0) continue;
+    auto at = [&](const char* f) { return FieldPath{{"tables", i}, {f}}; };
+    const int64_t k = t.hot_row_ids_size() > 0 ? t.hot_row_ids_size() : t.hot_rows();
+    if (t.hot_rows() < 0 || k > std::min(kMaxHotRows, std::max<int64_t>(t.vocab_size(), 0))) {
+      errors.Fail(at("hot_rows"),
+                  absl::StrFormat("table '%s': hot rows must be in [0, min(vocab_size %d, %d)], "
+                                  "got %d",
+                                  t.name(), t.vocab_size(), kMaxHotRows, k));
+    }
+    if (t.hot_row_ids_size() > 0 && t.hot_rows() != 0 && t.hot_rows() != t.hot_row_ids_size()) {
+      errors.Fail(at("hot_rows"),
+                  absl::StrFormat("table '%s': hot_rows %d but hot_row_ids lists %d rows; give "
+                                  "one of them",
+                                  t.name(), t.hot_rows(), t.hot_row_ids_size()));
+    }
+    std::set<int64_t> seen;
+    for (int64_t id : t.hot_row_ids()) {
+      if (id < 0 || id >= t.vocab_size()) {
+        errors.Fail(at("hot_row_ids"),
+                    absl::StrFormat("table '%s': hot row %d is outside [0, vocab_size %d)",
+                                    t.name(), id, t.vocab_size()));
+        break;
+      }
+      if (!seen.insert(id).second) {
+        errors.Fail(at("hot_row_ids"),
+                    absl::StrFormat("table '%s': hot row %d is listed twice", t.name(), id));
+        break;
+      }
+    }
+    if (t.has_quantization()) {
+      errors.Fail(at("hot_rows"),
+                  absl::StrCat("table '", t.name(),
+                               "': hot-row replication does not support simulated quantization "
+                               "(the replicas' lookups would read unquantized rows)"));
+    }
+  }
+}
+
 void CheckQuantization(const RunConfig& c, ConfigErrors& errors) {
   for (int i = 0; i < c.tables_size(); ++i) {
     if (!c.tables(i).has_quantization()) continue;

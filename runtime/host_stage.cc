@@ -32,17 +32,19 @@ constexpr int64_t kDropLogsInFull = 5;
 }  // namespace
 
 HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::DataSource& data,
-                     host::PartitionLimits limits)
+                     host::PartitionLimits limits, host::HotRowSet hot_rows)
     : comm_(comm),
       data_(data),
       limits_(limits),
       limited_(limits.any_limited()),
       coo_options_(host::MakeCooOptions(config)),
       shuffler_(host::IdShuffler::FromConfig(config)),
+      hot_rows_(std::move(hot_rows)),
       minibatch_options_(MakeMinibatchOptions(config, comm.rank(), std::move(limits))),
       dropped_per_table_(config.tables_size(), 0) {
-  // The split's partition counts come from the builder's pass over the ids.
-  coo_options_.count_partitions = limited_;
+  // The split's partition counts come from the builder's pass over the ids
+  // (which would count the hot rows' ids, taken out after it).
+  coo_options_.count_partitions = limited_ && hot_rows_.empty();
   inline_work_ = NewWork();
   // One entry per training step up to kListedSteps: reserved, so the step
   // loop never allocates (tests/steady_state_alloc_mpi_test.cc); 256 KiB at
@@ -71,6 +73,7 @@ void HostStage::BuildLocal(HostWork* work) const {
   absl::Status& st = work->status;
   if (st.ok()) shuffler_.Apply(&work->batch);
   if (st.ok()) st = work->builder.Build(work->batch, &work->coo);
+  if (st.ok()) host::ExtractHotEntries(hot_rows_, &work->coo, &work->hot);
   if (st.ok() && limited_) work->boundaries = work->splitter.PlanLocal(work->coo);
   if (!st.ok()) {
     st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", work->train ? "step" : "eval chunk",
@@ -80,18 +83,20 @@ void HostStage::BuildLocal(HostWork* work) const {
 }
 
 absl::Status HostStage::PrepareTrain(int64_t step, host::Batch* batch, host::PartitionedCoo* coo,
-                                     std::vector<host::PartitionedCoo>* minibatches) {
-  return Prepare(/*train=*/true, step, batch, coo, minibatches);
+                                     std::vector<host::PartitionedCoo>* minibatches,
+                                     std::vector<host::HotEntry>* hot) {
+  return Prepare(/*train=*/true, step, batch, coo, minibatches, hot);
 }
 
 absl::Status HostStage::Prepare(bool train, int64_t index, host::Batch* batch,
                                 host::PartitionedCoo* coo,
-                                std::vector<host::PartitionedCoo>* minibatches) {
+                                std::vector<host::PartitionedCoo>* minibatches,
+                                std::vector<host::HotEntry>* hot) {
   ReadLocal(train, index, inline_work_.get());
   BuildLocal(inline_work_.get());
   // Before Finish, which moves the entries into the minibatches.
   if (coo != nullptr) *coo = inline_work_->coo;
-  return Finish(*inline_work_, batch, minibatches);
+  return Finish(*inline_work_, batch, minibatches, hot);
 }
 
 void HostStage::CountTrainStep(const HostWork& work,
@@ -129,8 +134,12 @@ void HostStage::CountTrainStep(const HostWork& work,
 
 absl::Status HostStage::Summarise(summary::PreprocessStats* out) {
   std::vector<int64_t> dropped = dropped_per_table_;
+  dropped.push_back(hot_ids_);
   absl::Status st = comm_.AllReduceSum(std::span<int64_t>(dropped));
   if (!st.ok()) return st;
+  out->set_hot_rows(hot_rows_.slots());
+  out->set_hot_ids(static_cast<double>(dropped.back()));
+  dropped.pop_back();
   out->clear_minibatches_per_step();
   for (int32_t m : minibatches_per_step_) out->add_minibatches_per_step(m);
   out->set_max_minibatches(max_minibatches_);
@@ -184,13 +193,18 @@ absl::StatusOr<int> HostStage::SplitSamples(HostWork& work,
 }
 
 absl::Status HostStage::PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
-                                    std::vector<host::PartitionedCoo>* minibatches) {
-  return Prepare(/*train=*/false, chunk, batch, coo, minibatches);
+                                    std::vector<host::PartitionedCoo>* minibatches,
+                                    std::vector<host::HotEntry>* hot) {
+  return Prepare(/*train=*/false, chunk, batch, coo, minibatches, hot);
 }
 
 absl::Status HostStage::Finish(HostWork& work, host::Batch* batch,
-                               std::vector<host::PartitionedCoo>* minibatches) {
+                               std::vector<host::PartitionedCoo>* minibatches,
+                               std::vector<host::HotEntry>* hot) {
   const char* what = work.train ? "step" : "eval chunk";
+  CHECK(hot != nullptr || hot_rows_.empty()) << "HostStage::Finish: hot rows need a list for their entries";
+  if (work.train && work.status.ok()) hot_ids_ += static_cast<int64_t>(work.hot.size());
+  if (hot != nullptr) std::swap(*hot, work.hot);
   absl::Status st = AgreeOnStatus(comm_, work.status);
   if (!st.ok()) return st;
   uint64_t boundaries = work.boundaries;

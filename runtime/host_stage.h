@@ -31,6 +31,7 @@
 #include "host/batch.h"
 #include "host/coo.h"
 #include "host/data_source.h"
+#include "host/hot_rows.h"
 #include "host/id_shuffle.h"
 #include "host/limits.h"
 #include "host/minibatch.h"
@@ -57,6 +58,8 @@ struct HostWork {
   int64_t index = -1;  // training step or eval chunk
   host::Batch batch;
   host::PartitionedCoo coo;
+  // The entries of hot rows (host/hot_rows.h), taken out of `coo`.
+  std::vector<host::HotEntry> hot;
   host::CooBuilder builder;
   host::MinibatchSplitter splitter;
   host::SampleSplitter sample_splitter;
@@ -69,8 +72,10 @@ struct HostWork {
 class HostStage {
  public:
   // `config` (validated), `comm` and `data` must outlive the stage.
+  // `hot_rows`: the replicated rows (runtime/hot_row_choice.h), whose
+  // entries BuildLocal takes out of the COO (empty: none).
   HostStage(const config::RunConfig& config, Communicator& comm, host::DataSource& data,
-            host::PartitionLimits limits);
+            host::PartitionLimits limits, host::HotRowSet hot_rows = {});
 
   // Collective: prepares training step `step`: fills `batch`, the step's
   // whole COO `coo` (before the split and any dropping) and the step's vocabulary-dimension `minibatches` (1 when the step fits
@@ -78,13 +83,16 @@ class HostStage {
   // (bad data, an id out of range, a partition over its limits with dropping
   // off) are returned on every rank, prefixed with the failing rank and
   // "step N: ".
+  // With hot rows, `hot` (not null) receives the step's hot entries.
   absl::Status PrepareTrain(int64_t step, host::Batch* batch, host::PartitionedCoo* coo,
-                            std::vector<host::PartitionedCoo>* minibatches);
+                            std::vector<host::PartitionedCoo>* minibatches,
+                            std::vector<host::HotEntry>* hot = nullptr);
 
   // Collective: as PrepareTrain for eval chunk `chunk`; not counted in stats.
   // `coo` may be null (the whole COO is then not copied out).
   absl::Status PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
-                           std::vector<host::PartitionedCoo>* minibatches);
+                           std::vector<host::PartitionedCoo>* minibatches,
+                           std::vector<host::HotEntry>* hot = nullptr);
 
   // A work item sized for this stage's options (allocates; make them at
   // start-up).
@@ -104,9 +112,11 @@ class HostStage {
   // it; counts training statistics. Errors as PrepareTrain. A step of one
   // minibatch is moved, not copied: afterwards work.coo keeps its counts
   // (ids_total, ids_after_dedup, table_partition_counts) but not its entries
-  // and segment offsets, so read those before Finish.
+  // and segment offsets, so read those before Finish. With hot rows the
+  // work's hot entries are swapped into `*hot` (which must not be null).
   absl::Status Finish(HostWork& work, host::Batch* batch,
-                      std::vector<host::PartitionedCoo>* minibatches);
+                      std::vector<host::PartitionedCoo>* minibatches,
+                      std::vector<host::HotEntry>* hot = nullptr);
 
   const host::PartitionLimits& limits() const { return limits_; }
   // The splitter's options: per-stack limits and the stacking of each table.
@@ -128,7 +138,8 @@ class HostStage {
 
  private:
   absl::Status Prepare(bool train, int64_t index, host::Batch* batch, host::PartitionedCoo* coo,
-                       std::vector<host::PartitionedCoo>* minibatches);
+                       std::vector<host::PartitionedCoo>* minibatches,
+                       std::vector<host::HotEntry>* hot);
   // Collective (one all-reduce max): splits the vocabulary-dimension
   // minibatches still over their limits on some chip along the sample
   // dimension, the agreed number of ranges each; returns the minibatches
@@ -145,6 +156,8 @@ class HostStage {
   bool limited_;
   host::CooOptions coo_options_;
   host::IdShuffler shuffler_;  // id shuffling, before the COO builder
+  host::HotRowSet hot_rows_;   // after it
+  int64_t hot_ids_ = 0;        // hot entries of the training steps so far
   host::MinibatchOptions minibatch_options_;
   std::unique_ptr<HostWork> inline_work_;  // PrepareTrain / PrepareEval
   std::vector<int64_t> boundary_flags_;

@@ -57,6 +57,33 @@ SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& 
   }
 }
 
+void SparseCoreStage::SetHotRows(host::HotRowSet set,
+                                 std::span<const device::Optimizer* const> optimizers) {
+  if (set.empty()) {
+    hot_.reset();
+    return;
+  }
+  hot_ = std::make_unique<HotRowReplicas>(std::move(set), table_dims_, optimizers);
+}
+
+absl::Status SparseCoreStage::RefreshHotRows() {
+  return hot_ == nullptr ? absl::OkStatus() : hot_->Refresh(comm_, scs_);
+}
+
+void SparseCoreStage::LookupHot(std::span<const host::HotEntry> hot,
+                                std::span<float> activations) const {
+  if (hot_ == nullptr) return;
+  hot_->Lookup(hot, feature_offsets_, activation_width_, activations,
+               scs_.front()->int8_lookups());
+}
+
+absl::Status SparseCoreStage::UpdateHot(std::span<const host::HotEntry> hot,
+                                        std::span<const float> d_activations) {
+  if (hot_ == nullptr) return absl::OkStatus();
+  return hot_->Update(hot, feature_offsets_, activation_width_, d_activations,
+                      scs_.front()->updates(), comm_, scs_);
+}
+
 void SparseCoreStage::SegmentsOf(const SparseStepBuffers& buf, int l,
                                  std::vector<std::span<const CooEntry>>* segs) const {
   segs->clear();

@@ -25,6 +25,7 @@
 #include "host/coo.h"
 #include "proto/config.pb.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/hot_row_replicas.h"
 
 namespace lemrt::runtime {
 
@@ -98,6 +99,20 @@ class SparseCoreStage {
                         std::span<const float> d_activations,
                         std::vector<SparseStepBuffers>* bufs);
 
+  // Hot-row replication (runtime/hot_row_replicas.h): the replicated rows of
+  // every table, set before the first step (empty: none). `optimizers` as
+  // for the constructor.
+  void SetHotRows(host::HotRowSet set, std::span<const device::Optimizer* const> optimizers);
+  const HotRowReplicas* hot_rows() const { return hot_.get(); }
+  // Collective (when hot rows are set): the replicas from the rows' owners,
+  // after the tables are initialised or restored.
+  absl::Status RefreshHotRows();
+  // Adds the step's hot entries' rows into `activations` (after Forward).
+  void LookupHot(std::span<const host::HotEntry> hot, std::span<float> activations) const;
+  // Collective (when hot rows are set): the hot rows' update of the step
+  // whose Backward just ran (the same optimizer update number).
+  absl::Status UpdateHot(std::span<const host::HotEntry> hot, std::span<const float> d_activations);
+
   int activation_width() const { return activation_width_; }
   int feature_offset(int f) const { return feature_offsets_[f]; }
   const std::vector<std::unique_ptr<device::SparseCore>>& sparse_cores() const { return scs_; }
@@ -144,6 +159,7 @@ class SparseCoreStage {
   std::vector<int> feature_dims_;
   std::vector<int> table_dims_;
   std::vector<std::unique_ptr<device::SparseCore>> scs_;
+  std::unique_ptr<HotRowReplicas> hot_;  // null: no hot rows
   // Scratch for per-SC views (no per-step allocation after the first steps).
   std::vector<std::span<const host::CooEntry>> segs_;
   std::vector<float*> outs_;

@@ -141,7 +141,9 @@ std::vector<std::string> Diagnose(const summary::RunSummary& s) {
   if (skewed_tables > 0) {
     out.push_back(absl::StrFormat(
         "partition skew on %d table(s), busiest SparseCore vs the mean ids per SparseCore: %s; "
-        "hot ids make that SparseCore set the pace of the lookups",
+        "hot ids make that SparseCore set the pace of the lookups; tables.hot_rows replicates "
+        "a table's most frequent rows on every chip (lemrt_limits --hot_rows shows the skew "
+        "without them)",
         skewed_tables, skewed));
   }
   return out;

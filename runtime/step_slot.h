@@ -29,6 +29,8 @@ struct StepSlot {
   std::vector<host::PartitionedCoo> table_groups;
   std::span<const host::PartitionedCoo> sc_coos;
   std::vector<SparseStepBuffers> minibatch_sparse;
+  // The step's entries of replicated hot rows (runtime/hot_row_replicas.h).
+  std::vector<host::HotEntry> hot;
   std::vector<float> activations;    // [local batch x activation width]
   std::vector<float> d_activations;  // same layout
   double loss_sum = 0;               // this chip's loss sum (TensorCore stage)

@@ -72,7 +72,7 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   if (!inline_host) t0 = Clock::now();
   // Finish moves the COO's entries into the minibatches.
   if (work.status.ok()) recorder_->CountPartitions(work.coo);
-  absl::Status st = host_->Finish(work, &slot.batch, &slot.minibatches);
+  absl::Status st = host_->Finish(work, &slot.batch, &slot.minibatches, &slot.hot);
   if (st.ok()) {
     const Clock::time_point host_end = inline_host ? Clock::now() : work.end;
     stage_ms_total_[0] +=
@@ -90,6 +90,7 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   slot.sc_coos = table_serializer_->Expand(slot.minibatches, &slot.table_groups);
   st = sparse_->Forward(slot.sc_coos, &slot.minibatch_sparse, slot.activations);
   if (!st.ok()) return st;
+  sparse_->LookupHot(slot.hot, slot.activations);
   stage_ms_total_[1] += MsSince(t0);
   const std::span<const SparseStepBuffers> mb_buffers(slot.minibatch_sparse.data(),
                                                       slot.sc_coos.size());
@@ -116,6 +117,7 @@ absl::Status Trainer::Backward(StepSlot& slot) {
   const Clock::time_point t0 = Clock::now();
   absl::Status st =
       sparse_->Backward(slot.sc_coos, slot.d_activations, &slot.minibatch_sparse);
+  if (st.ok()) st = sparse_->UpdateHot(slot.hot, slot.d_activations);
   stage_ms_total_[3] += MsSince(t0);
   recorder_->BackwardDone(slot.step, t0, Clock::now(),
                           std::span<const SparseStepBuffers>(slot.minibatch_sparse.data(),
@@ -137,11 +139,13 @@ absl::StatusOr<EvalResult> Trainer::Evaluate(std::vector<Prediction>* prediction
   const int64_t global_batch = config_.training().global_batch();
   const int64_t local_batch = global_batch / dense_comm_.size();
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
-    absl::Status st = host_->PrepareEval(c, &slot.batch, /*coo=*/nullptr, &slot.minibatches);
+    absl::Status st = host_->PrepareEval(c, &slot.batch, /*coo=*/nullptr, &slot.minibatches,
+                                         &slot.hot);
     if (!st.ok()) return st;
     slot.sc_coos = table_serializer_->Expand(slot.minibatches, &slot.table_groups);
     st = sparse_->Forward(slot.sc_coos, &slot.minibatch_sparse, slot.activations);
     if (!st.ok()) return st;
+    sparse_->LookupHot(slot.hot, slot.activations);
     chunk_probs.resize(slot.batch.num_samples);
     dense_->Predict(slot.batch, slot.activations, chunk_probs);
     eval_scores_.Add(slot.batch, chunk_probs, c * global_batch + dense_comm_.rank() * local_batch);
@@ -153,6 +157,7 @@ absl::StatusOr<int64_t> Trainer::Restore(const std::string& dir) {
   CHECK(pipeline_->drained()) << "Restore with a step in flight";
   LEMRT_ASSIGN_OR_RETURN(checkpoint::RestoreResult r,
                          checkpoint::RestoreCheckpoint(dir, config_, sparse_comm_, *sparse_, *dense_));
+  LEMRT_RETURN_IF_ERROR(sparse_->RefreshHotRows());
   return r.manifest.step();
 }
 
@@ -227,6 +232,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   checkpoint::Checkpointer& checkpointer = *checkpointer_;
   Mark(CollectiveMonitor::kSparseCore, -1, "checkpoint restore", checkpoint_io_allowance_s_);
   LEMRT_ASSIGN_OR_RETURN(totals.first_step, checkpointer.RestoreIfConfigured(*sparse_, *dense_));
+  LEMRT_RETURN_IF_ERROR(sparse_->RefreshHotRows());  // the replicas of the restored rows
   // Restored at the last step: saving re-shards the checkpoint to this world size.
   if (totals.first_step == tc.steps()) {
     Mark(CollectiveMonitor::kSparseCore, totals.first_step - 1, "checkpoint save",

@@ -17,6 +17,7 @@
 #include "host/stacking.h"
 #include "proto/config_check.h"
 #include "runtime/checkpoint/checkpointer.h"
+#include "runtime/hot_row_choice.h"
 #include "runtime/step_buffer_reserve.h"
 #include "runtime/trainer.h"
 
@@ -102,7 +103,35 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
   auto limits = host::ResolveLimits(config);
   st = AgreeOnStatus(comm, limits.status());
   if (!st.ok()) return st;
-  t->host_ = std::make_unique<HostStage>(config, sparse_comm, *t->data_, std::move(*limits));
+  // Hot-row replication: the rows, chosen the same on every rank (counting
+  // reads the first training batches from a source of its own).
+  HotRowChoice hot;
+  if (AnyHotRows(config)) {
+    std::unique_ptr<host::DataSource> counting;
+    bool counts = false;
+    for (const config::TableConfig& tb : config.tables()) {
+      counts |= tb.hot_rows() > 0 && tb.hot_row_ids_size() == 0;
+    }
+    if (counts) {
+      auto source = host::CreateDataSource(config, comm.rank(), comm.size());
+      LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, source.status()));
+      counting = std::move(*source);
+    }
+    LEMRT_ASSIGN_OR_RETURN(hot, ChooseHotRows(config, comm, counting.get()));
+    if (comm.rank() == 0) {
+      for (int tb = 0; tb < config.tables_size(); ++tb) {
+        if (hot.rows[tb].empty()) continue;
+        LOG(INFO) << "table '" << config.tables(tb).name() << "': " << hot.rows[tb].size()
+                  << " hot rows replicated on every chip ("
+                  << absl::StrFormat("%.1f%%", 100 * hot.share[tb])
+                  << (config.tables(tb).hot_row_ids_size() > 0
+                          ? " listed)"
+                          : " of the ids of the counted steps)");
+      }
+    }
+  }
+  t->host_ = std::make_unique<HostStage>(config, sparse_comm, *t->data_, std::move(*limits),
+                                         hot.placed);
   t->host_worker_threads_ =
       HostWorkerThreads(config, LocalRanksFromEnvironment(comm.size()));
   std::vector<const device::Optimizer*> optimizers;
@@ -131,7 +160,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, dense.status()));
   t->tile_pool_ = std::make_unique<device::TilePool>(config.sparse_core().tile_threads());
   for (const auto& sc : t->sparse_->sparse_cores()) sc->set_tile_pool(t->tile_pool_.get());
+  t->sparse_->SetHotRows(std::move(hot.placed), optimizers);
   LEMRT_RETURN_IF_ERROR(t->InitializeTables(optimizers));
+  LEMRT_RETURN_IF_ERROR(t->sparse_->RefreshHotRows());
   t->table_serializer_ = std::make_unique<TableSerializer>(t->memory_plan_);
   t->dense_ = std::move(*dense);
   t->pipeline_ = t->NewPipeline();

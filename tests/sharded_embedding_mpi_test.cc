@@ -13,6 +13,7 @@
 #include "device/sparsecore/table_shard.h"
 #include "gtest/gtest.h"
 #include "host/coo.h"
+#include "host/hot_rows.h"
 #include "host/minibatch.h"
 #include "host/sample_split.h"
 #include "host/stacking.h"
@@ -114,11 +115,14 @@ double Gain(const config::TableConfig& t, size_t n) {
 // agreed over ranks, as HostStage does), and a row's gradients from several
 // sample ranges must be summed before its one update. In kConfig table t2
 // uses Adam, whose step count must advance once per step however the step
-// is split.
+// is split. `hot_rows` (per table, may be shorter than the tables): rows
+// replicated on every chip (runtime/hot_row_replicas.h), looked up and
+// updated there and written back to their owners' shards.
 void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = kConfig,
                               int serialized_tables = 0,
                               const std::vector<std::string>& explicit_stack = {},
-                              int32_t max_ids = 0) {
+                              int32_t max_ids = 0,
+                              std::vector<std::vector<int64_t>> hot_rows = {}) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -152,6 +156,11 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
     opt_ptrs.push_back(opts.back().get());
   }
   SparseCoreStage stage(c, **comm, opt_ptrs);
+  const host::HotRowSet hot_set(hot_rows);
+  stage.SetHotRows(hot_set, opt_ptrs);
+  ASSERT_TRUE(stage.RefreshHotRows().ok());
+  std::vector<host::HotEntry> hot;
+  int64_t hot_entries = 0;
 
   // Dense reference tables and slots.
   std::vector<std::vector<float>> ref(c.tables_size()), ref_slots(c.tables_size());
@@ -207,6 +216,8 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
     }
     host::PartitionedCoo coo;
     ASSERT_TRUE(builder.Build(batch, &coo).ok());
+    host::ExtractHotEntries(hot_set, &coo, &hot);
+    hot_entries += static_cast<int64_t>(hot.size());
     const uint64_t local = splitter.PlanLocal(coo);
     std::vector<int64_t> flags(host::MinibatchSplitter::kBuckets);
     for (int b = 0; b < host::MinibatchSplitter::kBuckets; ++b) flags[b] = (local >> b) & 1;
@@ -247,6 +258,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
     EXPECT_EQ(runs.size(), minibatches.size() * serializer.num_groups());
     std::vector<float> act(LB * width, -1.0f);
     ASSERT_TRUE(stage.Forward(runs, &bufs, act).ok());
+    stage.LookupHot(hot, act);
 
     // Reference pooling for this rank's samples, and the dense gradient of
     // the whole global batch.
@@ -286,6 +298,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
       }
     }
     ASSERT_TRUE(stage.Backward(runs, dact, &bufs).ok());
+    ASSERT_TRUE(stage.UpdateHot(hot, dact).ok());
 
     // Reference update: touched rows only, as the SparseCores do.
     for (int t = 0; t < c.tables_size(); ++t) {
@@ -335,6 +348,10 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
   // On one rank (24 samples per SparseCore) t2's hottest rows alone are over
   // max_ids 8, so some minibatch must have been split by samples.
   if (max_ids > 0 && world == 1) EXPECT_GT(most_sample_ranges, 1);
+  if (!hot_set.empty()) {
+    MPI_Allreduce(MPI_IN_PLACE, &hot_entries, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_GT(hot_entries, 0) << "no hot row was looked up";
+  }
 }
 
 TEST(ShardedEmbeddingTest, LookupAndUpdateMatchDenseReference) { RunAgainstDenseReference(0); }
@@ -388,6 +405,21 @@ TEST(ShardedEmbeddingTest, SerializedStacksMatchDenseReference) {
   RunAgainstDenseReference(0, kStackedConfig, /*serialized_tables=*/1, t0_t2);
   RunAgainstDenseReference(4, kStackedConfig, /*serialized_tables=*/1, t0_t2);
   RunAgainstDenseReference(0, kStackedConfig, /*serialized_tables=*/2, t0_t2);
+}
+
+// Hot-row replication: each table's replicated rows (t0's 0-3 and 29, t1's
+// 2, t2's 0 and 6; some rows are in no sample of a step) are looked up on
+// every chip and updated there from the gradients of all chips: the same
+// lookups and updates, and the owners' shards hold the updated rows (Adam's
+// t2 and Adagrad's t1 with their slots); with minibatching, serialized
+// tables, stacked tables and row-wise Adagrad with weight decay too.
+TEST(ShardedEmbeddingTest, HotRowsMatchDenseReference) {
+  const std::vector<std::vector<int64_t>> hot = {{0, 1, 2, 3, 29}, {2}, {0, 6}};
+  RunAgainstDenseReference(0, kConfig, 0, {}, 0, hot);
+  RunAgainstDenseReference(3, kConfig, 0, {}, 0, hot);
+  RunAgainstDenseReference(0, kConfig, /*serialized_tables=*/2, {}, /*max_ids=*/8, hot);
+  RunAgainstDenseReference(0, kStackedConfig, 0, {}, 0, hot);
+  RunAgainstDenseReference(0, kRowwiseConfig, 0, {}, 0, {{0, 1}, {}, {3}});
 }
 
 }  // namespace

@@ -139,6 +139,7 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   };
   const host::StackingPlan stacking = host::StackingPlan::FromConfig(c);
   // HBM per original table.
+  int64_t hot_floats = 0;  // hot rows x (dim + 1), all tables
   for (int t = 0; t < c.tables_size(); ++t) {
     const auto& tc = c.tables(t);
     TablePlan tp;
@@ -175,8 +176,15 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     tp.stack_backward_bytes = stack_backward(tp.padded_dim, tp.ids_per_sample);
     p.tables_bytes += tp.table_bytes + tp.slot_bytes;
     p.padding_bytes += tp.padding_bytes;
+    const int64_t hot = tc.hot_row_ids_size() > 0 ? tc.hot_row_ids_size() : tc.hot_rows();
+    p.hot_rows += hot;
+    p.hot_replica_bytes += hot * (int64_t{tc.dim()} * (1 + tp.slots_per_param) + tp.row_slots) * kF32;
+    hot_floats += hot * (tc.dim() + 1);
     p.tables.push_back(std::move(tp));
   }
+  // The hot rows' gradient buffer (runtime/hot_row_replicas.h), all-reduced
+  // in place.
+  p.hot_gradient_bytes = hot_floats * kF32;
   // Stack, SPMEM and gather operand per stack, with the stack's limits.
   const host::PartitionLimits stack_limits = host::StackLimits(limits, stacking);
   for (int s = 0; s < stacking.num_stacks(); ++s) {
@@ -231,7 +239,8 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   p.heap_inputs_bytes =
       p.host_inputs_per_step * p.prefetch_depth + p.activations_per_step * p.in_flight_steps;
   p.heap_bytes = p.heap_dense_bytes + p.heap_inputs_bytes;
-  p.hbm_bytes_per_chip = p.tables_bytes + p.stack_bytes + p.heap_bytes;
+  p.hbm_bytes_per_chip = p.tables_bytes + p.stack_bytes + p.heap_bytes + p.hot_replica_bytes +
+                         p.hot_gradient_bytes;
   return p;
 }
 

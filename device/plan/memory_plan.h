@@ -172,7 +172,14 @@ struct MemoryPlan {
   int host_queue_items = 1;           // max(1, maximum_parallel_iterations)
   int in_flight_steps = 1;            // 2 with pipelining
   int prefetch_depth = 1;             // host_queue_items + in_flight_steps
-  int64_t hbm_bytes_per_chip = 0;     // tables + slots + stack + heap
+  // Hot-row replication (TableConfig.hot_rows), per chip: every hot row's
+  // replica (weights and slots) and the per-step gradient buffer
+  // (runtime/hot_row_replicas.h: hot rows x (dim + 1) floats over all
+  // tables).
+  int64_t hot_rows = 0;
+  int64_t hot_replica_bytes = 0;
+  int64_t hot_gradient_bytes = 0;
+  int64_t hbm_bytes_per_chip = 0;     // tables + slots + stack + heap + hot rows
   int64_t spmem_bytes_per_tile = 0;   // max over stacks of fixed + gather
   int64_t padding_bytes = 0;          // per chip
   int64_t unpadded_bytes = 0;         // per chip, tables + slots as if unpadded

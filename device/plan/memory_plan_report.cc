@@ -82,6 +82,12 @@ std::string FormatMemoryPlan(const MemoryPlan& p) {
       p.prefetch_depth, p.host_queue_items, p.in_flight_steps, FormatBytes(p.activations_per_step),
       p.in_flight_steps, FormatBytes(p.hbm_bytes_per_chip), FormatBytes(p.hbm_bytes),
       p.hbm_bytes > 0 ? 100.0 * p.hbm_bytes_per_chip / p.hbm_bytes : 0.0));
+  if (p.hot_rows > 0) {
+    absl::StrAppend(&out, absl::StrFormat(
+        "Hot-row replicas (in the total above): %d rows on every chip, %s (weights+slots) + %s "
+        "(gradient buffer)\n",
+        p.hot_rows, FormatBytes(p.hot_replica_bytes), FormatBytes(p.hot_gradient_bytes)));
+  }
   absl::StrAppend(&out, absl::StrFormat(
       "Dense model: %s interaction, %d parameters (with gradients and optimizer slots %s of the "
       "heap)\n",

@@ -89,6 +89,35 @@ TEST(MemoryPlanTest, RowwiseAdagradHasOneSlotFloatPerRow) {
   EXPECT_EQ(p.heap_dense_bytes, 100 * 2 * 4);
 }
 
+// Hot-row replication: 10 Adagrad rows of dim 8 and 3 listed row-wise
+// Adagrad rows of dim 4 on every one of 2 chips: replicas 10 x (8 + 8) + 3 x
+// (4 + 1) floats, the gradient buffer 10 x 9 + 3 x 5 floats, both in the
+// chip's total and on their own line of the report.
+TEST(MemoryPlanTest, HotRowReplicasAreCountedPerChip) {
+  const char* tables = R"pb(tables { name: "t" vocab_size: 1000 dim: 8 combiner: SUM
+                                    optimizer { adagrad {} } HOT }
+                           tables { name: "u" vocab_size: 100 dim: 4 combiner: SUM
+                                    optimizer { rowwise_adagrad {} } HOTU }
+                           features { name: "f" table: "t" }
+                           features { name: "g" table: "u" })pb";
+  auto with = [&](const char* hot, const char* hot_u) {
+    std::string text = tables;
+    text.replace(text.find("HOTU"), 4, hot_u);
+    text.replace(text.find("HOT"), 3, hot);
+    return BuildMemoryPlan(Load(text, /*world_size=*/2), 0);
+  };
+  const MemoryPlan none = with("", "");
+  const MemoryPlan hot = with("hot_rows: 10", "hot_row_ids: [1, 5, 7]");
+  EXPECT_EQ(none.hot_rows, 0);
+  EXPECT_EQ(hot.hot_rows, 13);
+  EXPECT_EQ(hot.hot_replica_bytes, (10 * 16 + 3 * 5) * 4);
+  EXPECT_EQ(hot.hot_gradient_bytes, (10 * 9 + 3 * 5) * 4);
+  EXPECT_EQ(hot.hbm_bytes_per_chip - none.hbm_bytes_per_chip,
+            hot.hot_replica_bytes + hot.hot_gradient_bytes);
+  EXPECT_THAT(FormatMemoryPlan(hot), HasSubstr("Hot-row replicas (in the total above): 13 rows"));
+  EXPECT_THAT(FormatMemoryPlan(none), ::testing::Not(HasSubstr("Hot-row")));
+}
+
 TEST(MemoryPlanTest, StackFormulasAndSerialization) {
   auto c = Load(R"pb(tables { name: "a" vocab_size: 1000 dim: 16 combiner: SUM }
                      tables { name: "b" vocab_size: 1000 dim: 5 combiner: SUM }
