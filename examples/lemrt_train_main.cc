@@ -224,11 +224,7 @@ absl::StatusOr<lemrt::runtime::CoreShare> PlanRunThreads(lemrt::runtime::Communi
   if (!node_comm.ok()) return node_comm.status();
   auto share = lemrt::runtime::MeasureCoreShare(**node_comm);
   if (!share.ok()) return share.status();
-  int64_t fewest = -share->whole_cores();  // max of the negation = -min
-  absl::Status st = world.AllReduceMax(std::span<int64_t>(&fewest, 1));
-  if (!st.ok()) return st;
-  const lemrt::runtime::ThreadPlan plan =
-      lemrt::runtime::PlanThreads(*config, *share, static_cast<int>(-fewest));
+  const lemrt::runtime::ThreadPlan plan = lemrt::runtime::PlanThreads(*config, *share);
   lemrt::runtime::ApplyThreadPlan(plan, config);
   if (world.rank() == 0) {
     LOG(INFO) << lemrt::runtime::DescribeThreadPlan(plan, *share);

@@ -8,11 +8,10 @@
 
 namespace lemrt::runtime {
 
-ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share, int min_cores) {
+ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share) {
   const auto& sc = config.sparse_core();
   ThreadPlan p;
   p.cores = share.whole_cores();
-  p.min_cores = std::max(1, std::min(min_cores, p.cores));
   p.pipelining = !sc.disable_full_embedding_pipelining();  // never chosen: it changes results
   const bool executor_thread = p.pipelining && !sc.pipeline_without_threads();
   // Cores left once the TensorCore thread (and the executor) have one each.
@@ -46,9 +45,9 @@ std::string DescribeThreadPlan(const ThreadPlan& p, const CoreShare& s) {
           : absl::StrFormat("%d host workers", p.host_worker_threads);
   return absl::StrFormat(
       "threads: this rank owns %.2g cores (%d CPUs in its affinity mask, %d ranks on this "
-      "node of %d CPUs; the fewest any rank owns: %d); pipelining %s (set), %s (%s), %d GEMM "
+      "node of %d CPUs); pipelining %s (set), %s (%s), %d GEMM "
       "thread%s (%s)",
-      s.cores, s.mask_cpus, s.local_ranks, s.node_cpus, p.min_cores,
+      s.cores, s.mask_cpus, s.local_ranks, s.node_cpus,
       p.pipelining ? "on" : "off", host, how(p.chose_host_workers),
       p.gemm_threads, p.gemm_threads == 1 ? "" : "s", how(p.chose_gemm_threads));
 }

@@ -27,7 +27,6 @@ namespace lemrt::runtime {
 
 struct ThreadPlan {
   int cores = 1;      // whole cores this rank owns
-  int min_cores = 1;  // the fewest any rank owns
   bool pipelining = true;
   int maximum_parallel_iterations = 2;  // 0 = no host workers
   int host_worker_threads = 1;
@@ -37,9 +36,9 @@ struct ThreadPlan {
   bool chose_gemm_threads = false;
 };
 
-// The plan for `config` (validated) on a rank owning `share`, when the
-// fewest whole cores any rank owns is `min_cores`.
-ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share, int min_cores);
+// The plan for `config` (validated) on a rank owning `share` (local: ranks
+// may choose differently, as none of the choices changes results).
+ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share);
 
 // Writes the plan into `config`, so that every later reader sees explicit
 // values (fields the config set keep their values).

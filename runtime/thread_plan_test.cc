@@ -78,7 +78,7 @@ CoreShare Share(double cores, int local_ranks, int node_cpus, int mask_cpus) {
 }
 
 TEST(ThreadPlanTest, OneRankOnTwoCoresPipelinesAndUsesBothForGemms) {
-  const ThreadPlan p = PlanThreads(Config(""), Share(2, 1, 2, 2), 2);
+  const ThreadPlan p = PlanThreads(Config(""), Share(2, 1, 2, 2));
   EXPECT_TRUE(p.pipelining);
   EXPECT_EQ(p.maximum_parallel_iterations, 0);  // no core left for host workers
   EXPECT_EQ(p.gemm_threads, 2);
@@ -89,7 +89,7 @@ TEST(ThreadPlanTest, OneRankOnTwoCoresPipelinesAndUsesBothForGemms) {
 // (on by default); the rank runs no host workers and one GEMM thread.
 TEST(ThreadPlanTest, OneCorePerRankKeepsPipeliningAndRunsNoHostWorkers) {
   for (double cores : {1.0, 0.5}) {
-    const ThreadPlan p = PlanThreads(Config(""), Share(cores, 2, 2, 1), 1);
+    const ThreadPlan p = PlanThreads(Config(""), Share(cores, 2, 2, 1));
     EXPECT_TRUE(p.pipelining);
     EXPECT_EQ(p.maximum_parallel_iterations, 0);
     EXPECT_EQ(p.gemm_threads, 1);
@@ -97,7 +97,7 @@ TEST(ThreadPlanTest, OneCorePerRankKeepsPipeliningAndRunsNoHostWorkers) {
 }
 
 TEST(ThreadPlanTest, ManyCoresGetHostWorkers) {
-  const ThreadPlan p = PlanThreads(Config(""), Share(8, 2, 16, 8), 8);
+  const ThreadPlan p = PlanThreads(Config(""), Share(8, 2, 16, 8));
   EXPECT_TRUE(p.pipelining);
   EXPECT_EQ(p.maximum_parallel_iterations, 2);  // the field's default
   EXPECT_EQ(p.host_worker_threads, 6);
@@ -105,11 +105,11 @@ TEST(ThreadPlanTest, ManyCoresGetHostWorkers) {
 }
 
 TEST(ThreadPlanTest, PipeliningFollowsTheConfigNotTheCores) {
-  const ThreadPlan p = PlanThreads(Config(""), Share(4, 2, 8, 4), /*min_cores=*/1);
+  const ThreadPlan p = PlanThreads(Config(""), Share(4, 2, 8, 4));
   EXPECT_TRUE(p.pipelining);
   EXPECT_EQ(p.host_worker_threads, 2);  // this rank's spare cores
   const ThreadPlan off = PlanThreads(
-      Config("sparse_core { disable_full_embedding_pipelining: true }"), Share(8, 1, 8, 8), 8);
+      Config("sparse_core { disable_full_embedding_pipelining: true }"), Share(8, 1, 8, 8));
   EXPECT_FALSE(off.pipelining);
   EXPECT_EQ(off.host_worker_threads, 7);  // no executor thread
   EXPECT_EQ(p.gemm_threads, 4);
@@ -120,7 +120,7 @@ TEST(ThreadPlanTest, SetFieldsAreKept) {
       Config("sparse_core { disable_full_embedding_pipelining: false "
              "maximum_parallel_iterations: 3 host_worker_threads: 5 } "
              "tensor_core { gemm_threads: 3 }");
-  const ThreadPlan p = PlanThreads(c, Share(1, 2, 2, 1), 1);
+  const ThreadPlan p = PlanThreads(c, Share(1, 2, 2, 1));
   EXPECT_TRUE(p.pipelining);
   EXPECT_EQ(p.maximum_parallel_iterations, 3);
   EXPECT_EQ(p.host_worker_threads, 5);
@@ -137,20 +137,20 @@ TEST(ThreadPlanTest, SetFieldsAreKept) {
 
 TEST(ThreadPlanTest, AConfiguredWorkerCountKeepsTheWorkers) {
   const ThreadPlan p =
-      PlanThreads(Config("sparse_core { host_worker_threads: 4 }"), Share(1, 2, 2, 1), 1);
+      PlanThreads(Config("sparse_core { host_worker_threads: 4 }"), Share(1, 2, 2, 1));
   EXPECT_FALSE(p.chose_host_workers);
   EXPECT_EQ(p.maximum_parallel_iterations, 2);
   EXPECT_EQ(p.host_worker_threads, 4);
   // A configured depth with the worker count left at 0: the spare cores.
   const ThreadPlan q = PlanThreads(Config("sparse_core { maximum_parallel_iterations: 3 }"),
-                                   Share(1, 2, 2, 1), 1);
+                                   Share(1, 2, 2, 1));
   EXPECT_EQ(q.maximum_parallel_iterations, 3);
   EXPECT_EQ(q.host_worker_threads, 1);
 }
 
 TEST(ThreadPlanTest, ApplyWritesExplicitValues) {
   config::RunConfig c = Config("");
-  const ThreadPlan p = PlanThreads(c, Share(1, 1, 2, 1), 1);
+  const ThreadPlan p = PlanThreads(c, Share(1, 1, 2, 1));
   ApplyThreadPlan(p, &c);
   EXPECT_TRUE(c.sparse_core().has_disable_full_embedding_pipelining());
   EXPECT_FALSE(c.sparse_core().disable_full_embedding_pipelining());
