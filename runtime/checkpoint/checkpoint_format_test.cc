@@ -446,8 +446,8 @@ TEST(CheckpointFormatTest, HugeTableFailsOnItsFilesNotOnAllocation) {
   EXPECT_THAT(st.message(), HasSubstr("truncated"));
 }
 
-// A step directory whose number does not fit int64 is skipped (std::stoll
-// used to throw and abort the restore).
+// A step directory whose number does not fit int64 is skipped, not an
+// exception that aborts the restore.
 TEST(CheckpointFormatTest, ResolveSkipsStepNumbersPastInt64) {
   const std::string root = TempDir();
   ASSERT_TRUE(MakeDirs(root + "/step-99999999999999999999").ok());
