@@ -155,6 +155,13 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
   b->set_tc(stage_ms_total_[2] / n);
   b->set_sc_backward(stage_ms_total_[3] / n);
   b->set_wait(totals.wait_ms / n);
+  // Rank 0's own ids (ids_after_dedup_ before the all-reduce above).
+  const double ids_per_step = static_cast<double>(ids_after_dedup_) / n;
+  if (ids_per_step > 0) {
+    s.mutable_ns_per_id()->set_host(b->host() * 1e6 / ids_per_step);
+    s.mutable_ns_per_id()->set_sc_forward(b->sc_forward() * 1e6 / ids_per_step);
+    s.mutable_ns_per_id()->set_sc_backward(b->sc_backward() * 1e6 / ids_per_step);
+  }
   LEMRT_RETURN_IF_ERROR(host_->Summarise(s.mutable_preprocess()));
   LEMRT_RETURN_IF_ERROR(recorder_->Finish(sparse_comm_, &s));
   for (const auto& stage : s.stages()) {

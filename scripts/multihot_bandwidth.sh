@@ -18,6 +18,10 @@
 # which on a VM costs about a second per step). Per-stage means of the steady
 # steps are printed too.
 #
+# It prints the cost of one id (after per-sample dedup) in each stage, host,
+# sc_forward and sc_backward: the steady steps' stage means over the ids per
+# step, and the whole run's (the summary's ns_per_id).
+#
 # It also prints the start-up time (glog timestamps: the first log line to
 # the first step, and the table initialisation's share) and the first metrics
 # rows' mean step times (LOG_EVERY=1 for every step).
@@ -76,6 +80,10 @@ print(f"steady ms per step: step {mean('step_ms'):.1f}, host {mean('host_ms', st
       f" sc_forward {mean('sc_forward_ms', staged):.1f}, tc {mean('tc_ms', staged):.1f},"
       f" sc_backward {mean('sc_backward_ms', staged):.1f},"
       f" exchange {mean('exchange_ms', staged):.1f} ({len(staged)} rows)")
+ns = lambda key: mean(key, staged) * 1e6 / per_id
+print(f"steady ns per id: host {ns('host_ms'):.0f}, sc_forward {ns('sc_forward_ms'):.0f},"
+      f" sc_backward {ns('sc_backward_ms'):.0f} (whole run, the summary's ns_per_id: "
+      + ", ".join(f"{k} {v:.0f}" for k, v in s.get("ns_per_id", {}).items()) + ")")
 print(f"ids/step {per_id:.0f} (after per-sample dedup), unique rows/step {unique:.0f};"
       f" wall {s['wall_time_sec']:.1f} s for {steps} steps")
 first = [(r["step"], float(r["step_ms"])) for r in csv.DictReader(open(sys.argv[4]))][:4]

@@ -11,7 +11,8 @@
 #     that saved it (the replicas are rebuilt from the restored rows);
 #  3. lemrt_limits reports the hot rows and writes them as hot_row_ids; the
 #     config listing them trains the counted run's model bit for bit;
-#  4. a listed row outside the table is a config error naming file:line.
+#  4. a listed row outside the table is a config error naming file:line;
+#  5. the summary's ns_per_id is each stage's time per step over its ids.
 # Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
@@ -99,6 +100,13 @@ for np in [1, 2, 4]:
         if d > 1e-5: fails.append(f"np {np}: {key} differs")
 # A checkpoint is a drain point of the pipeline: the resumed run matches the
 # run with the same checkpoint schedule.
+# The summary's cost per id: on 1 rank, each stage's ms per step over the ids per step.
+one = load("base1")
+for stage in ("host", "sc_forward", "sc_backward"):
+    want = one["breakdown_ms"][stage] * 1e6 / (one["ids"]["after_dedup"] / one["steps"])
+    got = one.get("ns_per_id", {}).get(stage, 0)
+    print(f"ns_per_id.{stage} {got:.1f} (breakdown over ids: {want:.1f})")
+    if not got > 0 or rel(got, want) > 1e-9: fails.append(f"ns_per_id.{stage} {got} != {want}")
 same = [("hot2", "hot2_again", "the same run twice"), ("hot2_ck", "hot2_resumed", "resumed from step 6"),
         ("hot2", "listed2", "the rows listed as hot_row_ids")]
 for ref, name, what in same:
