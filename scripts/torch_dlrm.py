@@ -11,8 +11,9 @@ against. Same model, data and update as lemrt's Criteo config:
   Xavier-uniform, biases 0 (lemrt's DlrmDense), from --seed.
   Data: the Criteo TSV lemrt reads (scripts/gen_criteo_tsv.py), parsed the
   same way: dense = log(1 + max(x, 0)), row of category value v in table t =
-  Mix64(v ^ Mix64(t + 1)) % vocab, and with --ranks W rank r reads the lines
-  that start in bytes [r S / W, (r + 1) S / W), local batch = batch / W.
+  Mix64(v ^ Mix64(t + 1)) % vocab, and with --ranks W rank r reads lemrt's
+  shard: the r-th contiguous slice (batch / W lines) of each global batch of
+  consecutive lines (docs/data.md "Epochs and sharding").
 
 With --ranks 2 the ranks are processes joined by torch.distributed (gloo):
 dense gradients are all-reduced, embedding rows (sparse gradients) are
@@ -40,22 +41,21 @@ def mix64(x):
         return x ^ (x >> np.uint64(31))
 
 
-def load_shard(path, rank, world, lines, vocab):
-    """The first `lines` lines of rank's byte range, parsed like lemrt."""
+def load_shard(path, rank, world, local_batch, steps, vocab):
+    """Rank's rows of the first `steps` global batches, in step order, parsed
+    like lemrt: batch s is lines [s G, (s + 1) G) (G = world x local_batch),
+    and rank r's share its r-th contiguous slice of local_batch lines."""
+    g = world * local_batch
+    lines = []
     with open(path, "rb") as f:
-        data = f.read()
-    size = len(data)
-    lo, hi = rank * size // world, (rank + 1) * size // world
-    # Lines whose first byte lies in [lo, hi).
-    start = 0 if lo == 0 else data.index(b"\n", lo - 1) + 1
-    rows = []
-    pos = start
-    while pos < hi and len(rows) < lines:
-        end = data.index(b"\n", pos)
-        rows.append(data[pos:end].split(b"\t"))
-        pos = end + 1
-    if len(rows) < lines:
-        raise SystemExit(f"{path}: rank {rank} has {len(rows)} lines, needs {lines}")
+        for line in f:
+            lines.append(line.rstrip(b"\n"))
+            if len(lines) == g * steps:
+                break
+    if len(lines) < g * steps:
+        raise SystemExit(f"{path}: {len(lines)} lines, needs {g * steps}")
+    rows = [lines[s * g + rank * local_batch + i].split(b"\t")
+            for s in range(steps) for i in range(local_batch)]
     labels = np.array([float(r[0]) for r in rows], dtype=np.float32)
     ints = np.array([[int(v) if v else 0 for v in r[1:14]] for r in rows], dtype=np.float64)
     dense = np.log1p(np.maximum(ints, 0)).astype(np.float32)
@@ -111,7 +111,7 @@ def run(rank, a):
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     lb = a.batch // world
-    labels, dense, ids = load_shard(a.data, rank, world, lb * a.steps, a.vocab)
+    labels, dense, ids = load_shard(a.data, rank, world, lb, a.steps, a.vocab)
     model = Dlrm(a.vocab)
     dense_params = [p for n, p in model.named_parameters() if not n.startswith("emb.")]
     lossf = nn.BCEWithLogitsLoss(reduction="sum")
