@@ -35,6 +35,7 @@
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/host_prefetcher.h"
 #include "runtime/host_stage.h"
+#include "runtime/hot_row_choice.h"
 #include "runtime/sparsecore_stage.h"
 #include "runtime/table_serialization.h"
 #include "runtime/tensorcore_stage.h"
@@ -120,7 +121,8 @@ model { num_dense_features: 13 bottom_mlp: [ 32, 16 ] top_mlp: [ 32, 1 ] }
 training { global_batch: 192 seed: 7 }
 )pb";
 
-// The host stage of a config on this rank, with what it needs.
+// The host stage of a config on this rank, with what it needs, and the
+// config's hot rows (runtime/hot_row_choice.h; listed rows: no counting).
 struct HostRig {
   explicit HostRig(const char* config_text = kConfig) {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -136,10 +138,14 @@ struct HostRig {
     data = std::move(*d);
     auto limits = host::ResolveLimits(config);
     CHECK(limits.ok()) << limits.status();
-    host = std::make_unique<HostStage>(config, *comm, *data, std::move(*limits));
+    auto chosen = ChooseHotRows(config, *comm, nullptr);
+    CHECK(chosen.ok()) << chosen.status();
+    hot_rows = chosen->placed;
+    host = std::make_unique<HostStage>(config, *comm, *data, std::move(*limits), hot_rows);
   }
   int world = 1, rank = 0;
   config::RunConfig config;
+  host::HotRowSet hot_rows;
   std::unique_ptr<MpiCommunicator> comm;
   std::unique_ptr<host::DataSource> data;
   std::unique_ptr<HostStage> host;
@@ -162,6 +168,8 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
     optimizers.push_back(owned.back().get());
   }
   SparseCoreStage sparse(*config, comm, optimizers);
+  sparse.SetHotRows(rig.hot_rows, optimizers);
+  CHECK(sparse.RefreshHotRows().ok());
   auto dense = TensorCoreStage::Create(*config, comm);
   CHECK(dense.ok()) << dense.status();
   auto plan = device::BuildMemoryPlan(*config);
@@ -176,17 +184,22 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
   host::PartitionedCoo coo;
   std::vector<host::PartitionedCoo> minibatches;
   std::vector<SparseStepBuffers> bufs;
+  std::vector<host::HotEntry> hot;
+  int64_t hot_seen = 0;
   std::vector<float> act(local_batch * sparse.activation_width());
   std::vector<float> d_act(act.size());
   // The trainer's step (runtime/trainer.cc), without the recorder's hooks.
   auto step = [&](int64_t s) {
-    absl::Status st = host.PrepareTrain(s, &batch, &coo, &minibatches);
+    absl::Status st = host.PrepareTrain(s, &batch, &coo, &minibatches, &hot);
     if (!st.ok()) return st;
     max_minibatches = std::max(max_minibatches, minibatches.size());
+    hot_seen += static_cast<int64_t>(hot.size());
     const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
     st = sparse.Forward(runs, &bufs, act);
+    if (st.ok()) sparse.LookupHot(hot, act);
     if (st.ok()) st = (*dense)->Step(s, batch, act, d_act).status();
     if (st.ok()) st = sparse.Backward(runs, d_act, &bufs);
+    if (st.ok()) st = sparse.UpdateHot(hot, d_act);
     return st;
   };
 
@@ -208,6 +221,7 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
     news_per_step[s] = g_news.load() - before;
     CHECK(st.ok()) << st;
   }
+  if (!rig.hot_rows.empty()) EXPECT_GT(hot_seen, 0) << "rank " << rank << ": no hot entry";
   for (int s = 0; s < kMeasured; ++s) {
     EXPECT_EQ(news_per_step[s], 0) << "rank " << rank << " replayed step " << s
                                    << " called operator new " << news_per_step[s] << " times"
@@ -236,6 +250,19 @@ TEST(SteadyStateAllocTest, MinibatchedSerializedStepAllocatesNothing) {
   const size_t max_minibatches =
       ExpectReplayedStepsAllocateNothing(limited.c_str(), /*serialized=*/true);
   EXPECT_GT(max_minibatches, 1u);
+}
+
+// Hot-row replication (runtime/hot_row_replicas.h): the hot entries taken
+// out of the COO, their lookup and their update with its all-reduce
+// allocate nothing once warm; also under partition limits (the split counts
+// by sorting, as the builder's counts would include the hot ids).
+TEST(SteadyStateAllocTest, HotRowStepAllocatesNothing) {
+  std::string hot = kConfig;
+  hot.insert(hot.find("combiner: SUM optimizer"), "hot_row_ids: [0, 1, 2, 7] ");
+  hot.insert(hot.find("combiner: MEAN"), "hot_row_ids: [3] ");
+  ExpectReplayedStepsAllocateNothing(hot.c_str(), /*serialized=*/false);
+  hot += "sparse_core { max_unique_ids_per_partition: 8 }";
+  EXPECT_GT(ExpectReplayedStepsAllocateNothing(hot.c_str(), /*serialized=*/false), 1u);
 }
 
 // The host worker threads (runtime/host_prefetcher.h): with two workers and a
