@@ -42,13 +42,17 @@ void SortSegment(const Codec& codec, typename Codec::Record* r, int64_t n) {
   for (int64_t i = 1; i < n; ++i) {
     const typename Codec::Record x = r[i];
     if (!Codec::Less(x, r[i - 1])) continue;
-    int64_t j = i - 1;
-    while (j > 0 && Codec::Less(x, r[j - 1]) && i - j < kInsertionSortMax) --j;
-    if (i - j < kInsertionSortMax) {
-      std::copy_backward(r + j, r + i, r + i + 1);
-      r[j] = x;
-      continue;
-    }
+    // Shift the larger records up one by one (a call to memmove per record
+    // cost more than the moves: they are a few). Moving x before records
+    // larger than it keeps equal keys in their order, so a group sorted
+    // after a partial insertion sorts as from its input.
+    int64_t j = i;
+    do {
+      r[j] = r[j - 1];
+      --j;
+    } while (j > 0 && Codec::Less(x, r[j - 1]) && i - j < kInsertionSortMax);
+    r[j] = x;
+    if (i - j < kInsertionSortMax) continue;
     const uint64_t group = codec.Group(x);
     int64_t begin = i, end = i + 1;
     while (begin > 0 && codec.Group(r[begin - 1]) == group) --begin;
