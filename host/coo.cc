@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_format.h"
@@ -64,6 +63,19 @@ void SortSegment(const Codec& codec, typename Codec::Record* r, int64_t n) {
     }
     i = end - 1;
   }
+}
+
+// Whether every id of ids[0, n) is in [0, vocab): blocks of 16 the compiler
+// vectorises (a negative id is a large unsigned one), then the tail.
+bool IdsInRange(const int64_t* ids, int64_t n, int64_t vocab) {
+  const uint64_t limit = static_cast<uint64_t>(vocab);
+  uint64_t outside = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int k = 0; k < 16; ++k) outside |= static_cast<uint64_t>(ids[i + k]) >= limit;
+  }
+  for (; i < n; ++i) outside |= static_cast<uint64_t>(ids[i]) >= limit;
+  return outside == 0;
 }
 
 }  // namespace
@@ -226,13 +238,7 @@ absl::Status CooBuilder::CountSegments(const Div& div_ref, const Batch& batch) {
       const int64_t begin = batch.offsets[f][s * per_sc];
       const int64_t end = batch.offsets[f][(s + 1) * per_sc];
       if (options_.id_bound_check) {
-        int64_t lowest = std::numeric_limits<int64_t>::max();
-        int64_t highest = std::numeric_limits<int64_t>::min();
-        for (int64_t i = begin; i < end; ++i) {
-          lowest = std::min(lowest, ids[i]);
-          highest = std::max(highest, ids[i]);
-        }
-        if (begin < end && (lowest < 0 || highest >= code.vocab_size)) {
+        if (!IdsInRange(ids + begin, end - begin, code.vocab_size)) {
           const FeatureSpec& spec = options_.features[f];
           for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
             const std::span<const int64_t> sample = batch.SampleIds(f, row);
