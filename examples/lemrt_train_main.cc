@@ -249,10 +249,12 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   absl::StatusOr<lemrt::runtime::CoreShare> share = PlanRunThreads(sparse_comm, &*config);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, share.status()));
   absl::Status threads = absl::OkStatus();
-  if (!config->sparse_core().disable_full_embedding_pipelining() && !thread_multiple) {
+  if (!config->sparse_core().disable_full_embedding_pipelining() &&
+      !config->sparse_core().pipeline_without_threads() && !thread_multiple) {
     threads = absl::FailedPreconditionError(
-        "pipelining needs MPI_THREAD_MULTIPLE, which this MPI does not provide; set "
-        "sparse_core { disable_full_embedding_pipelining: true }");
+        "pipelining on an executor thread needs MPI_THREAD_MULTIPLE, which this MPI does not "
+        "provide; set sparse_core { pipeline_without_threads: true } (the same model on one "
+        "thread) or sparse_core { disable_full_embedding_pipelining: true }");
   }
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, threads));
   if (rank == 0) {  // one warning when the node's cores are oversubscribed

@@ -13,9 +13,12 @@ ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share) 
   ThreadPlan p;
   p.cores = share.whole_cores();
   p.pipelining = !sc.disable_full_embedding_pipelining();  // never chosen: it changes results
-  const bool executor_thread = p.pipelining && !sc.pipeline_without_threads();
+  // A second thread pays only with a second core to overlap on.
+  p.chose_executor_thread = p.pipelining && !sc.has_pipeline_without_threads();
+  p.executor_thread = p.pipelining && (p.chose_executor_thread ? p.cores >= 2
+                                                               : !sc.pipeline_without_threads());
   // Cores left once the TensorCore thread (and the executor) have one each.
-  const int spare = p.cores - 1 - (executor_thread ? 1 : 0);
+  const int spare = p.cores - 1 - (p.executor_thread ? 1 : 0);
   // Host workers are chosen only when neither field is set: a configured
   // worker count or queue depth is kept as it is.
   p.chose_host_workers = !sc.has_maximum_parallel_iterations() && sc.host_worker_threads() == 0;
@@ -32,6 +35,7 @@ ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share) 
 void ApplyThreadPlan(const ThreadPlan& p, config::RunConfig* config) {
   auto* sc = config->mutable_sparse_core();
   sc->set_disable_full_embedding_pipelining(!p.pipelining);
+  if (p.pipelining) sc->set_pipeline_without_threads(!p.executor_thread);
   sc->set_maximum_parallel_iterations(p.maximum_parallel_iterations);
   sc->set_host_worker_threads(p.host_worker_threads);
   config->mutable_tensor_core()->set_gemm_threads(p.gemm_threads);
@@ -41,14 +45,21 @@ std::string DescribeThreadPlan(const ThreadPlan& p, const CoreShare& s) {
   auto how = [](bool chose) { return chose ? "chosen" : "set"; };
   const std::string host =
       p.maximum_parallel_iterations == 0
-          ? std::string("no host workers (host work on the SparseCore executor)")
+          ? std::string(p.executor_thread
+                            ? "no host workers (host work on the SparseCore executor)"
+                            : "no host workers (host work inline)")
           : absl::StrFormat("%d host workers", p.host_worker_threads);
+  const std::string pipelining =
+      !p.pipelining ? std::string("pipelining off (set)")
+                    : absl::StrFormat("pipelining on (set) %s (%s)",
+                                      p.executor_thread ? "on a SparseCore executor thread"
+                                                        : "on the TensorCore thread",
+                                      how(p.chose_executor_thread));
   return absl::StrFormat(
       "threads: this rank owns %.2g cores (%d CPUs in its affinity mask, %d ranks on this "
-      "node of %d CPUs); pipelining %s (set), %s (%s), %d GEMM "
+      "node of %d CPUs); %s, %s (%s), %d GEMM "
       "thread%s (%s)",
-      s.cores, s.mask_cpus, s.local_ranks, s.node_cpus,
-      p.pipelining ? "on" : "off", host, how(p.chose_host_workers),
+      s.cores, s.mask_cpus, s.local_ranks, s.node_cpus, pipelining, host, how(p.chose_host_workers),
       p.gemm_threads, p.gemm_threads == 1 ? "" : "s", how(p.chose_gemm_threads));
 }
 

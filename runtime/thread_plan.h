@@ -5,16 +5,21 @@
 //     host_worker_threads 0): the cores left after those two threads, or
 //     none (host work runs on the SparseCore executor); with only
 //     host_worker_threads 0, that many workers at the configured depth;
+//   the SparseCore executor thread (sparse_core.pipeline_without_threads
+//     unset, pipelining on): only where the rank owns two whole cores or
+//     more; with fewer the pipelined schedule runs on the TensorCore thread
+//     (the same steps in the same order, bit for bit), because an executor
+//     thread on the TensorCore's only core gains no overlap and adds its
+//     hand-offs and MPI waits to the step;
 //   GEMM threads (tensor_core.gemm_threads 0): every owned core; the dense
 //     step's team takes the cores the SparseCore side leaves idle while it
 //     runs.
 //
-// Host workers and GEMM threads never change results, so they may follow the
-// machine. Pipelining changes results (stale gradients), so it is never
+// None of these choices changes results, so they may follow the machine.
+// Pipelining itself changes results (stale gradients), so it is never
 // chosen: it stays what the config says (on by default, as in the reference)
 // on every machine, and the same config and world size train the same model
-// anywhere; where a rank owns one core, the oversubscription warning says
-// that turning it off is faster there. Pure functions.
+// anywhere. Pure functions.
 #ifndef LEMRT_RUNTIME_THREAD_PLAN_H_
 #define LEMRT_RUNTIME_THREAD_PLAN_H_
 
@@ -28,10 +33,14 @@ namespace lemrt::runtime {
 struct ThreadPlan {
   int cores = 1;      // whole cores this rank owns
   bool pipelining = true;
+  // With pipelining: the SparseCore stages run on their own executor thread
+  // (false: on the TensorCore thread, in the pipelined order).
+  bool executor_thread = true;
   int maximum_parallel_iterations = 2;  // 0 = no host workers
   int host_worker_threads = 1;
   int gemm_threads = 1;
   // Which of the above the plan chose (the rest were set in the config).
+  bool chose_executor_thread = false;
   bool chose_host_workers = false;
   bool chose_gemm_threads = false;
 };

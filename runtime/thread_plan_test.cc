@@ -80,20 +80,47 @@ CoreShare Share(double cores, int local_ranks, int node_cpus, int mask_cpus) {
 TEST(ThreadPlanTest, OneRankOnTwoCoresPipelinesAndUsesBothForGemms) {
   const ThreadPlan p = PlanThreads(Config(""), Share(2, 1, 2, 2));
   EXPECT_TRUE(p.pipelining);
+  EXPECT_TRUE(p.executor_thread);  // the second core overlaps the stages
+  EXPECT_TRUE(p.chose_executor_thread);
   EXPECT_EQ(p.maximum_parallel_iterations, 0);  // no core left for host workers
   EXPECT_EQ(p.gemm_threads, 2);
   EXPECT_TRUE(p.chose_host_workers && p.chose_gemm_threads);
 }
 
 // Pipelining changes results, so one core per rank keeps it as configured
-// (on by default); the rank runs no host workers and one GEMM thread.
-TEST(ThreadPlanTest, OneCorePerRankKeepsPipeliningAndRunsNoHostWorkers) {
+// (on by default), but runs its schedule on the TensorCore thread: no
+// executor thread, no host workers and one GEMM thread.
+TEST(ThreadPlanTest, OneCorePerRankPipelinesOnOneThread) {
   for (double cores : {1.0, 0.5}) {
     const ThreadPlan p = PlanThreads(Config(""), Share(cores, 2, 2, 1));
     EXPECT_TRUE(p.pipelining);
+    EXPECT_FALSE(p.executor_thread);
+    EXPECT_TRUE(p.chose_executor_thread);
     EXPECT_EQ(p.maximum_parallel_iterations, 0);
     EXPECT_EQ(p.gemm_threads, 1);
+    config::RunConfig c = Config("");
+    ApplyThreadPlan(p, &c);
+    EXPECT_TRUE(c.sparse_core().pipeline_without_threads());
+    EXPECT_FALSE(c.sparse_core().disable_full_embedding_pipelining());
   }
+}
+
+TEST(ThreadPlanTest, AConfiguredExecutorChoiceIsKept) {
+  const ThreadPlan threaded = PlanThreads(
+      Config("sparse_core { pipeline_without_threads: false }"), Share(1, 2, 2, 1));
+  EXPECT_TRUE(threaded.executor_thread);
+  EXPECT_FALSE(threaded.chose_executor_thread);
+  const ThreadPlan inline_schedule = PlanThreads(
+      Config("sparse_core { pipeline_without_threads: true }"), Share(8, 1, 8, 8));
+  EXPECT_FALSE(inline_schedule.executor_thread);
+  EXPECT_EQ(inline_schedule.host_worker_threads, 7);  // the executor's core is spare
+  // Without pipelining there is no executor to choose.
+  const ThreadPlan off = PlanThreads(
+      Config("sparse_core { disable_full_embedding_pipelining: true }"), Share(2, 1, 2, 2));
+  EXPECT_FALSE(off.executor_thread || off.chose_executor_thread);
+  config::RunConfig c = Config("sparse_core { disable_full_embedding_pipelining: true }");
+  ApplyThreadPlan(off, &c);
+  EXPECT_FALSE(c.sparse_core().has_pipeline_without_threads());
 }
 
 TEST(ThreadPlanTest, ManyCoresGetHostWorkers) {
@@ -118,6 +145,7 @@ TEST(ThreadPlanTest, PipeliningFollowsTheConfigNotTheCores) {
 TEST(ThreadPlanTest, SetFieldsAreKept) {
   const config::RunConfig c =
       Config("sparse_core { disable_full_embedding_pipelining: false "
+             "pipeline_without_threads: false "
              "maximum_parallel_iterations: 3 host_worker_threads: 5 } "
              "tensor_core { gemm_threads: 3 }");
   const ThreadPlan p = PlanThreads(c, Share(1, 2, 2, 1));
@@ -125,7 +153,8 @@ TEST(ThreadPlanTest, SetFieldsAreKept) {
   EXPECT_EQ(p.maximum_parallel_iterations, 3);
   EXPECT_EQ(p.host_worker_threads, 5);
   EXPECT_EQ(p.gemm_threads, 3);
-  EXPECT_FALSE(p.chose_host_workers || p.chose_gemm_threads);
+  EXPECT_TRUE(p.executor_thread);
+  EXPECT_FALSE(p.chose_executor_thread || p.chose_host_workers || p.chose_gemm_threads);
   config::RunConfig applied = c;
   ApplyThreadPlan(p, &applied);
   EXPECT_EQ(applied.SerializeAsString(), [&] {
@@ -154,10 +183,14 @@ TEST(ThreadPlanTest, ApplyWritesExplicitValues) {
   ApplyThreadPlan(p, &c);
   EXPECT_TRUE(c.sparse_core().has_disable_full_embedding_pipelining());
   EXPECT_FALSE(c.sparse_core().disable_full_embedding_pipelining());
+  EXPECT_TRUE(c.sparse_core().has_pipeline_without_threads());
+  EXPECT_TRUE(c.sparse_core().pipeline_without_threads());
   EXPECT_EQ(c.sparse_core().maximum_parallel_iterations(), 0);
   EXPECT_EQ(c.tensor_core().gemm_threads(), 1);
   const std::string line = DescribeThreadPlan(p, Share(1, 1, 2, 1));
-  EXPECT_NE(line.find("pipelining on (set)"), std::string::npos) << line;
+  EXPECT_NE(line.find("pipelining on (set) on the TensorCore thread (chosen)"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("no host workers (host work inline) (chosen)"), std::string::npos) << line;
   EXPECT_NE(line.find("1 GEMM thread (chosen)"), std::string::npos) << line;
 }
 

@@ -2,8 +2,8 @@
 # lemrt_train's default threads against every combination of pipelining on/off
 # and host workers on/off, at 1, 2 and 4 ranks on this machine (docs/
 # performance.md "Threads and cores"). Each rank count runs ROUNDS rounds; in
-# a round the five variants run one after another (the default first), so a
-# change of load hits all of them. Prints median samples/s per variant, the
+# a round the five variants run one after another, starting one variant later
+# each round, so a change of load hits all of them and none always runs first. Prints median samples/s per variant, the
 # default's share of the best variant (median of the per-round ratios, with
 # range) and the plan the default chose. Not part of ctest (minutes).
 #
@@ -42,8 +42,8 @@ variants=(default pipe+host pipe host none)
 override_of() {
   case "$1" in
     default) echo "" ;;
-    pipe+host) echo "sparse_core { disable_full_embedding_pipelining: false maximum_parallel_iterations: 2 }" ;;
-    pipe) echo "sparse_core { disable_full_embedding_pipelining: false maximum_parallel_iterations: 0 }" ;;
+    pipe+host) echo "sparse_core { disable_full_embedding_pipelining: false pipeline_without_threads: false maximum_parallel_iterations: 2 }" ;;
+    pipe) echo "sparse_core { disable_full_embedding_pipelining: false pipeline_without_threads: false maximum_parallel_iterations: 0 }" ;;
     host) echo "sparse_core { disable_full_embedding_pipelining: true maximum_parallel_iterations: 2 }" ;;
     none) echo "sparse_core { disable_full_embedding_pipelining: true maximum_parallel_iterations: 0 }" ;;
   esac
@@ -53,14 +53,20 @@ printf '\n%-6s %9s %9s %9s %9s %9s %22s  %s\n' ranks "${variants[@]}" "default/b
 for w in $RANKS; do
   : > "$OUT/rounds_w$w.txt"
   for r in $(seq 1 "$ROUNDS"); do
-    row=""
-    for v in "${variants[@]}"; do
+    # Round r starts at variant r - 1 (rotated), so no variant always runs
+    # first or last in a round.
+    declare -A rate=()
+    for i in "${!variants[@]}"; do
+      v="${variants[$(( (i + r - 1) % ${#variants[@]} ))]}"
       tag="w${w}_$v"
       mpirun --bind-to none -np "$w" "$BUILD/bin/lemrt_train" --config="$CONFIG" \
         --override="$data training { global_batch: $BATCH steps: $STEPS log_every: 0 eval_samples: 0 } $(override_of "$v")" \
         --summary_json="$OUT/$tag.json" > "$OUT/$tag.log" 2>&1 || { cat "$OUT/$tag.log"; exit 1; }
-      row+="$("$LEMRT_PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))['samples_per_sec'])" "$OUT/$tag.json") "
+      rate[$v]="$("$LEMRT_PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))['samples_per_sec'])" "$OUT/$tag.json")"
     done
+    row=""
+    for v in "${variants[@]}"; do row+="${rate[$v]} "; done
+    unset rate
     echo "$row $(uptime | sed 's/.*average: //; s/,.*//')" >> "$OUT/rounds_w$w.txt"
   done
   "$LEMRT_PYTHON" - "$w" "$OUT/rounds_w$w.txt" "$OUT/w${w}_default.json" <<'PY'
@@ -71,7 +77,8 @@ cols = list(zip(*[r[:5] for r in rows]))
 share = [r[0] / max(r[1:5]) for r in rows]
 s = json.load(open(dj))
 t = s.get("threads", {})
-chose = (f"pipelining {'on' if s.get('pipelining') else 'off'}, "
+executor = " (executor thread)" if t.get("sparsecore_executor_thread") else " (one thread)"
+chose = (f"pipelining {'on' + executor if s.get('pipelining') else 'off'}, "
          f"host workers {t.get('host_worker_threads', '?') if t.get('maximum_parallel_iterations') else 0}, "
          f"gemm threads {t.get('gemm_threads', '?')}")
 print(f"{w:<6} " + " ".join(f"{st.median(c):9.0f}" for c in cols) +

@@ -17,7 +17,7 @@ run() {  # run NAME OVERRIDE
 }
 fails=0
 # 2 ranks x (1 + 1 + 64 host workers + 2 tile workers) threads: more than any CI machine's cores.
-run busy "sparse_core { disable_full_embedding_pipelining: false host_worker_threads: 64 tile_threads: 3 }"
+run busy "sparse_core { disable_full_embedding_pipelining: false pipeline_without_threads: false host_worker_threads: 64 tile_threads: 3 }"
 n="$(grep -c '^W.*cores are oversubscribed' "$work/busy.log")"
 if [ "$n" != 1 ]; then
   echo "FAIL expected one oversubscription warning, got $n"; cat "$work/busy.log"; fails=1

@@ -29,10 +29,11 @@ expect() {  # expect NAME same|different A B
   fi
 }
 
-# Pipelining is set explicitly: left unset, lemrt_train turns it off where a
-# rank owns fewer than 2 cores (2 ranks on a 2-core machine).
+# The executor thread is set explicitly: left unset, lemrt_train runs the
+# pipelined schedule without it where a rank owns fewer than 2 cores (2 ranks
+# on a 2-core machine), and this test would compare the reference with itself.
 on='disable_full_embedding_pipelining: false'
-piped_cfg="sparse_core { $on }"
+piped_cfg="sparse_core { $on pipeline_without_threads: false }"
 off='sparse_core { disable_full_embedding_pipelining: true }'
 ref="sparse_core { $on pipeline_without_threads: true }"
 for np in 1 2; do
@@ -43,13 +44,19 @@ for np in 1 2; do
   unpiped=$(checksum $np "$off")
   expect "np$np pipelined differs from unpipelined" different "${piped% *}" "${unpiped% *}"
   expect "np$np warm-up covering every step == unpipelined" same "${unpiped% *}" \
-    "$(checksum $np "sparse_core { $on pipeline_warmup_steps: 30 }" | cut -d' ' -f1)"
+    "$(checksum $np "sparse_core { $on pipeline_warmup_steps: 30 pipeline_without_threads: false }" | cut -d' ' -f1)"
   expect "np$np partial warm-up == its one-thread reference" same \
-    "$(checksum $np "sparse_core { $on pipeline_warmup_steps: 10 }")" \
+    "$(checksum $np "sparse_core { $on pipeline_warmup_steps: 10 pipeline_without_threads: false }")" \
     "$(checksum $np "sparse_core { $on pipeline_warmup_steps: 10 pipeline_without_threads: true }")"
+done
+# Left unset, the executor thread follows the cores (on 2 ranks of a 2-core
+# machine each owns one: no thread); either way the model is the threaded one.
+for np in 1 2; do
+  expect "np$np default threads == threaded pipeline" same \
+    "$(checksum $np "sparse_core { $on }")" "$(checksum $np "$piped_cfg")"
 done
 # Evaluation drains the pipeline; eval in the middle still matches the reference.
 expect "np2 with mid-run evals == reference" same \
   "$(checksum 2 "training { eval_every: 10 } $piped_cfg")" \
   "$(checksum 2 "training { eval_every: 10 } $ref")"
-[ "$failed" -eq 0 ] && echo "11 passed, 0 failed" || { echo "$failed failed"; exit 1; }
+[ "$failed" -eq 0 ] && echo "13 passed, 0 failed" || { echo "$failed failed"; exit 1; }
