@@ -1,5 +1,7 @@
 #include "device/tensorcore/column_sums.h"
 
+#include <algorithm>
+
 namespace lemrt::device {
 namespace {
 
@@ -8,16 +10,33 @@ constexpr int64_t kColumnsPerTask = 64;
 
 }  // namespace
 
+ColumnSumTasks::ColumnSumTasks(const float* x, int64_t rows, int64_t width, float* out)
+    : x_(x), rows_(rows), width_(width), out_(out) {}
+
+int ColumnSumTasks::tasks() const {
+  return static_cast<int>((width_ + kColumnsPerTask - 1) / kColumnsPerTask);
+}
+
+void ColumnSumTasks::Run(int block) const {
+  const int64_t begin = block * kColumnsPerTask;
+  const int64_t cols = std::min(width_, begin + kColumnsPerTask) - begin;
+  float* __restrict sums = out_ + begin;
+  for (int64_t j = 0; j < cols; ++j) sums[j] = 0.0f;
+  for (int64_t r = 0; r < rows_; ++r) {
+    const float* __restrict row = x_ + r * width_ + begin;
+    for (int64_t j = 0; j < cols; ++j) sums[j] += row[j];
+  }
+}
+
+TaskGroup ColumnSumTasks::group() const {
+  return {tasks(), [](const void* t, int i) { static_cast<const ColumnSumTasks*>(t)->Run(i); },
+          this};
+}
+
 void ColumnSums(ThreadTeam* team, const float* x, int64_t rows, int64_t width, float* out) {
-  ParallelRanges(team, width, kColumnsPerTask, [&](int64_t begin, int64_t end) {
-    float* __restrict sums = out + begin;
-    const int64_t cols = end - begin;
-    for (int64_t j = 0; j < cols; ++j) sums[j] = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* __restrict row = x + r * width + begin;
-      for (int64_t j = 0; j < cols; ++j) sums[j] += row[j];
-    }
-  });
+  const ColumnSumTasks sums(x, rows, width, out);
+  const TaskGroup group = sums.group();
+  ParallelForGroups(team, {&group, 1});
 }
 
 }  // namespace lemrt::device

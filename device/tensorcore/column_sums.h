@@ -16,6 +16,22 @@ namespace lemrt::device {
 // rows == 0 gives zeros. team: null runs on the calling thread.
 void ColumnSums(ThreadTeam* team, const float* x, int64_t rows, int64_t width, float* out);
 
+// ColumnSums cut into its column blocks, to run with other independent work
+// in one fork-join (ParallelForGroups): the same blocks, the same bits. Holds
+// the pointers (they must outlive it). Immutable.
+class ColumnSumTasks {
+ public:
+  ColumnSumTasks(const float* x, int64_t rows, int64_t width, float* out);
+  int tasks() const;
+  void Run(int block) const;
+  TaskGroup group() const;
+
+ private:
+  const float* x_;
+  int64_t rows_, width_;
+  float* out_;
+};
+
 }  // namespace lemrt::device
 
 #endif  // LEMRT_DEVICE_TENSORCORE_COLUMN_SUMS_H_

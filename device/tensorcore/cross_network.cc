@@ -103,7 +103,7 @@ void CrossNetwork::Backward(std::span<const float> params, int64_t batch, const 
         d_x0[i] = (first ? 0.0f : d_x0[i]) + g[i] * a[i];
       }
     });
-    ColumnSums(team_, da, batch, w, grads.data() + layer.bias_offset);
+    const ColumnSumTasks d_bias(da, batch, w, grads.data() + layer.bias_offset);
     const float* x = l == 0 ? x0 : x_[l - 1].data();
     // The next g: dLoss/d x_l = g (residual) + the product term.
     const int next_buf = g_buf == 0 ? 1 : 0;
@@ -113,14 +113,22 @@ void CrossNetwork::Backward(std::span<const float> params, int64_t batch, const 
       const float* v = params.data() + layer.v_offset;
       const float* t = t_[l].data();
       float* dt = dt_.data();
-      Gemm(team_, true, false, r, w, batch, t, r, da, w, grads.data() + layer.u_offset, w);
-      Gemm(team_, false, true, batch, r, w, da, w, u, w, dt, r);
-      Gemm(team_, true, false, w, r, batch, x, w, dt, r, grads.data() + layer.v_offset, r);
-      Gemm(team_, false, true, batch, w, r, dt, r, v, r, dx, w);
+      // dU = t^T da, dt = da U^T and the bias sums read only da, t and U;
+      // then dV = x^T dt and dx = dt V^T read only dt, x and V.
+      const GemmTasks d_u(true, false, r, w, batch, t, r, da, w, grads.data() + layer.u_offset, w);
+      const GemmTasks d_t(false, true, batch, r, w, da, w, u, w, dt, r);
+      const TaskGroup first[] = {d_u.group(), d_t.group(), d_bias.group()};
+      ParallelForGroups(team_, first);
+      const GemmTasks d_v(true, false, w, r, batch, x, w, dt, r, grads.data() + layer.v_offset, r);
+      const GemmTasks d_x(false, true, batch, w, r, dt, r, v, r, dx, w);
+      const TaskGroup second[] = {d_v.group(), d_x.group()};
+      ParallelForGroups(team_, second);
     } else {
       const float* wm = params.data() + layer.v_offset;
-      Gemm(team_, true, false, w, w, batch, x, w, da, w, grads.data() + layer.v_offset, w);
-      Gemm(team_, false, true, batch, w, w, da, w, wm, w, dx, w);
+      const GemmTasks d_w(true, false, w, w, batch, x, w, da, w, grads.data() + layer.v_offset, w);
+      const GemmTasks d_x(false, true, batch, w, w, da, w, wm, w, dx, w);
+      const TaskGroup groups[] = {d_w.group(), d_x.group(), d_bias.group()};
+      ParallelForGroups(team_, groups);
     }
     const bool last = l == 0;
     ParallelRanges(team_, n, block, [&](int64_t begin, int64_t end) {

@@ -71,38 +71,53 @@ GemmBlocking GemmBlockingFor(int64_t m, int64_t n, int64_t k) {
   return g;
 }
 
-void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-          const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-          const GemmEpilogue& epilogue) {
+GemmTasks::GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                     int64_t ldc, const GemmEpilogue& epilogue)
+    : trans_a_(trans_a), trans_b_(trans_b), m_(m), n_(n), k_(k), a_(a), lda_(lda), b_(b),
+      ldb_(ldb), c_(c), ldc_(ldc), epilogue_(epilogue) {
   CHECK_GE(m, 0);
   CHECK_GE(n, 0);
   CHECK_GE(k, 0);
-  if (m == 0 || n == 0) return;
   const GemmBlocking g = GemmBlockingFor(m, n, k);
-  auto run_block = [&](int i) {
-    UseOneOpenMpThread();
-    const int64_t begin = i * g.block;
-    const int64_t len = std::min(g.block, (g.rows ? m : n) - begin);
-    const int64_t rows = g.rows ? len : m;
-    const int64_t cols = g.rows ? n : len;
-    // Row blocks take rows of op(A) and C; column blocks columns of op(B)
-    // and C. op(A) row r is A's row r, or column r when transposed.
-    const float* ab = g.rows ? a + (trans_a ? begin : begin * lda) : a;
-    const float* bb = g.rows ? b : b + (trans_b ? begin * ldb : begin);
-    float* cb = g.rows ? c + begin * ldc : c + begin;
-    if (k == 0) {
-      for (int64_t r = 0; r < rows; ++r) std::memset(cb + r * ldc, 0, sizeof(float) * cols);
-    } else {
-      CallBackend(trans_a, trans_b, rows, cols, k, ab, lda, bb, ldb, cb, ldc);
-    }
-    const float* bias =
-        epilogue.bias == nullptr ? nullptr : epilogue.bias + (g.rows ? 0 : begin);
-    ApplyEpilogue(epilogue, rows, cols, bias, cb, ldc);
-  };
-  if (team == nullptr) {
-    for (int i = 0; i < g.blocks; ++i) run_block(i);
+  rows_ = g.rows;
+  block_ = g.block;
+  blocks_ = m == 0 || n == 0 ? 0 : g.blocks;
+}
+
+void GemmTasks::Run(int i) const {
+  UseOneOpenMpThread();
+  const int64_t begin = i * block_;
+  const int64_t len = std::min(block_, (rows_ ? m_ : n_) - begin);
+  const int64_t rows = rows_ ? len : m_;
+  const int64_t cols = rows_ ? n_ : len;
+  // Row blocks take rows of op(A) and C; column blocks columns of op(B)
+  // and C. op(A) row r is A's row r, or column r when transposed.
+  const float* ab = rows_ ? a_ + (trans_a_ ? begin : begin * lda_) : a_;
+  const float* bb = rows_ ? b_ : b_ + (trans_b_ ? begin * ldb_ : begin);
+  float* cb = rows_ ? c_ + begin * ldc_ : c_ + begin;
+  if (k_ == 0) {
+    for (int64_t r = 0; r < rows; ++r) std::memset(cb + r * ldc_, 0, sizeof(float) * cols);
   } else {
-    team->ParallelFor(g.blocks, run_block);
+    CallBackend(trans_a_, trans_b_, rows, cols, k_, ab, lda_, bb, ldb_, cb, ldc_);
+  }
+  const float* bias =
+      epilogue_.bias == nullptr ? nullptr : epilogue_.bias + (rows_ ? 0 : begin);
+  ApplyEpilogue(epilogue_, rows, cols, bias, cb, ldc_);
+}
+
+TaskGroup GemmTasks::group() const {
+  return {blocks_, [](const void* t, int i) { static_cast<const GemmTasks*>(t)->Run(i); }, this};
+}
+
+void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+          const GemmEpilogue& epilogue) {
+  const GemmTasks tasks(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue);
+  if (team == nullptr) {
+    for (int i = 0; i < tasks.tasks(); ++i) tasks.Run(i);
+  } else {
+    team->ParallelFor(tasks.tasks(), [&](int i) { tasks.Run(i); });
   }
 }
 

@@ -51,6 +51,35 @@ void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, in
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
           const GemmEpilogue& epilogue = {});
 
+// One Gemm call cut into its blocks, to run with other independent work in
+// one fork-join (ParallelForGroups, thread_team.h): tasks() blocks, each of
+// Run(i)'s bits exactly those of the same block under Gemm. Holds the
+// pointers it was given (they must outlive it); the arguments' contract is
+// Gemm's. Immutable.
+class GemmTasks {
+ public:
+  GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+            int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+            const GemmEpilogue& epilogue = {});
+  int tasks() const { return blocks_; }
+  void Run(int block) const;
+  TaskGroup group() const;
+
+ private:
+  bool trans_a_, trans_b_;
+  int64_t m_, n_, k_;
+  const float* a_;
+  int64_t lda_;
+  const float* b_;
+  int64_t ldb_;
+  float* c_;
+  int64_t ldc_;
+  GemmEpilogue epilogue_;
+  bool rows_;
+  int64_t block_;
+  int blocks_;
+};
+
 // The backend alone, as one call with its own threading on `threads` threads
 // of its own (no blocks, no epilogue): the reference bench_dense measures the
 // blocked Gemm against. Not for the model (its bits may depend on threads).

@@ -151,9 +151,6 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
     }
     const float* x = l == 0 ? in : acts_[l - 1].data();
     const float* w = params.data() + layer.weight_offset;
-    Gemm(team_, true, false, layer.in, layer.out, batch, x, layer.in, dz, layer.out,
-         grads.data() + layer.weight_offset, layer.out);
-    ColumnSums(team_, dz, batch, layer.out, grads.data() + layer.bias_offset);
     float* dx = nullptr;
     if (l > 0) {
       const int dx_buf = dz_buf == 0 ? 1 : 0;  // dz_buf may be -1.
@@ -163,10 +160,15 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
     } else {
       dx = d_in;
     }
-    if (dx != nullptr) {
-      Gemm(team_, false, true, batch, layer.in, layer.out, dz, layer.out, w, layer.out, dx,
-           layer.in);
-    }
+    // dW = x^T dz, db = the column sums of dz and dx = dz W^T read only dz,
+    // x and W: one fork-join for the three.
+    const GemmTasks d_weights(true, false, layer.in, layer.out, batch, x, layer.in, dz, layer.out,
+                              grads.data() + layer.weight_offset, layer.out);
+    const GemmTasks d_in_tasks(false, true, dx != nullptr ? batch : 0, layer.in, layer.out, dz,
+                               layer.out, w, layer.out, dx, layer.in);
+    const ColumnSumTasks d_bias(dz, batch, layer.out, grads.data() + layer.bias_offset);
+    const TaskGroup groups[] = {d_weights.group(), d_in_tasks.group(), d_bias.group()};
+    ParallelForGroups(team_, groups);
   }
 }
 

@@ -138,4 +138,26 @@ void ParallelRanges(ThreadTeam* team, int64_t count, int64_t block,
   }
 }
 
+void ParallelForGroups(ThreadTeam* team, std::span<const TaskGroup> groups) {
+  int64_t total = 0;
+  for (const TaskGroup& g : groups) {
+    CHECK_GE(g.tasks, 0);
+    total += g.tasks;
+  }
+  auto run = [&](int index) {
+    for (const TaskGroup& g : groups) {
+      if (index < g.tasks) {
+        g.run(g.context, index);
+        return;
+      }
+      index -= g.tasks;
+    }
+  };
+  if (team == nullptr) {
+    for (int64_t i = 0; i < total; ++i) run(static_cast<int>(i));
+  } else {
+    team->ParallelFor(static_cast<int>(total), run);
+  }
+}
+
 }  // namespace lemrt::device

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -74,6 +75,29 @@ class ThreadTeam {
   std::condition_variable done_cv_;
   std::vector<std::thread> workers_;
 };
+
+// One loop of ParallelForGroups: run(context, 0) .. run(context, tasks - 1).
+// A plain function and a context pointer (not a FunctionRef), so a group can
+// be made ahead of the call and kept in an array; the context must outlive
+// the call. Tasks(n, fn) makes one from any callable.
+struct TaskGroup {
+  int tasks = 0;
+  void (*run)(const void* context, int task) = nullptr;
+  const void* context = nullptr;
+};
+
+template <typename Fn>
+TaskGroup Tasks(int tasks, const Fn& fn) {
+  return {tasks, [](const void* c, int i) { (*static_cast<const Fn*>(c))(i); }, &fn};
+}
+
+// Runs the tasks of several independent loops as one fork-join: every task of
+// every group exactly once, in one ParallelFor, claimed in the order given
+// (put the longest tasks first). One hand-off and one wait instead of one per
+// loop, and the threads balance over all of them. The groups must not write
+// what another group reads or writes. team: null runs them in order on the
+// calling thread.
+void ParallelForGroups(ThreadTeam* team, std::span<const TaskGroup> groups);
 
 // Runs fn(begin, end) for each of the ceil(count / block) ranges
 // [i * block, min((i + 1) * block, count)) of [0, count), on `team`, or on

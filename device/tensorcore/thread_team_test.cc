@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -68,6 +69,27 @@ TEST_P(ThreadTeamTest, ParallelRangesCoverTheCountInBlocks) {
       EXPECT_EQ(ranges.load(), (count + 15) / 16);
       for (int64_t i = 0; i < count; ++i) EXPECT_EQ(hits[i].load(), 1) << i;
     }
+  }
+}
+
+TEST_P(ThreadTeamTest, GroupsRunEachOfTheirTasksOnce) {
+  ThreadTeam team(GetParam());
+  for (ThreadTeam* t : {&team, static_cast<ThreadTeam*>(nullptr)}) {
+    // Groups of 3, 0, 1 and 5 tasks; each task records (group, index).
+    std::vector<int> sizes = {3, 0, 1, 5};
+    std::vector<std::vector<std::atomic<int>>> hits;
+    for (int n : sizes) hits.emplace_back(n);
+    std::vector<std::function<void(int)>> fns;
+    for (size_t g = 0; g < sizes.size(); ++g) {
+      fns.push_back([&hits, g](int i) { hits[g][i].fetch_add(1); });
+    }
+    std::vector<TaskGroup> groups;
+    for (size_t g = 0; g < sizes.size(); ++g) groups.push_back(Tasks(sizes[g], fns[g]));
+    ParallelForGroups(t, groups);
+    for (size_t g = 0; g < sizes.size(); ++g) {
+      for (int i = 0; i < sizes[g]; ++i) EXPECT_EQ(hits[g][i].load(), 1) << g << "," << i;
+    }
+    ParallelForGroups(t, {});  // no groups: nothing to run
   }
 }
 
