@@ -213,7 +213,8 @@ std::string StopSentence(const lemrt::summary::RunSummary& summary,
 // those of the other ranks on its node), fills the config's unset thread
 // fields from them (runtime/thread_plan.h) and logs the plan on rank 0.
 absl::StatusOr<lemrt::runtime::CoreShare> PlanRunThreads(lemrt::runtime::Communicator& world,
-                                                          lemrt::config::RunConfig* config) {
+                                                          lemrt::config::RunConfig* config,
+                                                          lemrt::runtime::ThreadPlan* plan_out) {
   MPI_Comm node = MPI_COMM_NULL;
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL,
                           &node) != MPI_SUCCESS) {
@@ -226,6 +227,7 @@ absl::StatusOr<lemrt::runtime::CoreShare> PlanRunThreads(lemrt::runtime::Communi
   if (!share.ok()) return share.status();
   const lemrt::runtime::ThreadPlan plan = lemrt::runtime::PlanThreads(*config, *share);
   lemrt::runtime::ApplyThreadPlan(plan, config);
+  *plan_out = plan;
   if (world.rank() == 0) {
     LOG(INFO) << lemrt::runtime::DescribeThreadPlan(plan, *share);
     const std::string advice = lemrt::runtime::LaunchAdvice(*share);
@@ -246,7 +248,8 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   absl::StatusOr<lemrt::config::RunConfig> config = LoadRunConfig(world_size);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, config.status()));
   if (FLAGS_dry_run) return DryRun(*config, sparse_comm);
-  absl::StatusOr<lemrt::runtime::CoreShare> share = PlanRunThreads(sparse_comm, &*config);
+  lemrt::runtime::ThreadPlan plan;
+  absl::StatusOr<lemrt::runtime::CoreShare> share = PlanRunThreads(sparse_comm, &*config, &plan);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, share.status()));
   absl::Status threads = absl::OkStatus();
   if (!config->sparse_core().disable_full_embedding_pipelining() &&
@@ -258,8 +261,12 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   }
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, threads));
   if (rank == 0) {  // one warning when the node's cores are oversubscribed
-    const std::string warning = lemrt::runtime::OversubscriptionWarning(
-        lemrt::runtime::ComputeThreadBudget(*config, share->local_ranks, share->node_cpus_used));
+    lemrt::runtime::ThreadBudget budget =
+        lemrt::runtime::ComputeThreadBudget(*config, share->local_ranks, share->node_cpus_used);
+    // The plan's own worker shares a core on purpose (thread_plan.h); the
+    // warning is about the threads the config asked for.
+    if (plan.chose_host_workers) budget.host_workers = 0;
+    const std::string warning = lemrt::runtime::OversubscriptionWarning(budget);
     if (!warning.empty()) LOG(WARNING) << warning;
   }
   // Every collective from here on is watched: one that waits too long

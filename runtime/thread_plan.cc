@@ -23,7 +23,10 @@ ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share) 
   // worker count or queue depth is kept as it is.
   p.chose_host_workers = !sc.has_maximum_parallel_iterations() && sc.host_worker_threads() == 0;
   p.maximum_parallel_iterations = sc.maximum_parallel_iterations();
-  if (p.chose_host_workers && spare < 1) p.maximum_parallel_iterations = 0;
+  // With a second core, one worker even when no core is spare: the
+  // TensorCore and the executor each wait for the other part of every step,
+  // and a worker fills those waits (docs/performance.md "Threads and cores").
+  if (p.chose_host_workers && p.cores < 2) p.maximum_parallel_iterations = 0;
   p.host_worker_threads =
       sc.host_worker_threads() > 0 ? sc.host_worker_threads() : std::max(1, spare);
   const int gemm = config.tensor_core().gemm_threads();

@@ -2,9 +2,11 @@
 // owns (runtime/core_share.h) wherever the config leaves them unset:
 //
 //   host workers (sparse_core.maximum_parallel_iterations unset and
-//     host_worker_threads 0): the cores left after those two threads, or
-//     none (host work runs on the SparseCore executor); with only
-//     host_worker_threads 0, that many workers at the configured depth;
+//     host_worker_threads 0): where the rank owns 2 cores or more, the cores
+//     left after the TensorCore thread and the executor, at least one (the
+//     stages' waits leave room for it); with one core none (host work runs
+//     inline); with only host_worker_threads 0, that many workers at the
+//     configured depth;
 //   the SparseCore executor thread (sparse_core.pipeline_without_threads
 //     unset, pipelining on): only where the rank owns two whole cores or
 //     more; with fewer the pipelined schedule runs on the TensorCore thread

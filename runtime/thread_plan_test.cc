@@ -82,7 +82,9 @@ TEST(ThreadPlanTest, OneRankOnTwoCoresPipelinesAndUsesBothForGemms) {
   EXPECT_TRUE(p.pipelining);
   EXPECT_TRUE(p.executor_thread);  // the second core overlaps the stages
   EXPECT_TRUE(p.chose_executor_thread);
-  EXPECT_EQ(p.maximum_parallel_iterations, 0);  // no core left for host workers
+  // No core is spare, but one worker fills the stages' waits.
+  EXPECT_EQ(p.maximum_parallel_iterations, 2);
+  EXPECT_EQ(p.host_worker_threads, 1);
   EXPECT_EQ(p.gemm_threads, 2);
   EXPECT_TRUE(p.chose_host_workers && p.chose_gemm_threads);
 }
