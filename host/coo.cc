@@ -124,31 +124,15 @@ CooBuilder::CooBuilder(CooOptions options) : options_(std::move(options)) {
     count_partitions_ &= shift[spec.table] < 0 || shift[spec.table] == spec.sc_shift;
     shift[spec.table] = spec.sc_shift;
   }
-  // A table of one feature has one run per segment, so its bits can be
-  // cleared right after that run: all such tables share the bitmap at word
-  // 0 (one table's bits in cache instead of every table's); a table of
-  // several features keeps its own until the segment's end.
-  std::vector<int> features_of(num_tables_, 0);
-  for (const FeatureSpec& spec : options_.features) ++features_of[spec.table];
-  int64_t words = 0, shared_words = 0;
-  for (int t = 0; t < num_tables_; ++t) {
-    if (features_of[t] == 1) shared_words = std::max(shared_words, (rows[t] + 63) / 64);
-  }
-  int64_t next_word = shared_words;
+  int64_t words = 0;
   bitmap_word_.assign(num_tables_, 0);
-  table_run_clears_.assign(num_tables_, 0);
   for (int t = 0; t < num_tables_; ++t) {
     count_partitions_ &= rows[t] <= kMaxCountedRowsPerTable;
-    words += (rows[t] + 63) / 64;  // the budget, as if none were shared
-    if (features_of[t] == 1) {
-      table_run_clears_[t] = 1;
-    } else {
-      bitmap_word_[t] = next_word;
-      next_word += (rows[t] + 63) / 64;
-    }
+    bitmap_word_[t] = words;
+    words += (rows[t] + 63) / 64;
   }
   count_partitions_ &= words * 64 <= kMaxCountedRowsPerBuilder;
-  if (count_partitions_) bitmaps_.assign(next_word, 0);
+  if (count_partitions_) bitmaps_.assign(words, 0);
 }
 
 absl::Status CooBuilder::Build(const Batch& batch, PartitionedCoo* out) {
@@ -450,14 +434,6 @@ int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Reco
   return o - out;
 }
 
-// Clears the bitmap words of records [begin, end): every bit set in them
-// came from these records' table in this segment.
-template <class Div, class Codec>
-void ClearBits(const Div& div, const Codec& codec, const typename Codec::Record* r, int64_t begin,
-               int64_t end, uint64_t* bitmap) {
-  for (int64_t i = begin; i < end; ++i) bitmap[div.Quotient(codec.Col(r[i])) >> 6] = 0;
-}
-
 // Pass 3: per segment in output order: records sorted by (group, col), then
 // each feature's run expanded (ExpandRun); partitions counted while the
 // segment is in cache, and the bitmaps cleared after it.
@@ -537,14 +513,15 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
         PartitionCount& c = counts[(int64_t{code.table} * S + s) * N + d];
         c.ids += static_cast<int32_t>(written);
         c.unique_ids += unique;
-        if (table_run_clears_[code.table]) ClearBits(div, codec, r, run.begin, run.end, bitmap);
       }
     }
     if (counts != nullptr) {
+      // Every bit set in these words came from this segment.
       for (const FeatureRun& run : runs_) {
-        const int32_t table = codes_[run.feature].table;
-        if (table_run_clears_[table]) continue;
-        ClearBits(div, codec, r, run.begin, run.end, bitmaps_.data() + bitmap_word_[table]);
+        uint64_t* const bitmap = bitmaps_.data() + bitmap_word_[codes_[run.feature].table];
+        for (int64_t i = run.begin; i < run.end; ++i) {
+          bitmap[div.Quotient(codec.Col(r[i])) >> 6] = 0;
+        }
       }
     }
   }

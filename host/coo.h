@@ -195,12 +195,8 @@ class CooBuilder {
   std::vector<int64_t> sample_ids_;  // ids per sample (limit check)
   std::vector<int64_t> sorted_;      // one group's ids (limit check)
   std::vector<FeatureRun> runs_;     // of one segment
-  std::vector<uint64_t> bitmaps_;    // count_partitions_: ceil(vocab / N) bits per bitmap
+  std::vector<uint64_t> bitmaps_;    // count_partitions_: per table, ceil(vocab / N) bits
   std::vector<int64_t> bitmap_word_;  // first word of each table's bitmap
-  // Per table: 1 when it has one feature: its bitmap is the shared one at
-  // word 0, cleared after the feature's run; 0: its own, cleared after the
-  // segment.
-  std::vector<char> table_run_clears_;
   // This batch's weights (ComputeWeightNorms): whether any feature has them
   // (then the records are WeightedCodec's), which do, and per weighted MEAN
   // or SQRTN feature its samples' norms at norms_[norm_begin_[f] + row]
