@@ -12,7 +12,7 @@
 #
 # Env: LEMRT_BUILD (default build), CONFIG (default examples/configs/
 # criteo_kaggle_shape.pbtxt, trained on a synthetic Criteo TSV), BATCH (global
-# batch, default 1024), STEPS (default 60), RANKS (default "1 2 4"), ROUNDS
+# batch, default 1024), STEPS (default 200), RANKS (default "1 2 4"), ROUNDS
 # (default 3), OUT (default out/thread_defaults).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -21,7 +21,7 @@ BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
 CONFIG="${CONFIG:-$LEMRT_ROOT/examples/configs/criteo_kaggle_shape.pbtxt}"
 [[ "$CONFIG" = /* ]] || CONFIG="$LEMRT_ROOT/$CONFIG"
 BATCH="${BATCH:-1024}"
-STEPS="${STEPS:-60}"
+STEPS="${STEPS:-200}"
 RANKS="${RANKS:-1 2 4}"
 ROUNDS="${ROUNDS:-3}"
 OUT="${OUT:-$LEMRT_ROOT/out/thread_defaults}"
