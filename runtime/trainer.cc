@@ -164,7 +164,7 @@ absl::StatusOr<int64_t> Trainer::Restore(const std::string& dir) {
 std::unique_ptr<StepPipeline> Trainer::NewPipeline() {
   PipelineOptions o;
   o.overlap = pipelining_;
-  o.threads = pipelining_ && !config_.sparse_core().pipeline_without_threads();
+  o.threads = executor_thread();
   o.warmup_steps = config_.sparse_core().pipeline_warmup_steps();
   o.end_step = config_.training().steps();
   StepStages stages;

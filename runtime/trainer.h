@@ -105,6 +105,10 @@ class Trainer {
   const SparseCoreStage& sparse() const { return *sparse_; }
   const TensorCoreStage& dense() const { return *dense_; }
   bool pipelining() const { return pipelining_; }
+  // With pipelining: the SparseCore stages run on their own executor thread.
+  bool executor_thread() const {
+    return pipelining_ && !config_.sparse_core().pipeline_without_threads();
+  }
   // Where components report counters and spans (runtime/run_recorder.h).
   RunRecorder& recorder() { return *recorder_; }
 

@@ -147,8 +147,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
       config_.sparse_core().maximum_parallel_iterations());
   s.mutable_threads()->set_host_worker_threads(host_worker_threads_);
   s.mutable_threads()->set_gemm_backend(device::GemmBackendName());
-  s.mutable_threads()->set_sparsecore_executor_thread(
-      pipelining_ && !config_.sparse_core().pipeline_without_threads());
+  s.mutable_threads()->set_sparsecore_executor_thread(executor_thread());
   s.set_wall_time_sec(slowest);
   auto* b = s.mutable_breakdown_ms();
   const double n = std::max<double>(1, steps_run);

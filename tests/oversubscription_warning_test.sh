@@ -33,5 +33,15 @@ run sequential "sparse_core { disable_full_embedding_pipelining: true maximum_pa
 if grep -q 'oversubscribed' "$work/sequential.log"; then
   echo "FAIL a sequential run warned"; grep '^W' "$work/sequential.log"; fails=1
 fi
+# The plan's own choices never warn: 1 rank on every CPU gets the executor
+# thread and, with 2 or more cores, a host worker sharing them on purpose.
+if ! timeout 120 mpirun --oversubscribe --bind-to none -np 1 "$LEMRT_BIN/lemrt_train" \
+     --config="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt" \
+     --override="training { steps: 2 eval_samples: 0 }" > "$work/planned.log" 2>&1; then
+  echo "FAIL run planned"; cat "$work/planned.log"; exit 1
+fi
+if grep -q 'oversubscribed' "$work/planned.log"; then
+  echo "FAIL the plan's own threads warned"; grep '^W' "$work/planned.log"; fails=1
+fi
 [ "$fails" = 0 ] && echo "PASS oversubscription warning"
 exit "$fails"

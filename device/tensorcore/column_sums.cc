@@ -17,7 +17,7 @@ int ColumnSumTasks::tasks() const {
   return static_cast<int>((width_ + kColumnsPerTask - 1) / kColumnsPerTask);
 }
 
-void ColumnSumTasks::Run(int block) const {
+void ColumnSumTasks::operator()(int block) const {
   const int64_t begin = block * kColumnsPerTask;
   const int64_t cols = std::min(width_, begin + kColumnsPerTask) - begin;
   float* __restrict sums = out_ + begin;
@@ -26,11 +26,6 @@ void ColumnSumTasks::Run(int block) const {
     const float* __restrict row = x_ + r * width_ + begin;
     for (int64_t j = 0; j < cols; ++j) sums[j] += row[j];
   }
-}
-
-TaskGroup ColumnSumTasks::group() const {
-  return {tasks(), [](const void* t, int i) { static_cast<const ColumnSumTasks*>(t)->Run(i); },
-          this};
 }
 
 void ColumnSums(ThreadTeam* team, const float* x, int64_t rows, int64_t width, float* out) {

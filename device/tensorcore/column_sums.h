@@ -23,8 +23,8 @@ class ColumnSumTasks {
  public:
   ColumnSumTasks(const float* x, int64_t rows, int64_t width, float* out);
   int tasks() const;
-  void Run(int block) const;
-  TaskGroup group() const;
+  void operator()(int block) const;
+  TaskGroup group() const { return Tasks(tasks(), *this); }
 
  private:
   const float* x_;

@@ -85,7 +85,7 @@ GemmTasks::GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
   blocks_ = m == 0 || n == 0 ? 0 : g.blocks;
 }
 
-void GemmTasks::Run(int i) const {
+void GemmTasks::operator()(int i) const {
   UseOneOpenMpThread();
   const int64_t begin = i * block_;
   const int64_t len = std::min(block_, (rows_ ? m_ : n_) - begin);
@@ -106,19 +106,12 @@ void GemmTasks::Run(int i) const {
   ApplyEpilogue(epilogue_, rows, cols, bias, cb, ldc_);
 }
 
-TaskGroup GemmTasks::group() const {
-  return {blocks_, [](const void* t, int i) { static_cast<const GemmTasks*>(t)->Run(i); }, this};
-}
-
 void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
           const GemmEpilogue& epilogue) {
   const GemmTasks tasks(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue);
-  if (team == nullptr) {
-    for (int i = 0; i < tasks.tasks(); ++i) tasks.Run(i);
-  } else {
-    team->ParallelFor(tasks.tasks(), [&](int i) { tasks.Run(i); });
-  }
+  const TaskGroup group = tasks.group();
+  ParallelForGroups(team, {&group, 1});
 }
 
 void BackendGemm(int threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,

@@ -52,8 +52,8 @@ void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, in
           const GemmEpilogue& epilogue = {});
 
 // One Gemm call cut into its blocks, to run with other independent work in
-// one fork-join (ParallelForGroups, thread_team.h): tasks() blocks, each of
-// Run(i)'s bits exactly those of the same block under Gemm. Holds the
+// one fork-join (ParallelForGroups, thread_team.h): tasks() blocks, block i
+// run by (*this)(i) with exactly the bits it has under Gemm. Holds the
 // pointers it was given (they must outlive it); the arguments' contract is
 // Gemm's. Immutable.
 class GemmTasks {
@@ -62,8 +62,8 @@ class GemmTasks {
             int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
             const GemmEpilogue& epilogue = {});
   int tasks() const { return blocks_; }
-  void Run(int block) const;
-  TaskGroup group() const;
+  void operator()(int block) const;
+  TaskGroup group() const { return Tasks(blocks_, *this); }
 
  private:
   bool trans_a_, trans_b_;

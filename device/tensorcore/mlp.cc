@@ -164,6 +164,7 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
     // x and W: one fork-join for the three.
     const GemmTasks d_weights(true, false, layer.in, layer.out, batch, x, layer.in, dz, layer.out,
                               grads.data() + layer.weight_offset, layer.out);
+    // (No dx wanted, as for the first layer without d_in: m = 0, no blocks.)
     const GemmTasks d_in_tasks(false, true, dx != nullptr ? batch : 0, layer.in, layer.out, dz,
                                layer.out, w, layer.out, dx, layer.in);
     const ColumnSumTasks d_bias(dz, batch, layer.out, grads.data() + layer.bias_offset);

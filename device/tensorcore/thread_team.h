@@ -79,7 +79,7 @@ class ThreadTeam {
 // One loop of ParallelForGroups: run(context, 0) .. run(context, tasks - 1).
 // A plain function and a context pointer (not a FunctionRef), so a group can
 // be made ahead of the call and kept in an array; the context must outlive
-// the call. Tasks(n, fn) makes one from any callable.
+// the call. Tasks(n, fn) makes one from any callable fn(int).
 struct TaskGroup {
   int tasks = 0;
   void (*run)(const void* context, int task) = nullptr;
