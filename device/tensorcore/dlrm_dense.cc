@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <cstring>
-
 #include "absl/strings/str_format.h"
 #include "device/tensorcore/dense_init.h"
 #include "device/tensorcore/gemm.h"
@@ -13,17 +11,8 @@
 namespace lemrt::device {
 namespace {
 
-// Samples per task of the per-sample passes (interaction, copies).
+// Samples per task of the interaction.
 constexpr int64_t kSamplesPerTask = 64;
-
-// Copies `width` floats of each row in [begin, end) from one row-major
-// buffer to another (a column block of a wider buffer on either side).
-void CopyColumns(const float* from, int64_t from_stride, float* to, int64_t to_stride,
-                 int64_t width, int64_t begin, int64_t end) {
-  for (int64_t r = begin; r < end; ++r) {
-    std::memcpy(to + r * to_stride, from + r * from_stride, sizeof(float) * width);
-  }
-}
 
 MlpShape BottomShape(const DlrmShape& shape, float dropout) {
   MlpShape mlp{.widths = {shape.num_dense}, .relu_last = true, .dropout = dropout};
@@ -83,6 +72,14 @@ DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dro
   top_offset_ = offset;
   params_.assign(static_cast<size_t>(top_offset_ + top_.num_params()), 0.0f);
   grads_.assign(params_.size(), 0.0f);
+  // Vector 0 (the bottom MLP's output) has rows of d floats; a projected
+  // feature's rows are in z_ / dz_, an unprojected one's in emb / d_emb.
+  z_stride_.push_back(d);
+  for (const Feature& feature : features_) {
+    z_stride_.push_back(feature.proj_offset >= 0 ? interaction_.input_width() : embedding_width_);
+  }
+  z_base_.resize(z_stride_.size());
+  dz_base_.resize(z_stride_.size());
   const size_t rows = static_cast<size_t>(max_batch);
   z_.resize(rows * interaction_.input_width());
   dz_.resize(z_.size());
@@ -128,7 +125,6 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
   CHECK_LE(batch, max_batch_);
   const int d = interaction_dim();
   const int64_t zw = interaction_.input_width();
-  const int64_t xw = interaction_.output_width();
 
   bottom_.Forward(bottom_params(), batch, dense, nullptr, dropout);
   // z_f = emb_f P_f, written into feature f's columns of z_.
@@ -138,15 +134,15 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
     Gemm(team_, false, false, batch, d, feature.dim, emb + feature.emb_offset, embedding_width_,
          params_.data() + feature.proj_offset, d, z_.data() + (f + 1) * d, zw);
   }
+  // The interaction reads z_0 and the unprojected features where they are.
+  z_base_[0] = bottom_.output();
+  for (size_t f = 0; f < features_.size(); ++f) {
+    const Feature& feature = features_[f];
+    z_base_[f + 1] = feature.proj_offset >= 0 ? z_.data() + (f + 1) * d : emb + feature.emb_offset;
+  }
+  const InteractionVectors<const float> z{z_base_.data(), z_stride_.data()};
   ParallelRanges(team_, batch, kSamplesPerTask, [&](int64_t begin, int64_t end) {
-    CopyColumns(bottom_.output(), d, z_.data(), zw, d, begin, end);
-    for (size_t f = 0; f < features_.size(); ++f) {
-      const Feature& feature = features_[f];
-      if (feature.proj_offset >= 0) continue;
-      CopyColumns(emb + feature.emb_offset, embedding_width_, z_.data() + (f + 1) * d, zw, d,
-                  begin, end);
-    }
-    interaction_.Forward(end - begin, z_.data() + begin * zw, x_.data() + begin * xw);
+    interaction_.Forward(begin, end, z, x_.data());
   });
   top_.Forward(top_params(), batch, x_.data(), nullptr, dropout);
 }
@@ -154,26 +150,27 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
 void DlrmDense::BackwardInteraction(int64_t batch, const float* emb, float* d_emb) {
   const int d = interaction_dim();
   const int64_t zw = interaction_.input_width();
-  const int64_t xw = interaction_.output_width();
+  // d z_0 goes to d_bottom_, an unprojected feature's straight to d_emb, a
+  // projected one's to dz_ (then through its projection below).
+  dz_base_[0] = d_bottom_.data();
+  for (size_t f = 0; f < features_.size(); ++f) {
+    const Feature& feature = features_[f];
+    dz_base_[f + 1] =
+        feature.proj_offset >= 0 ? dz_.data() + (f + 1) * d : d_emb + feature.emb_offset;
+  }
+  const InteractionVectors<const float> z{z_base_.data(), z_stride_.data()};
+  const InteractionVectors<float> dz{dz_base_.data(), z_stride_.data()};
   ParallelRanges(team_, batch, kSamplesPerTask, [&](int64_t begin, int64_t end) {
-    interaction_.Backward(end - begin, z_.data() + begin * zw, dx_.data() + begin * xw,
-                          dz_.data() + begin * zw);
-    CopyColumns(dz_.data(), zw, d_bottom_.data(), d, d, begin, end);
-    for (size_t f = 0; f < features_.size(); ++f) {
-      const Feature& feature = features_[f];
-      if (feature.proj_offset >= 0) continue;
-      CopyColumns(dz_.data() + (f + 1) * d, zw, d_emb + feature.emb_offset, embedding_width_, d,
-                  begin, end);
-    }
+    interaction_.Backward(begin, end, z, dx_.data(), dz);
   });
   for (size_t f = 0; f < features_.size(); ++f) {
     const Feature& feature = features_[f];
     if (feature.proj_offset < 0) continue;
-    const float* dz = dz_.data() + (f + 1) * d;
+    const float* dzf = dz_.data() + (f + 1) * d;
     // dP_f = emb_f^T dz_f and d emb_f = dz_f P_f^T.
     Gemm(team_, true, false, feature.dim, d, batch, emb + feature.emb_offset, embedding_width_,
-         dz, zw, grads_.data() + feature.proj_offset, d);
-    Gemm(team_, false, true, batch, feature.dim, d, dz, zw, params_.data() + feature.proj_offset,
+         dzf, zw, grads_.data() + feature.proj_offset, d);
+    Gemm(team_, false, true, batch, feature.dim, d, dzf, zw, params_.data() + feature.proj_offset,
          d, d_emb + feature.emb_offset, embedding_width_);
   }
 }

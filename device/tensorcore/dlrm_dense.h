@@ -118,8 +118,9 @@ class DlrmDense : public DenseModel {
   // Runs the model up to the logits (top_.output()); keeps what backward needs.
   // With `dropout` (training), the MLPs drop by its masks.
   void Forward(int64_t batch, const float* dense, const float* emb, const DropoutKey* dropout);
-  // Gradients of the interaction input (dz_) from dx_, of the embeddings
-  // and projections, and of the bottom MLP's output (d_bottom_).
+  // Gradients of the interaction input from dx_: of the embeddings (through
+  // the projections where there are), the projections, and the bottom MLP's
+  // output (d_bottom_).
   void BackwardInteraction(int64_t batch, const float* emb, float* d_emb);
 
   std::span<const float> bottom_params() const;
@@ -139,9 +140,14 @@ class DlrmDense : public DenseModel {
 
   std::vector<float> params_;
   std::vector<float> grads_;
+  // Where the interaction finds vector i of each sample (set per call) and
+  // its row stride; z_base_[0] = the bottom MLP's output.
+  std::vector<const float*> z_base_;
+  std::vector<float*> dz_base_;
+  std::vector<int64_t> z_stride_;
   // Scratch, all sized for max_batch samples.
-  std::vector<float> z_;         // Interaction input [batch x (F+1) x d].
-  std::vector<float> dz_;        // Its gradient.
+  std::vector<float> z_;         // Projected features' z_f, columns of [batch x (F+1) x d].
+  std::vector<float> dz_;        // Their gradients.
   std::vector<float> x_;         // Interaction output / top input.
   std::vector<float> dx_;        // Its gradient.
   std::vector<float> d_bottom_;  // dLoss/d z_0 [batch x d].

@@ -10,10 +10,19 @@
 
 namespace lemrt::device {
 
-// Input layout, row-major [batch x n x d] (sample-major):
-//
-//   sample b: | z_0 [d] | z_1 [d] | ... | z_F [d] |   at in + b * n * d
-//
+// Each sample's n vectors may lie anywhere: vector i of sample b starts at
+// base[i] + b * stride[i] (in floats), so the vectors are read where the
+// bottom MLP and the embedding lookup left them (no copy into one buffer),
+// and their gradients are written where the bottom MLP's backward and the
+// embedding gradient expect them. base and stride hold n entries each and
+// are caller-owned.
+template <typename T>
+struct InteractionVectors {
+  T* const* base = nullptr;
+  const int64_t* stride = nullptr;
+  T* Row(int64_t b, int i) const { return base[i] + b * stride[i]; }
+};
+
 // Output layout, row-major [batch x output_width()], per sample:
 //
 //   | z_0 [d] | <z_0,z_1> <z_0,z_2> ... <z_0,z_F> <z_1,z_2> ... <z_{F-1},z_F> |
@@ -31,15 +40,17 @@ class DotInteraction {
   int input_width() const { return num_vectors_ * dim_; }
   int output_width() const { return dim_ + num_pairs(); }
 
-  // out [batch x output_width] = interaction of in [batch x input_width].
-  // Buffers are caller-owned and must not overlap. batch >= 0.
-  void Forward(int64_t batch, const float* in, float* out) const;
+  // For samples b in [begin, end): row b of out [.. x output_width] = the
+  // interaction of sample b's vectors in `in`. out must not overlap them.
+  void Forward(int64_t begin, int64_t end, InteractionVectors<const float> in,
+               float* out) const;
 
-  // d_in [batch x input_width] = dLoss/d in, given the forward input `in` and
-  // d_out = dLoss/d out [batch x output_width]. Overwrites d_in, which must
-  // not overlap the other buffers.
-  void Backward(int64_t batch, const float* in, const float* d_out,
-                float* d_in) const;
+  // For samples b in [begin, end): sample b's vectors in d_in = dLoss/d z,
+  // given the forward input `in` and row b of d_out = dLoss/d out [.. x
+  // output_width]. Overwrites those vectors of d_in, which must not overlap
+  // the other buffers (nor each other).
+  void Backward(int64_t begin, int64_t end, InteractionVectors<const float> in,
+                const float* d_out, InteractionVectors<float> d_in) const;
 
  private:
   int num_vectors_;

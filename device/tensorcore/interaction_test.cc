@@ -15,6 +15,20 @@ using test_util::ExpectGradientMatches;
 using test_util::FloatSumErrorBound;
 using test_util::RandomVector;
 
+// The packed layout: sample b's vector i at data + (b * n + i) * d.
+template <typename T>
+class PackedVectors {
+ public:
+  PackedVectors(T* data, int n, int d) : stride_(n, int64_t{n} * d) {
+    for (int i = 0; i < n; ++i) base_.push_back(data + int64_t{i} * d);
+  }
+  InteractionVectors<T> get() const { return {base_.data(), stride_.data()}; }
+
+ private:
+  std::vector<T*> base_;
+  std::vector<int64_t> stride_;
+};
+
 std::vector<double> ReferenceForward(int n, int d, int64_t batch,
                                      const std::vector<float>& in) {
   std::vector<double> out;
@@ -76,12 +90,13 @@ class DotInteractionWidthTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(DotInteractionWidthTest, ForwardMatchesNaiveReference) {
   const int d = GetParam();
-  for (int n : {1, 2, 5}) {
+  // n = 9, 16, 17, 27: whole blocks of 8 pairs and a remainder.
+  for (int n : {1, 2, 5, 9, 16, 17, 27}) {
     const int64_t batch = 4;
     const DotInteraction interaction(n, d);
     const std::vector<float> in = RandomVector(batch * n * d, 7);
     std::vector<float> out(batch * interaction.output_width(), -9.0f);
-    interaction.Forward(batch, in.data(), out.data());
+    interaction.Forward(0, batch, PackedVectors<const float>(in.data(), n, d).get(), out.data());
     const std::vector<double> want = ReferenceForward(n, d, batch, in);
     ASSERT_EQ(want.size(), out.size());
     for (int64_t b = 0; b < batch; ++b) {
@@ -106,13 +121,14 @@ TEST_P(DotInteractionWidthTest, ForwardMatchesNaiveReference) {
 // bound of the kernel's float arithmetic: sound on every instruction set.
 TEST_P(DotInteractionWidthTest, BackwardMatchesDoubleReference) {
   const int d = GetParam();
-  for (int n : {1, 2, 4, 27}) {
+  for (int n : {1, 2, 4, 9, 27}) {
     const int64_t batch = 3;
     const DotInteraction interaction(n, d);
     const std::vector<float> in = RandomVector(batch * n * d, 10);
     const std::vector<float> g = RandomVector(batch * interaction.output_width(), 11);
     std::vector<float> d_in(in.size(), 55.0f);  // Must be overwritten.
-    interaction.Backward(batch, in.data(), g.data(), d_in.data());
+    interaction.Backward(0, batch, PackedVectors<const float>(in.data(), n, d).get(), g.data(),
+                         PackedVectors<float>(d_in.data(), n, d).get());
     std::vector<double> want, abs_terms;
     ReferenceBackward(n, d, batch, in, g, &want, &abs_terms);
     int failures = 0;
@@ -144,7 +160,8 @@ TEST_P(DotInteractionWidthTest, BackwardMatchesFiniteDifferences) {
         return sum;
       };
       std::vector<float> d_in(in.size(), 77.0f);  // Must be overwritten.
-      interaction.Backward(batch, in.data(), c.data(), d_in.data());
+      interaction.Backward(0, batch, PackedVectors<const float>(in.data(), n, d).get(), c.data(),
+                           PackedVectors<float>(d_in.data(), n, d).get());
       ExpectGradientMatches(
           in, d_in, loss,
           "d_in n=" + std::to_string(n) + " batch=" + std::to_string(batch));
@@ -157,8 +174,70 @@ INSTANTIATE_TEST_SUITE_P(Widths, DotInteractionWidthTest,
 
 TEST(DotInteractionTest, EmptyBatch) {
   const DotInteraction interaction(3, 2);
-  interaction.Forward(0, nullptr, nullptr);
-  interaction.Backward(0, nullptr, nullptr, nullptr);
+  interaction.Forward(0, 0, {}, nullptr);
+  interaction.Backward(5, 5, {}, nullptr, {});
+}
+
+// Vectors in buffers of their own (vector 0 in a [batch x d] buffer, the
+// others as columns of a wider buffer, as DlrmDense passes the bottom MLP's
+// output and the embeddings) give the packed layout's bits, sample by
+// sample, and a range [begin, end) touches only its samples' rows.
+TEST_P(DotInteractionWidthTest, StridedVectorsMatchPacked) {
+  const int d = GetParam();
+  const int n = 11;
+  const int64_t batch = 5, begin = 1, end = 4;
+  const int64_t wide = int64_t{n - 1} * d + 3;  // padding after the columns
+  const DotInteraction interaction(n, d);
+  const std::vector<float> packed = RandomVector(batch * n * d, 12);
+  const std::vector<float> g = RandomVector(batch * interaction.output_width(), 13);
+  std::vector<float> first(batch * d), rest(batch * wide, 0.0f);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int k = 0; k < d; ++k) first[b * d + k] = packed[b * n * d + k];
+    for (int64_t k = 0; k < int64_t{n - 1} * d; ++k) rest[b * wide + k] = packed[b * n * d + d + k];
+  }
+  std::vector<const float*> base = {first.data()};
+  std::vector<int64_t> stride = {d};
+  for (int i = 1; i < n; ++i) {
+    base.push_back(rest.data() + int64_t{i - 1} * d);
+    stride.push_back(wide);
+  }
+  const InteractionVectors<const float> strided{base.data(), stride.data()};
+  const PackedVectors<const float> packed_in(packed.data(), n, d);
+
+  std::vector<float> out_packed(batch * interaction.output_width(), 0.0f);
+  std::vector<float> out_strided(out_packed.size(), -7.0f);
+  interaction.Forward(0, batch, packed_in.get(), out_packed.data());
+  interaction.Forward(begin, end, strided, out_strided.data());
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int o = 0; o < interaction.output_width(); ++o) {
+      const size_t k = b * interaction.output_width() + o;
+      if (b >= begin && b < end) {
+        ASSERT_EQ(out_strided[k], out_packed[k]) << "sample " << b << " output " << o;
+      } else {
+        ASSERT_EQ(out_strided[k], -7.0f) << "sample " << b << " outside the range was written";
+      }
+    }
+  }
+
+  std::vector<float> d_packed(packed.size(), 0.0f);
+  std::vector<float> d_first(first.size(), -7.0f), d_rest(rest.size(), -7.0f);
+  std::vector<float*> d_base = {d_first.data()};
+  for (int i = 1; i < n; ++i) d_base.push_back(d_rest.data() + int64_t{i - 1} * d);
+  interaction.Backward(0, batch, packed_in.get(), g.data(),
+                       PackedVectors<float>(d_packed.data(), n, d).get());
+  interaction.Backward(begin, end, strided, g.data(), {d_base.data(), stride.data()});
+  for (int64_t b = 0; b < batch; ++b) {
+    const bool in_range = b >= begin && b < end;
+    for (int k = 0; k < d; ++k) {
+      ASSERT_EQ(d_first[b * d + k], in_range ? d_packed[b * n * d + k] : -7.0f)
+          << "sample " << b << " d z_0[" << k << "]";
+    }
+    for (int64_t k = 0; k < wide; ++k) {
+      const bool column = k < int64_t{n - 1} * d;
+      ASSERT_EQ(d_rest[b * wide + k], in_range && column ? d_packed[b * n * d + d + k] : -7.0f)
+          << "sample " << b << " column " << k;
+    }
+  }
 }
 
 }  // namespace
