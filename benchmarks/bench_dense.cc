@@ -10,13 +10,17 @@
 //   model: one training step of the dense model on a ThreadTeam of T threads
 //          (blocked GEMMs, fused bias + ReLU, interaction or cross layers'
 //          elementwise terms, losses, copies);
-//   ref:   the same step's GEMMs only (per layer Y = X W, dW = X^T dY and,
-//          where the model needs it, dX = dY W^T; the same for each feature
-//          projection and each cross layer's V_l, U_l or W_l), each as one
-//          call of the backend with its own threading on T threads
-//          (device::BackendGemm).
-// Both use the GEMMs' FLOP count, so of_ref = ref time / model time: the
-// share of the backend's GEMM speed the whole step reaches (target >= 0.85).
+//   ref:   the same step's matrix products only, each as one call of the
+//          backend with its own threading on T threads: the GEMMs (per
+//          layer Y = X W, dW = X^T dY and, where the model needs it, dX =
+//          dY W^T; the same for each feature projection and each cross
+//          layer's V_l, U_l or W_l; device::BackendGemm) and, for the dot
+//          interaction, its batched products as the reference DLRM forms
+//          them (torch.bmm): G = Z Z^T per sample forward and dZ = S Z
+//          backward (S: the [n x n] symmetric matrix of the pair
+//          gradients), on oneDNN's batched matmul (BatchedInteraction).
+// Both use the products' FLOP count, so of_ref = ref time / model time: the
+// share of the backend's speed the whole step reaches (target >= 0.85).
 // The two alternate in rounds (wall time; T > 1 needs it), and the counters
 // are medians over the rounds (of_ref_min / of_ref_max: the range).
 //
@@ -30,7 +34,10 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "benchmark/benchmark.h"
+#include "oneapi/dnnl/dnnl.hpp"
 #include "device/tensorcore/dense_model.h"
 #include "device/tensorcore/gemm.h"
 #include "device/tensorcore/thread_team.h"
@@ -103,6 +110,46 @@ double Flops(const std::vector<GemmCall>& calls) {
   return f;
 }
 
+// The dot interaction's products on oneDNN's batched matmul, as the
+// reference DLRM forms them: forward G [n x n] = Z Z^T, backward dZ [n x d]
+// = S Z, per sample (Z: the sample's n vectors of width d, packed).
+class BatchedInteraction {
+ public:
+  BatchedInteraction(int64_t batch, int64_t n, int64_t d)
+      : batch_(batch), n_(n), d_(d), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_),
+        z_(batch * n * d, 0.01f), g_(batch * n * n, 0.02f), dz_(batch * n * d) {
+    using dnnl::memory;
+    const memory::desc z({batch, n, d}, memory::data_type::f32, memory::dims{n * d, d, 1});
+    const memory::desc zt({batch, d, n}, memory::data_type::f32, memory::dims{n * d, 1, d});
+    const memory::desc g({batch, n, n}, memory::data_type::f32, memory::dims{n * n, n, 1});
+    forward_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(z, zt, g), engine_));
+    backward_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(g, z, z), engine_));
+    z_mem_ = memory(z, engine_, z_.data());
+    zt_mem_ = memory(zt, engine_, z_.data());
+    g_mem_ = memory(g, engine_, g_.data());
+    dz_mem_ = memory(z, engine_, dz_.data());
+  }
+
+  double Flops() const { return 2.0 * 2.0 * batch_ * n_ * n_ * d_; }
+
+  void Run(int threads) {
+    omp_set_num_threads(threads);
+    forward_.execute(stream_, {{DNNL_ARG_SRC, z_mem_}, {DNNL_ARG_WEIGHTS, zt_mem_},
+                               {DNNL_ARG_DST, g_mem_}});
+    backward_.execute(stream_, {{DNNL_ARG_SRC, g_mem_}, {DNNL_ARG_WEIGHTS, z_mem_},
+                                {DNNL_ARG_DST, dz_mem_}});
+    stream_.wait();
+  }
+
+ private:
+  int64_t batch_, n_, d_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  dnnl::matmul forward_, backward_;
+  std::vector<float> z_, g_, dz_;
+  dnnl::memory z_mem_, zt_mem_, g_mem_, dz_mem_;
+};
+
 template <typename Fn>
 double WallSecondsPerCall(int reps, Fn&& fn) {
   const Clock::time_point t0 = Clock::now();
@@ -138,12 +185,18 @@ void BM_DenseStep(benchmark::State& state, DenseModelSpec spec, int64_t batch, i
     bufs.push_back({std::vector<float>(c.m * c.k, 0.01f), std::vector<float>(c.k * c.n, 0.02f),
                     std::vector<float>(c.m * c.n)});
   }
+  std::unique_ptr<BatchedInteraction> interaction;
+  if (spec.interaction == Interaction::kDot) {
+    interaction = std::make_unique<BatchedInteraction>(
+        batch, static_cast<int64_t>(spec.shape.feature_dims.size()) + 1, spec.shape.bottom.back());
+  }
   auto reference = [&] {
     for (size_t i = 0; i < calls.size(); ++i) {
       const GemmCall& c = calls[i];
       BackendGemm(threads, c.ta, c.tb, c.m, c.n, c.k, bufs[i].a.data(), c.ta ? c.m : c.k,
                   bufs[i].b.data(), c.tb ? c.k : c.n, bufs[i].c.data(), c.n);
     }
+    if (interaction) interaction->Run(threads);
     benchmark::ClobberMemory();
   };
 
@@ -159,7 +212,7 @@ void BM_DenseStep(benchmark::State& state, DenseModelSpec spec, int64_t batch, i
     ref_s.push_back(WallSecondsPerCall(reps, reference));
     ratio.push_back(ref_s.back() / model_s.back());
   }
-  const double flops = Flops(calls);
+  const double flops = Flops(calls) + (interaction ? interaction->Flops() : 0.0);
   state.counters["threads"] = threads;
   state.counters["step_ms"] = Median(model_s) * 1e3;
   state.counters["GFLOPs"] = flops / Median(model_s) * 1e-9;
