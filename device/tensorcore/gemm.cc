@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "device/tensorcore/lanes.h"
 #include "glog/logging.h"
 #include "oneapi/dnnl/dnnl.h"
 
@@ -41,14 +42,24 @@ void CallBackend(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
 void ApplyEpilogue(const GemmEpilogue& e, int64_t rows, int64_t cols, const float* bias,
                    float* c, int64_t ldc) {
   if (bias == nullptr && !e.relu) return;
+  // c = c + bias, then c > 0 ? c : 0 (NaN and -0 become +0), elementwise:
+  // 8 columns at a time, the rest one by one.
+  using V = lanes::Lanes<8>;
+  const V zero = {};
   for (int64_t r = 0; r < rows; ++r) {
-    float* __restrict row = c + r * ldc;
-    if (bias != nullptr) {
-      const float* __restrict bb = bias;
-      for (int64_t j = 0; j < cols; ++j) row[j] += bb[j];
+    float* row = c + r * ldc;
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8) {
+      V v = lanes::Load<8>(row + j);
+      if (bias != nullptr) v += lanes::Load<8>(bias + j);
+      if (e.relu) v = v > zero ? v : zero;
+      lanes::Store<8>(row + j, v);
     }
-    if (e.relu) {
-      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+    for (; j < cols; ++j) {
+      float v = row[j];
+      if (bias != nullptr) v += bias[j];
+      if (e.relu) v = v > 0.0f ? v : 0.0f;
+      row[j] = v;
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "Eigen/Core"
+#include "device/tensorcore/lanes.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
@@ -23,45 +24,15 @@ namespace {
 // accumulates each gradient row in registers. Other widths take the plain
 // Eigen loops below. The order of every sum is fixed by the code, so the
 // bits depend on the inputs only (not on the batch's split into tasks).
-// The vectors never cross a non-inlined call's ABI boundary in a way that
-// matters (file-local functions), so GCC's note on passing 32-byte vectors
-// without AVX is moot.
-#pragma GCC diagnostic ignored "-Wpsabi"
-template <int L>
-struct LaneVector;
-template <>
-struct LaneVector<8> {
-  typedef float type __attribute__((vector_size(32)));
-};
-template <>
-struct LaneVector<16> {
-  typedef float type __attribute__((vector_size(64)));
-};
-template <int L>
-using Lanes = typename LaneVector<L>::type;
+using lanes::kWideLanes;
+using lanes::Lanes;
+using lanes::Load;
+using lanes::Store;
 using V8 = Lanes<8>;
-
-#if defined(__AVX512F__)
-constexpr int kWideLanes = 16;
-#else
-constexpr int kWideLanes = 8;
-#endif
 
 template <int D>
 constexpr int LanesFor() {
   return D % kWideLanes == 0 ? kWideLanes : 8;
-}
-
-template <int L>
-Lanes<L> Load(const float* p) {
-  Lanes<L> v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-template <int L>
-void Store(float* p, Lanes<L> v) {
-  std::memcpy(p, &v, sizeof(v));
 }
 
 // The 8 lanes of v: v itself, or the sum of a 16-lane vector's halves.
