@@ -36,8 +36,8 @@ constexpr int LanesFor() {
 }
 
 // The 8 lanes of v: v itself, or the sum of a 16-lane vector's halves.
-inline V8 Fold(V8 v) { return v; }
-inline V8 Fold(Lanes<16> v) {
+inline V8 Fold(const V8& v) { return v; }
+inline V8 Fold(const Lanes<16>& v) {
   return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
          __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
 }
@@ -45,11 +45,11 @@ inline V8 Fold(Lanes<16> v) {
 // {sum of a[0]'s lanes, ..., sum of a[7]'s lanes}: three rounds of adding
 // lanes pairwise, each round halving the lanes per input.
 inline V8 SumLanes(const V8 (&a)[8]) {
-  auto halves = [](V8 x, V8 y) {  // x0+x1, y0+y1, x2+x3, y2+y3, ...
+  auto halves = [](const V8& x, const V8& y) {  // x0+x1, y0+y1, x2+x3, y2+y3, ...
     return __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14) +
            __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15);
   };
-  auto quarters = [](V8 x, V8 y) {
+  auto quarters = [](const V8& x, const V8& y) {
     return __builtin_shufflevector(x, y, 0, 1, 8, 9, 4, 5, 12, 13) +
            __builtin_shufflevector(x, y, 2, 3, 10, 11, 6, 7, 14, 15);
   };

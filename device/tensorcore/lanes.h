@@ -9,9 +9,9 @@
 
 #include <cstring>
 
-// The vectors only pass between file-local functions of the files that
-// include this header, so GCC's note on passing 32-byte vectors by value
-// without AVX (an ABI change) is moot for them.
+// The vectors pass only between the inlined, file-local functions of the
+// files that include this header, so GCC's warning that returning or passing
+// them without AVX changes the ABI is moot there.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace lemrt::device::lanes {
@@ -43,7 +43,7 @@ inline Lanes<L> Load(const float* p) {
 }
 
 template <int L>
-inline void Store(float* p, Lanes<L> v) {
+inline void Store(float* p, const Lanes<L>& v) {
   std::memcpy(p, &v, sizeof(v));
 }
 
