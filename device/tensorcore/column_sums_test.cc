@@ -1,22 +1,16 @@
 #include "device/tensorcore/column_sums.h"
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "device/tensorcore/gradient_check_test_util.h"
 #include "gtest/gtest.h"
 
 namespace lemrt::device {
 namespace {
 
-std::vector<float> Random(int64_t size, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(size));
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using test_util::RandomVector;
 
 // The contract, as a plain loop: each column summed in float, rows in order.
 std::vector<float> Plain(const std::vector<float>& x, int64_t rows, int64_t width) {
@@ -34,7 +28,7 @@ TEST(ColumnSumsTest, BitsOfThePlainLoopInRowOrder) {
   ThreadTeam team(3);
   for (int64_t width : {1, 7, 8, 9, 16, 23, 64, 65, 130, 200}) {
     for (int64_t rows : {0, 1, 5, 300}) {
-      const std::vector<float> x = Random(rows * width, static_cast<uint32_t>(width * 1000 + rows));
+      const std::vector<float> x = RandomVector(rows * width, static_cast<uint32_t>(width * 1000 + rows));
       const std::vector<float> want = Plain(x, rows, width);
       for (ThreadTeam* t : {static_cast<ThreadTeam*>(nullptr), &team}) {
         std::vector<float> out(static_cast<size_t>(width) + 1, -9.0f);
