@@ -39,26 +39,38 @@ void CallBackend(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
                              << " lda=" << lda << " ldb=" << ldb << " ldc=" << ldc;
 }
 
+// The epilogue on a block of C [rows x cols] (bias and relu_output already
+// offset to the block).
 void ApplyEpilogue(const GemmEpilogue& e, int64_t rows, int64_t cols, const float* bias,
-                   float* c, int64_t ldc) {
-  if (bias == nullptr && !e.relu) return;
-  // c = c + bias, then c > 0 ? c : 0 (NaN and -0 become +0), elementwise:
-  // 8 columns at a time, the rest one by one.
+                   const float* relu_output, float* c, int64_t ldc) {
+  if (bias == nullptr && !e.relu && relu_output == nullptr) return;
+  // Element-wise, 8 columns at a time, the rest one by one: c = c + bias,
+  // then c > 0 ? c : 0 (NaN and -0 become +0), then y > 0 ? c * scale : 0.
   using V = lanes::Lanes<8>;
   const V zero = {};
+  const bool scaled = e.relu_scale != 1.0f;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = c + r * ldc;
+    const float* y = relu_output == nullptr ? nullptr : relu_output + r * e.relu_output_ld;
     int64_t j = 0;
     for (; j + 8 <= cols; j += 8) {
       V v = lanes::Load<8>(row + j);
       if (bias != nullptr) v += lanes::Load<8>(bias + j);
       if (e.relu) v = v > zero ? v : zero;
+      if (y != nullptr) {
+        if (scaled) v *= e.relu_scale;
+        v = lanes::Load<8>(y + j) > zero ? v : zero;
+      }
       lanes::Store<8>(row + j, v);
     }
     for (; j < cols; ++j) {
       float v = row[j];
       if (bias != nullptr) v += bias[j];
       if (e.relu) v = v > 0.0f ? v : 0.0f;
+      if (y != nullptr) {
+        if (scaled) v *= e.relu_scale;
+        v = y[j] > 0.0f ? v : 0.0f;
+      }
       row[j] = v;
     }
   }
@@ -114,7 +126,11 @@ void GemmTasks::operator()(int i) const {
   }
   const float* bias =
       epilogue_.bias == nullptr ? nullptr : epilogue_.bias + (rows_ ? 0 : begin);
-  ApplyEpilogue(epilogue_, rows, cols, bias, cb, ldc_);
+  const float* relu_output = epilogue_.relu_output;
+  if (relu_output != nullptr) {
+    relu_output += rows_ ? begin * epilogue_.relu_output_ld : begin;
+  }
+  ApplyEpilogue(epilogue_, rows, cols, bias, relu_output, cb, ldc_);
 }
 
 void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,

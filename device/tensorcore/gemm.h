@@ -29,6 +29,13 @@ struct GemmEpilogue {
   const float* bias = nullptr;
   // Then C = max(C, 0).
   bool relu = false;
+  // Then, the backward of a ReLU whose output was `relu_output` [m x n]
+  // (row stride relu_output_ld): C = relu_output > 0 ? C * relu_scale : 0,
+  // the multiplication only where relu_scale != 1 (inverted dropout after
+  // the ReLU). Null: none.
+  const float* relu_output = nullptr;
+  int64_t relu_output_ld = 0;
+  float relu_scale = 1.0f;
 };
 
 // Row-major, single precision:

@@ -36,6 +36,7 @@ std::string Name(const Case& c) {
 struct Operands {
   int64_t lda, ldb, ldc;
   std::vector<float> a, b, bias;
+  std::vector<float> relu_output;  // [m x ldc], about half of it <= 0
 };
 
 Operands Make(const Case& c, uint32_t seed) {
@@ -46,10 +47,12 @@ Operands Make(const Case& c, uint32_t seed) {
   o.a = Random((c.ta ? c.k : c.m) * o.lda, seed);
   o.b = Random((c.tb ? c.n : c.k) * o.ldb, seed + 1);
   o.bias = Random(c.n, seed + 2);
+  o.relu_output = Random(c.m * o.ldc, seed + 3);
   return o;
 }
 
-// C[i][j] = sum_p op(A)[i][p] op(B)[p][j] (+ bias, ReLU), in double.
+// C[i][j] = sum_p op(A)[i][p] op(B)[p][j] (+ bias, ReLU, ReLU backward), in
+// double.
 std::vector<double> Naive(const Case& c, const Operands& o, const GemmEpilogue& e) {
   std::vector<double> out(static_cast<size_t>(c.m * c.n));
   for (int64_t i = 0; i < c.m; ++i) {
@@ -62,6 +65,9 @@ std::vector<double> Naive(const Case& c, const Operands& o, const GemmEpilogue& 
       }
       if (e.bias != nullptr) s += e.bias[j];
       if (e.relu) s = std::max(s, 0.0);
+      if (e.relu_output != nullptr) {
+        s = e.relu_output[i * e.relu_output_ld + j] > 0.0f ? s * e.relu_scale : 0.0;
+      }
       out[i * c.n + j] = s;
     }
   }
@@ -85,10 +91,16 @@ TEST(GemmTest, MatchesNaiveProductWithEpilogue) {
   ThreadTeam team(3);
   for (const Case& c : Cases()) {
     const Operands o = Make(c, 7);
-    for (int variant = 0; variant < 3; ++variant) {
+    // None; bias; bias + ReLU; ReLU backward; ReLU backward with a scale.
+    for (int variant = 0; variant < 5; ++variant) {
       GemmEpilogue e;
-      if (variant >= 1) e.bias = o.bias.data();
+      if (variant == 1 || variant == 2) e.bias = o.bias.data();
       e.relu = variant == 2;
+      if (variant >= 3) {
+        e.relu_output = o.relu_output.data();
+        e.relu_output_ld = o.ldc;
+        e.relu_scale = variant == 4 ? 2.5f : 1.0f;
+      }
       std::vector<float> out(static_cast<size_t>(c.m * o.ldc), -9.0f);
       Gemm(&team, c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb, out.data(),
            o.ldc, e);

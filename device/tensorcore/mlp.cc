@@ -123,22 +123,26 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
   CHECK_EQ(static_cast<int64_t>(grads.size()), num_params_);
   CHECK_GE(batch, 0);
   CHECK_LE(batch, max_batch_);
-  // dy: dLoss/d (post-activation output of layer l). It is either the
-  // caller's d_out (dy_buf = -1) or delta_[dy_buf]. The ReLU writes dz to the
-  // other delta buffer (never in place, so its loop can be vectorised), and
-  // dx goes to whichever buffer dz does not occupy.
+  // dy: dLoss/d (post-activation output of layer l), or, when dy_is_dz,
+  // already dLoss/d (pre-activation): the GEMM that wrote dx of layer l + 1
+  // applied layer l's ReLU backward in its epilogue. dy is either the
+  // caller's d_out (dy_buf = -1) or delta_[dy_buf]. Only the caller's d_out
+  // needs a ReLU pass of its own: it writes dz to the other delta buffer
+  // (never in place, so its loop can be vectorised), and dx goes to
+  // whichever buffer dz does not occupy.
   const float* dy = d_out;
   int dy_buf = -1;
+  bool dy_is_dz = false;
   for (int l = num_layers() - 1; l >= 0; --l) {
     const Layer& layer = layers_[l];
     const float* dz = dy;
     int dz_buf = dy_buf;
-    if (HasRelu(l)) {
+    if (HasRelu(l) && !dy_is_dz) {
       dz_buf = dy_buf == 0 ? 1 : 0;
       float* out = delta_[dz_buf].data();
       const float* y = acts_[l].data();
       const bool dropped = dropped_ && HasDropout(l);
-      const float scale = dropped ? 1.0f / (1.0f - dropout_) : 1.0f;
+      const float scale = ReluGradientScale(l);
       ParallelRanges(team_, batch, kRowsPerTask, [&](int64_t begin, int64_t end) {
         const int64_t at = begin * layer.out;
         if (dropped) {
@@ -152,11 +156,18 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
     const float* x = l == 0 ? in : acts_[l - 1].data();
     const float* w = params.data() + layer.weight_offset;
     float* dx = nullptr;
+    GemmEpilogue dx_epilogue;
     if (l > 0) {
       const int dx_buf = dz_buf == 0 ? 1 : 0;  // dz_buf may be -1.
       dx = delta_[dx_buf].data();
       dy = dx;
       dy_buf = dx_buf;
+      dy_is_dz = HasRelu(l - 1);
+      if (dy_is_dz) {
+        dx_epilogue = {.relu_output = acts_[l - 1].data(),
+                       .relu_output_ld = layers_[l - 1].out,
+                       .relu_scale = ReluGradientScale(l - 1)};
+      }
     } else {
       dx = d_in;
     }
@@ -166,11 +177,15 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
                               grads.data() + layer.weight_offset, layer.out);
     // (No dx wanted, as for the first layer without d_in: m = 0, no blocks.)
     const GemmTasks d_in_tasks(false, true, dx != nullptr ? batch : 0, layer.in, layer.out, dz,
-                               layer.out, w, layer.out, dx, layer.in);
+                               layer.out, w, layer.out, dx, layer.in, dx_epilogue);
     const ColumnSumTasks d_bias(dz, batch, layer.out, grads.data() + layer.bias_offset);
     const TaskGroup groups[] = {d_weights.group(), d_in_tasks.group(), d_bias.group()};
     ParallelForGroups(team_, groups);
   }
+}
+
+float Mlp::ReluGradientScale(int l) const {
+  return dropped_ && HasDropout(l) ? 1.0f / (1.0f - dropout_) : 1.0f;
 }
 
 }  // namespace lemrt::device

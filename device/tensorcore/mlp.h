@@ -92,6 +92,10 @@ class Mlp {
  private:
   bool HasRelu(int l) const { return l + 1 < num_layers() || relu_last_; }
   bool HasDropout(int l) const { return l + 1 < num_layers() && dropout_ > 0.0f; }
+  // What the gradient through layer l's ReLU is multiplied by where the
+  // unit was active: inverted dropout's 1 / (1 - p) when the last Forward
+  // dropped its output, else 1.
+  float ReluGradientScale(int l) const;
 
   std::vector<Layer> layers_;
   ThreadTeam* team_;
