@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
 #include "absl/strings/str_format.h"
@@ -23,8 +22,6 @@ using coo_internal::WideCodec;
 constexpr int64_t kMaxCountedRowsPerBuilder = int64_t{1} << 29;
 // The farthest a record moves by insertion (SortSegment).
 constexpr int64_t kInsertionSortMax = 32;
-// How many pieces ahead Expand requests the pieces it gathers.
-constexpr int64_t kGatherAhead = 4;
 
 int BitWidth(int64_t x) { return x <= 0 ? 0 : std::bit_width(static_cast<uint64_t>(x)); }
 
@@ -116,7 +113,6 @@ CooBuilder::CooBuilder(CooOptions options) : options_(std::move(options)) {
   col_bits_ = BitWidth(max_vocab - 1);
   feature_bits_ = BitWidth(static_cast<int64_t>(codes_.size()) - 1);
   ids_below_2_52_ = max_vocab <= (int64_t{1} << 52);
-  chunk_ids_ = options_.chunk_ids > 0 ? std::min(options_.chunk_ids, kMaxChunkIds) : kDefaultChunkIds;
 
   // A table's bitmap holds bit col / N of its ids in one segment: distinct
   // ids there share col % N when its features agree on the table's rotation.
@@ -153,30 +149,34 @@ template <class Div>
 absl::Status CooBuilder::BuildWith(const Div& div, const Batch& batch, PartitionedCoo* out) {
   out->local_sparse_cores = options_.local_sparse_cores;
   out->total_sparse_cores = options_.total_sparse_cores;
-  // The errors keep one order: ids outside their tables (in feature-slice
-  // order), then samples over the limit, then weights not one per id. The
-  // staging pass reads the weights, so when they do not match the ids only
-  // the checks run.
-  const absl::Status weights_status = ComputeWeightNorms(batch);
-  if (!weights_status.ok()) {
-    absl::Status st = CheckIds(batch);
-    if (st.ok()) st = CheckSampleIds(batch);
-    return st.ok() ? weights_status : st;
-  }
+  absl::Status st = CountSegments(div, batch);
+  if (st.ok()) st = CheckSampleIds(batch);
+  if (!st.ok()) return st;
   const int64_t per_sc = batch.num_samples / options_.local_sparse_cores;
   row_bits_ = BitWidth(per_sc - 1);
   const bool packed = col_bits_ + feature_bits_ + row_bits_ <= 64;
-  auto build = [&](const auto& codec) {
-    absl::Status st = Stage(div, codec, batch);
-    if (st.ok()) st = CheckSampleIds(batch);
-    if (st.ok()) Expand(div, codec, batch, out);
-    return st;
-  };
+  st = ComputeWeightNorms(batch);
+  if (!st.ok()) return st;
   if (weighted_) {
-    return packed ? build(WeightedCodec<PackedCodec>{PackedCodec{col_bits_}})
-                  : build(WeightedCodec<WideCodec>{WideCodec{}});
+    if (packed) {
+      const WeightedCodec<PackedCodec> codec{PackedCodec{col_bits_}};
+      Scatter(div, codec, batch);
+      Expand(div, codec, batch, out);
+    } else {
+      const WeightedCodec<WideCodec> codec{WideCodec{}};
+      Scatter(div, codec, batch);
+      Expand(div, codec, batch, out);
+    }
+  } else if (packed) {
+    const PackedCodec codec{col_bits_};
+    Scatter(div, codec, batch);
+    Expand(div, codec, batch, out);
+  } else {
+    const WideCodec codec;
+    Scatter(div, codec, batch);
+    Expand(div, codec, batch, out);
   }
-  return packed ? build(PackedCodec{col_bits_}) : build(WideCodec{});
+  return absl::OkStatus();
 }
 
 // Whether this batch has weighted features (then the staging records carry
@@ -217,38 +217,59 @@ absl::Status CooBuilder::ComputeWeightNorms(const Batch& batch) {
   return absl::OkStatus();
 }
 
-// The bound-check error of slice (source SC s, feature f), which has an id
-// outside its table: the first such sample's (the same sample and message as
-// checking sample by sample).
-absl::Status CooBuilder::IdError(const Batch& batch, int f, int s) const {
-  const FeatureSpec& spec = options_.features[f];
-  const int64_t per_sc = batch.num_samples / options_.local_sparse_cores;
-  for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
-    const std::span<const int64_t> sample = batch.SampleIds(f, row);
-    if (sample.empty()) continue;
-    const auto [lo, hi] = std::minmax_element(sample.begin(), sample.end());
-    if (*lo >= 0 && *hi < spec.vocab_size) continue;
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "id %d of feature %d (table %d) in sample %d of the local batch is outside the "
-        "table's vocabulary [0, %d) (feature '%s', table '%s'; the id bound check "
-        "sparse_core.enable_id_bound_check is on)",
-        *lo < 0 ? *lo : *hi, f, spec.table, row, spec.vocab_size, spec.name, spec.table_name));
-  }
-  return absl::InternalError("IdError: no id outside the table");  // not reached
-}
-
-// The bound check alone, slice by slice in Stage's order.
-absl::Status CooBuilder::CheckIds(const Batch& batch) const {
-  if (!options_.id_bound_check) return absl::OkStatus();
+// Pass 1: ids per segment, duplicates included (the staging layout), after
+// the bound check (same order and message as checking sample by sample).
+template <class Div>
+absl::Status CooBuilder::CountSegments(const Div& div_ref, const Batch& batch) {
+  const Div div = div_ref;  // a local: the histogram stores could alias it
   const int S = options_.local_sparse_cores;
+  const int N = options_.total_sparse_cores;
   const int64_t per_sc = batch.num_samples / S;
+  raw_counts_.resize(int64_t{N} * S);
+  // Four interleaved histograms: repeated destinations (hot ids) would
+  // otherwise chain every increment on the one before.
+  histogram_.resize(4 * int64_t{N});
+  int64_t* const histogram = histogram_.data();
   for (int s = 0; s < S; ++s) {
+    std::fill(histogram_.begin(), histogram_.end(), 0);
     for (int f = 0; f < static_cast<int>(codes_.size()); ++f) {
+      const FeatureCode code = codes_[f];
+      const int64_t* const ids = batch.ids[f].data();
       const int64_t begin = batch.offsets[f][s * per_sc];
       const int64_t end = batch.offsets[f][(s + 1) * per_sc];
-      if (!IdsInRange(batch.ids[f].data() + begin, end - begin, codes_[f].vocab_size)) {
-        return IdError(batch, f, s);
+      if (options_.id_bound_check) {
+        if (!IdsInRange(ids + begin, end - begin, code.vocab_size)) {
+          const FeatureSpec& spec = options_.features[f];
+          for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
+            const std::span<const int64_t> sample = batch.SampleIds(f, row);
+            if (sample.empty()) continue;
+            const auto [lo, hi] = std::minmax_element(sample.begin(), sample.end());
+            if (*lo >= 0 && *hi < spec.vocab_size) continue;
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "id %d of feature %d (table %d) in sample %d of the local batch is outside the "
+                "table's vocabulary [0, %d) (feature '%s', table '%s'; the id bound check "
+                "sparse_core.enable_id_bound_check is on)",
+                *lo < 0 ? *lo : *hi, f, spec.table, row, spec.vocab_size, spec.name,
+                spec.table_name));
+          }
+        }
+        int64_t i = begin;
+        for (; i + 4 <= end; i += 4) {
+          ++histogram[Destination(div, ids[i], code.sc_shift)];
+          ++histogram[N + Destination(div, ids[i + 1], code.sc_shift)];
+          ++histogram[2 * N + Destination(div, ids[i + 2], code.sc_shift)];
+          ++histogram[3 * N + Destination(div, ids[i + 3], code.sc_shift)];
+        }
+        for (; i < end; ++i) ++histogram[Destination(div, ids[i], code.sc_shift)];
+      } else {
+        for (int64_t i = begin; i < end; ++i) {
+          ++histogram[Destination(div, Wrap(ids[i], code.vocab_size), code.sc_shift)];
+        }
       }
+    }
+    for (int d = 0; d < N; ++d) {
+      raw_counts_[int64_t{d} * S + s] =
+          histogram[d] + histogram[N + d] + histogram[2 * N + d] + histogram[3 * N + d];
     }
   }
   return absl::OkStatus();
@@ -287,65 +308,41 @@ absl::Status CooBuilder::CheckSampleIds(const Batch& batch) {
   return absl::OkStatus();
 }
 
-// Pass 1, per chunk of at most chunk_ids_ ids of one (source SC, feature)
-// slice, in (source, feature, row) order: check the chunk's ids, count them
-// per destination, and scatter their records while the chunk is in cache, so
-// the ids are read from memory once. The chunk's records go to its staging
-// regions, one piece per destination, each piece padded to whole lines, in
-// (feature, row) order, through one line buffer per destination written out
-// with non-temporal stores (a piece's last line too: its padding is the
-// piece's). A segment's records are its destination's pieces in its source's
-// chunks, in chunk order (Expand gathers them). Not inlined: inside
-// BuildWith the scatter loop ran out of registers.
+// Pass 2: every id's record into its segment of the staging buffer, in
+// (feature, row) order; segments start on a line, so each destination's
+// line buffer leaves whole aligned lines. Not inlined: inside BuildWith its
+// loop ran out of registers and kept the per-id state on the stack.
 template <class Div, class Codec>
-[[gnu::noinline]] absl::Status CooBuilder::Stage(const Div& div_ref, const Codec& codec_ref,
-                                                 const Batch& batch) {
+[[gnu::noinline]] void CooBuilder::Scatter(const Div& div_ref, const Codec& codec_ref,
+                                           const Batch& batch) {
   using Record = typename Codec::Record;
   const Div div = div_ref;  // locals: the record stores could alias members
   const Codec codec = codec_ref;
   constexpr int kPerLine = Codec::kPerLine;
   const int S = options_.local_sparse_cores;
   const int N = options_.total_sparse_cores;
-  const int num_features = static_cast<int>(codes_.size());
   const int64_t per_sc = batch.num_samples / S;
-  const int64_t chunk_ids = chunk_ids_;
-  // The chunks, and the staging they can take at most.
-  int64_t chunks = 0, bound = 0;
-  for (int s = 0; s < S; ++s) {
-    for (int f = 0; f < num_features; ++f) {
-      const int64_t end = batch.offsets[f][(s + 1) * per_sc];
-      for (int64_t i = batch.offsets[f][s * per_sc]; i < end; i += chunk_ids) {
-        const int64_t n = std::min(chunk_ids, end - i);
-        ++chunks;
-        bound += n + std::min<int64_t>(n, N) * (kPerLine - 1);
-      }
-    }
+  const int64_t segments = int64_t{N} * S;
+  region_.resize(segments + 1);
+  region_[0] = 0;
+  for (int64_t k = 0; k < segments; ++k) {
+    region_[k + 1] = region_[k] + (raw_counts_[k] + kPerLine - 1) / kPerLine * kPerLine;
   }
   Record* const staging =
-      reinterpret_cast<Record*>(staging_.Get(bound * sizeof(Record) / 8));
-  chunk_base_.resize(chunks);
-  source_chunks_.resize(S + 1);
-  piece_counts_.resize(chunks * N);
-  raw_counts_.assign(int64_t{N} * S, 0);
-  // Four interleaved histograms: repeated destinations (hot ids) would
-  // otherwise chain every increment on the one before.
-  histogram_.resize(4 * int64_t{N});
-  int32_t* const histogram = histogram_.data();
-  cursor_.resize(N);
-  int64_t* const cursor = cursor_.data();
+      reinterpret_cast<Record*>(staging_.Get(region_[segments] * sizeof(Record) / 8));
   LineBuffer<Codec>* const lines =
       reinterpret_cast<LineBuffer<Codec>*>(lines_.Get(int64_t{N} * 8));
-  std::memset(static_cast<void*>(lines), 0, sizeof(LineBuffer<Codec>) * N);  // padding: defined
+  cursor_.resize(N);
+  int64_t* const cursor = cursor_.data();
   const int row_bits = row_bits_;
-  // cursor[d] counts the records of destination d so far (staging index),
-  // buffered ones included: pieces start on a line, so cursor[d] % kPerLine
-  // is the fill of d's line buffer.
-  auto stage = [&](auto wrap_tag) -> absl::Status {
+  // cursor[d] counts the records of destination d so far, buffered ones
+  // included: regions start on a line, so cursor[d] % kPerLine is the fill
+  // of d's line buffer.
+  auto scatter = [&](auto wrap_tag) {
     constexpr bool kWrap = decltype(wrap_tag)::value;
-    int64_t c = 0, base = 0;
     for (int s = 0; s < S; ++s) {
-      source_chunks_[s] = c;
-      for (int f = 0; f < num_features; ++f) {
+      for (int d = 0; d < N; ++d) cursor[d] = region_[int64_t{d} * S + s];
+      for (int f = 0; f < static_cast<int>(codes_.size()); ++f) {
         const FeatureCode code = codes_[f];
         const int64_t* const offsets = batch.offsets[f].data();
         const int64_t* const ids = batch.ids[f].data();
@@ -354,81 +351,38 @@ template <class Div, class Codec>
                 ? batch.weights[f].data()
                 : nullptr;
         const uint64_t feature_group = static_cast<uint64_t>(f) << row_bits;
-        const int64_t slice_end = offsets[(s + 1) * per_sc];
-        int64_t row = s * per_sc;
-        for (int64_t i0 = offsets[row]; i0 < slice_end; i0 += chunk_ids, ++c) {
-          const int64_t i1 = std::min(i0 + chunk_ids, slice_end);
-          if (!kWrap && !IdsInRange(ids + i0, i1 - i0, code.vocab_size)) {
-            return IdError(batch, f, s);
-          }
-          auto dest = [&](int64_t i) {
-            return Destination(div, kWrap ? Wrap(ids[i], code.vocab_size) : ids[i],
-                               code.sc_shift);
-          };
-          std::fill(histogram, histogram + 4 * N, 0);
-          auto count4 = [&](int64_t i) {
-            ++histogram[dest(i)];
-            ++histogram[N + dest(i + 1)];
-            ++histogram[2 * N + dest(i + 2)];
-            ++histogram[3 * N + dest(i + 3)];
-          };
-          // The slice's next chunk is requested into L2 a line per 8 ids
-          // counted, so its read from memory overlaps this chunk's work.
-          const int64_t prefetched = std::min(i1, slice_end - chunk_ids);
-          int64_t i = i0;
-          for (; i + 8 <= prefetched; i += 8) {
-            __builtin_prefetch(ids + i + chunk_ids, 0, 2);
-            count4(i);
-            count4(i + 4);
-          }
-          for (; i + 4 <= i1; i += 4) count4(i);
-          for (; i < i1; ++i) ++histogram[dest(i)];
-          uint16_t* const pieces = piece_counts_.data() + c * N;
-          chunk_base_[c] = base;
-          for (int d = 0; d < N; ++d) {
-            const int32_t n =
-                histogram[d] + histogram[N + d] + histogram[2 * N + d] + histogram[3 * N + d];
-            pieces[d] = static_cast<uint16_t>(n);
-            raw_counts_[int64_t{d} * S + s] += n;
-            cursor[d] = base;
-            base += (n + kPerLine - 1) / kPerLine * kPerLine;
-          }
-          while (offsets[row + 1] <= i0) ++row;  // the row holding id i0
-          for (i = i0;; ++row) {
-            const uint64_t group = feature_group | static_cast<uint64_t>(row - s * per_sc);
-            const int64_t end = std::min(offsets[row + 1], i1);
-            for (; i < end; ++i) {
-              const int64_t col = kWrap ? Wrap(ids[i], code.vocab_size) : ids[i];
-              const int d = Destination(div, col, code.sc_shift);
-              const int64_t k = cursor[d];
-              if constexpr (coo_internal::kWeighted<Codec>) {
-                lines[d].records[k & (kPerLine - 1)] =
-                    codec.Make(group, col, weights != nullptr ? weights[i] : 1.0f);
-              } else {
-                lines[d].records[k & (kPerLine - 1)] = codec.Make(group, col);
-              }
-              cursor[d] = k + 1;
-              if (((k + 1) & (kPerLine - 1)) == 0) {
-                coo_internal::StreamLine(staging + (k + 1 - kPerLine), &lines[d]);
-              }
+        for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
+          const uint64_t group = feature_group | static_cast<uint64_t>(row - s * per_sc);
+          const int64_t end = offsets[row + 1];
+          for (int64_t i = offsets[row]; i < end; ++i) {
+            const int64_t col = kWrap ? Wrap(ids[i], code.vocab_size) : ids[i];
+            const int d = Destination(div, col, code.sc_shift);
+            const int64_t c = cursor[d];
+            if constexpr (coo_internal::kWeighted<Codec>) {
+              lines[d].records[c & (kPerLine - 1)] =
+                  codec.Make(group, col, weights != nullptr ? weights[i] : 1.0f);
+            } else {
+              lines[d].records[c & (kPerLine - 1)] = codec.Make(group, col);
             }
-            if (i == i1) break;  // the row may go on in the next chunk
-          }
-          for (int d = 0; d < N; ++d) {  // each piece's last, partial line
-            if ((cursor[d] & (kPerLine - 1)) != 0) {
-              coo_internal::StreamLine(staging + (cursor[d] & ~int64_t{kPerLine - 1}), &lines[d]);
+            cursor[d] = c + 1;
+            if (((c + 1) & (kPerLine - 1)) == 0) {
+              coo_internal::StreamLine(staging + (c + 1 - kPerLine), &lines[d]);
             }
           }
         }
       }
+      for (int d = 0; d < N; ++d) {  // partial lines: plain stores
+        const int64_t n = cursor[d] & (kPerLine - 1);
+        std::copy(lines[d].records, lines[d].records + n, staging + (cursor[d] - n));
+      }
     }
-    source_chunks_[S] = c;
-    return absl::OkStatus();
   };
-  const absl::Status st =
-      options_.id_bound_check ? stage(std::false_type()) : stage(std::true_type());
+  if (options_.id_bound_check) {
+    scatter(std::false_type());
+  } else {
+    scatter(std::true_type());
+  }
   coo_internal::StreamFence();
-  return st;
 }
 
 // The entries of one feature's run [begin, end) of a sorted segment: runs of
@@ -480,8 +434,7 @@ int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Reco
   return o - out;
 }
 
-// Pass 2: per segment in output order: its pieces gathered (in cache),
-// records sorted by (group, col), then
+// Pass 3: per segment in output order: records sorted by (group, col), then
 // each feature's run expanded (ExpandRun); partitions counted while the
 // segment is in cache, and the bitmaps cleared after it.
 template <class Div, class Codec>
@@ -507,42 +460,13 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
   } else {
     out->table_partition_counts.clear();
   }
-  const Record* const staging = reinterpret_cast<const Record*>(staging_.Get(0));
-  int64_t longest = 0;
-  for (const int64_t c : raw_counts_) longest = std::max(longest, c);
-  constexpr int kPerLine = Codec::kPerLine;
-  Record* const r =
-      reinterpret_cast<Record*>(segment_.Get((longest + kPerLine) * sizeof(Record) / 8));
-  // piece_next_[c]: chunk c's next piece (a source's segments come in
-  // destination order, so its chunks' pieces are taken in turn).
-  piece_next_.assign(chunk_base_.begin(), chunk_base_.end());
+  Record* const staging = reinterpret_cast<Record*>(staging_.Get(0));
   CooEntry* const entries = out->entries.data();
   int64_t w = 0;
   for (int64_t k = 0; k < segments; ++k) {
     const int d = static_cast<int>(k / S), s = static_cast<int>(k % S);
+    Record* const r = staging + region_[k];
     const int64_t n = raw_counts_[k];
-    // The pieces are a few lines each, far apart (too many streams for the
-    // hardware prefetcher): each is requested kGatherAhead pieces ahead, and
-    // copied a whole line at a time (a piece is padded to lines, the buffer
-    // has a line to spare).
-    const int64_t first = source_chunks_[s], last = source_chunks_[s + 1];
-    auto request = [&](int64_t c) {
-      const Record* const src = staging + piece_next_[c];
-      const int64_t p = piece_counts_[c * N + d];
-      for (int64_t i = 0; i < p; i += kPerLine) __builtin_prefetch(src + i, 0, 3);
-    };
-    for (int64_t c = first; c < std::min(last, first + kGatherAhead); ++c) request(c);
-    int64_t gathered = 0;
-    for (int64_t c = first; c < last; ++c) {
-      if (c + kGatherAhead < last) request(c + kGatherAhead);
-      const Record* const src = staging + piece_next_[c];
-      const int64_t p = piece_counts_[c * N + d];
-      for (int64_t i = 0; i < p; i += kPerLine) {
-        std::memcpy(static_cast<void*>(r + gathered + i), src + i, 64);
-      }
-      piece_next_[c] += (p + kPerLine - 1) / kPerLine * kPerLine;
-      gathered += p;
-    }
     out->segment_offsets[k] = w;
     SortSegment(codec, r, n);
     // Feature runs: the records are in (feature, row, col) order.

@@ -12,22 +12,19 @@
 //     -> segments ordered [dest SC 0..N-1][source local SC 0..S-1], entries
 //        inside a segment ordered by (feature, row, col)
 //
-// How (host/coo.cc, host/coo_records.h): two passes. (1) Per chunk of at
-// most CooOptions::chunk_ids ids of one (source SC, feature) slice, while
-// the chunk is in cache (so the ids are read from memory once): check its
-// ids against their tables, count them per destination, and scatter each id,
-// as a record (feature, row, col) packed in 8 bytes where the bits allow, to
-// the chunk's piece for its destination (pieces laid out by those counts,
-// each padded to whole cache lines) in (feature, row) order, through one
-// cache-line buffer per destination written out with non-temporal stores; a
-// batch with weighted features uses records twice as wide that carry the
-// weight (1 for the unweighted features), so unweighted batches keep the
-// narrow ones. (2) Per segment, in output order: gather its pieces (its
-// destination's, from its source's chunks in order), sort each (feature,
-// sample) group's records (a sample's ids spread over the N segments, so a
-// group holds a few), merge duplicates (summing their weights), and write the
-// entries; optionally count each partition's ids and distinct ids for the
-// minibatch split (host/minibatch.h) while the segment is in cache.
+// How (host/coo.cc, host/coo_records.h): three passes. (1) Count each
+// segment's ids, duplicates included, checking ids against their tables.
+// (2) Scatter every id, as a record (feature, row, col) packed in 8 bytes
+// where the bits allow, to its segment of a staging buffer laid out by those
+// counts, in (feature, row) order, through one cache-line buffer per
+// destination written out with non-temporal stores; a batch with weighted
+// features uses records twice as wide that carry the weight (1 for the
+// unweighted features), so unweighted batches keep the narrow ones.
+// (3) Per segment, in output order: sort each (feature, sample) group's
+// records (a sample's ids spread over the N segments, so a group holds a
+// few), merge duplicates (summing their weights), and write the entries;
+// optionally count each partition's ids and distinct ids
+// for the minibatch split (host/minibatch.h) while the segment is in cache.
 //
 // CooBuilder is thread-compatible; it keeps scratch buffers between calls so
 // the steady state does not allocate.
@@ -99,11 +96,6 @@ struct CooOptions {
   // fits kMaxCountedRowsPerTable; otherwise (or false) the counts stay empty
   // and MinibatchSplitter::PlanLocal sorts the segments' keys to count them.
   bool count_partitions = false;
-  // Ids per chunk of the staging pass (one chunk's ids stay in the caches
-  // between its count and its scatter); 0: the default (8,192 ids, 64 KiB),
-  // larger values are cut to 65,535. Any value gives the same output; tests
-  // use small ones to cross many chunk boundaries.
-  int64_t chunk_ids = 0;
 };
 
 // Builds `options` from a validated config (with its table stacking plan).
@@ -172,12 +164,12 @@ class CooBuilder {
   // staging record layout (`Codec`, host/coo_records.h).
   template <class Div>
   absl::Status BuildWith(const Div& div, const Batch& batch, PartitionedCoo* out);
-  absl::Status CheckIds(const Batch& batch) const;
-  absl::Status IdError(const Batch& batch, int f, int s) const;
+  template <class Div>
+  absl::Status CountSegments(const Div& div, const Batch& batch);
   absl::Status CheckSampleIds(const Batch& batch);
   absl::Status ComputeWeightNorms(const Batch& batch);
   template <class Div, class Codec>
-  absl::Status Stage(const Div& div, const Codec& codec, const Batch& batch);
+  void Scatter(const Div& div, const Codec& codec, const Batch& batch);
   template <class Div, class Codec>
   void Expand(const Div& div, const Codec& codec, const Batch& batch, PartitionedCoo* out);
   // Records [begin, end) of a sorted segment are feature `feature`'s.
@@ -194,24 +186,12 @@ class CooBuilder {
   bool count_partitions_;  // options_.count_partitions and every bitmap fits
   bool ids_below_2_52_;    // every vocab_size <= 2^52 (exact in a double)
   int row_bits_ = 0;       // this batch: bit width of samples per SC - 1
-  static constexpr int64_t kDefaultChunkIds = 8192;
-  static constexpr int64_t kMaxChunkIds = 65535;  // a piece's count fits piece_counts_
-  int64_t chunk_ids_;                // ids per staging chunk
   std::vector<int64_t> raw_counts_;  // ids per segment, duplicates included
-  // The staging pass's chunks in (source SC, feature, row) order: chunk c's
-  // records start at staging index chunk_base_[c], as N pieces (destination
-  // order) of piece_counts_[c * N + d] records each, padded to whole lines;
-  // source s's chunks are [source_chunks_[s], source_chunks_[s + 1]).
-  //   staging: [chunk 0: piece d=0 | d=1 | ... | d=N-1][chunk 1: ...] ...
-  std::vector<int64_t> chunk_base_;
-  std::vector<int64_t> source_chunks_;
-  std::vector<uint16_t> piece_counts_;
-  std::vector<int64_t> piece_next_;  // Expand: each chunk's next piece (staging index)
-  std::vector<int32_t> histogram_;   // ids per destination of one chunk, 4 interleaved
+  std::vector<int64_t> region_;      // staging start of each segment (records, line-aligned)
+  std::vector<int64_t> histogram_;   // ids per destination of one source SC
   std::vector<int64_t> cursor_;      // records of each destination so far (staging index)
-  coo_internal::AlignedScratch<uint64_t> staging_;  // the records, per chunk and piece
+  coo_internal::AlignedScratch<uint64_t> staging_;  // the records, per segment
   coo_internal::AlignedScratch<uint64_t> lines_;    // one line buffer per destination
-  coo_internal::AlignedScratch<uint64_t> segment_;  // one segment's gathered records
   std::vector<int64_t> sample_ids_;  // ids per sample (limit check)
   std::vector<int64_t> sorted_;      // one group's ids (limit check)
   std::vector<FeatureRun> runs_;     // of one segment

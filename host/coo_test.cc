@@ -126,19 +126,6 @@ TEST(CooTest, IdOutOfRangeNamesFeatureAndSample) {
   EXPECT_THAT(st.message(), HasSubstr("[0, 10)"));
 }
 
-// Staging chunks of two ids cut sample 1: its ids are checked as one sample
-// (the smallest one named when it is negative), as with one chunk.
-TEST(CooTest, IdOutOfRangeAcrossStagingChunks) {
-  CooOptions o = Options(1, 2, config::TableConfig::SUM, 10);
-  o.chunk_ids = 2;
-  CooBuilder builder(o);
-  PartitionedCoo coo;
-  absl::Status st = builder.Build(OneFeatureBatch({{1, 2, 3}, {4, 12, 5, -3}}), &coo);
-  EXPECT_THAT(st.message(), HasSubstr("id -3 of feature 0 (table 0) in sample 1"));
-  st = builder.Build(OneFeatureBatch({{1, 2, 3}, {4, 5}, {6}, {7, 10}}), &coo);
-  EXPECT_THAT(st.message(), HasSubstr("id 10 of feature 0 (table 0) in sample 3"));
-}
-
 // With the id bound check off, ids are wrapped into the vocabulary (mod) and
 // then deduplicated like any other id.
 TEST(CooTest, IdBoundCheckOffWrapsIds) {
@@ -336,38 +323,34 @@ TEST(CooTest, RandomBatchesMatchPlainReference) {
       }
     }
     // One builder for plain, weighted, plain again: its buffers serve both
-    // record widths. Staging chunks of the default size (one per slice
-    // here) and small ones, whose boundaries cut samples.
-    for (const int64_t chunk_ids : {0, 3, 64}) {
-      o.chunk_ids = chunk_ids;
-      CooBuilder builder(o);
-      PartitionedCoo coo;
-      for (const Batch* input : {&batch, &weighted, &batch}) {
-        const bool has_weights = input == &weighted;
-        const Reference want = PlainReference(*input, o, o.num_tables);
-        for (int rep = 0; rep < 2; ++rep) {  // the second build reuses every buffer
-          ASSERT_TRUE(builder.Build(*input, &coo).ok());
-          const std::string where = absl::StrFormat("S %d N %d chunk %d rep %d%s", S, N, chunk_ids,
-                                                    rep, has_weights ? " weighted" : "");
-          EXPECT_EQ(coo.ids_total, want.ids_total) << where;
-          EXPECT_EQ(coo.ids_after_dedup, static_cast<int64_t>(want.entries.size())) << where;
-          EXPECT_EQ(coo.segment_offsets, want.segment_offsets) << where;
-          ASSERT_EQ(coo.entries.size(), want.entries.size()) << where;
-          for (size_t i = 0; i < want.entries.size(); ++i) {
-            ASSERT_EQ(Fields(coo.entries[i]), Fields(want.entries[i])) << where << " entry " << i;
-          }
-          // Counted only while every table's bitmap fits (not for vocabulary
-          // 1e8 over N <= 5); PlanLocal counts from the keys then.
-          if ((shape.big_vocab + N - 1) / N > CooBuilder::kMaxCountedRowsPerTable) {
-            EXPECT_TRUE(coo.table_partition_counts.empty()) << where;
-            continue;
-          }
-          ASSERT_EQ(coo.table_partition_counts.size(), want.counts.size()) << where;
-          for (size_t p = 0; p < want.counts.size(); ++p) {
-            EXPECT_EQ(coo.table_partition_counts[p].ids, want.counts[p].ids) << where << " p " << p;
-            EXPECT_EQ(coo.table_partition_counts[p].unique_ids, want.counts[p].unique_ids)
-                << where << " p " << p;
-          }
+    // record widths.
+    CooBuilder builder(o);
+    PartitionedCoo coo;
+    for (const Batch* input : {&batch, &weighted, &batch}) {
+      const bool has_weights = input == &weighted;
+      const Reference want = PlainReference(*input, o, o.num_tables);
+      for (int rep = 0; rep < 2; ++rep) {  // the second build reuses every buffer
+        ASSERT_TRUE(builder.Build(*input, &coo).ok());
+        const std::string where =
+            absl::StrFormat("S %d N %d rep %d%s", S, N, rep, has_weights ? " weighted" : "");
+        EXPECT_EQ(coo.ids_total, want.ids_total) << where;
+        EXPECT_EQ(coo.ids_after_dedup, static_cast<int64_t>(want.entries.size())) << where;
+        EXPECT_EQ(coo.segment_offsets, want.segment_offsets) << where;
+        ASSERT_EQ(coo.entries.size(), want.entries.size()) << where;
+        for (size_t i = 0; i < want.entries.size(); ++i) {
+          ASSERT_EQ(Fields(coo.entries[i]), Fields(want.entries[i])) << where << " entry " << i;
+        }
+        // Counted only while every table's bitmap fits (not for vocabulary
+        // 1e8 over N <= 5); PlanLocal counts from the keys then.
+        if ((shape.big_vocab + N - 1) / N > CooBuilder::kMaxCountedRowsPerTable) {
+          EXPECT_TRUE(coo.table_partition_counts.empty()) << where;
+          continue;
+        }
+        ASSERT_EQ(coo.table_partition_counts.size(), want.counts.size()) << where;
+        for (size_t p = 0; p < want.counts.size(); ++p) {
+          EXPECT_EQ(coo.table_partition_counts[p].ids, want.counts[p].ids) << where << " p " << p;
+          EXPECT_EQ(coo.table_partition_counts[p].unique_ids, want.counts[p].unique_ids)
+              << where << " p " << p;
         }
       }
     }
@@ -442,16 +425,6 @@ TEST(CooTest, WeightsNotOnePerIdAreAnError) {
   PartitionedCoo coo;
   const absl::Status st = builder.Build(batch, &coo);
   EXPECT_THAT(st.message(), HasSubstr("has 2 weights for 3 ids"));
-}
-
-// An id outside its table is reported before weights that do not match.
-TEST(CooTest, IdOutOfRangeBeforeWeightsNotOnePerId) {
-  Batch batch = OneFeatureBatch({{4, 5}, {16}});
-  batch.weights[0] = {1.0f, 2.0f};
-  CooBuilder builder(Options(1, 1, config::TableConfig::SUM, 10));
-  PartitionedCoo coo;
-  const absl::Status st = builder.Build(batch, &coo);
-  EXPECT_THAT(st.message(), HasSubstr("id 16 of feature 0"));
 }
 
 }  // namespace
