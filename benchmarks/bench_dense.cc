@@ -139,6 +139,9 @@ class BatchedInteraction {
     backward_.execute(stream_, {{DNNL_ARG_SRC, g_mem_}, {DNNL_ARG_WEIGHTS, z_mem_},
                                 {DNNL_ARG_DST, dz_mem_}});
     stream_.wait();
+    // As BackendGemm: the calling thread's own oneDNN calls (the model's
+    // blocks) must stay on one OpenMP thread.
+    omp_set_num_threads(1);
   }
 
  private:
