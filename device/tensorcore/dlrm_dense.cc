@@ -81,8 +81,12 @@ DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dro
   z_base_.resize(z_stride_.size());
   dz_base_.resize(z_stride_.size());
   const size_t rows = static_cast<size_t>(max_batch);
-  z_.resize(rows * interaction_.input_width());
-  dz_.resize(z_.size());
+  const bool any_projected = std::any_of(features_.begin(), features_.end(),
+                                         [](const Feature& f) { return f.proj_offset >= 0; });
+  if (any_projected) {  // else the interaction reads and writes in place
+    z_.resize(rows * interaction_.input_width());
+    dz_.resize(z_.size());
+  }
   x_.resize(rows * interaction_.output_width());
   dx_.resize(x_.size());
   d_bottom_.resize(rows * d);

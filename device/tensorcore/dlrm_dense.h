@@ -146,8 +146,10 @@ class DlrmDense : public DenseModel {
   std::vector<float*> dz_base_;
   std::vector<int64_t> z_stride_;
   // Scratch, all sized for max_batch samples.
-  std::vector<float> z_;         // Projected features' z_f, columns of [batch x (F+1) x d].
-  std::vector<float> dz_;        // Their gradients.
+  // Projected features' z_f, columns of [batch x (F+1) x d] (empty when
+  // no feature is projected), and their gradients.
+  std::vector<float> z_;
+  std::vector<float> dz_;
   std::vector<float> x_;         // Interaction output / top input.
   std::vector<float> dx_;        // Its gradient.
   std::vector<float> d_bottom_;  // dLoss/d z_0 [batch x d].
