@@ -25,6 +25,8 @@
 // are medians over the rounds (of_ref_min / of_ref_max: the range).
 //
 //   build/bin/bench_dense [--benchmark_filter=criteo] [--rounds=N]
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,13 +36,11 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
 #include "benchmark/benchmark.h"
-#include "oneapi/dnnl/dnnl.hpp"
 #include "device/tensorcore/dense_model.h"
 #include "device/tensorcore/gemm.h"
 #include "device/tensorcore/thread_team.h"
+#include "oneapi/dnnl/dnnl.hpp"
 #include "proto/config_loader.h"
 #include "runtime/thread_budget.h"
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "device/tensorcore/lanes.h"
+#include "device/tensorcore/relu_gradient.h"
 #include "glog/logging.h"
 #include "oneapi/dnnl/dnnl.h"
 
@@ -43,35 +44,29 @@ void CallBackend(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
 // offset to the block).
 void ApplyEpilogue(const GemmEpilogue& e, int64_t rows, int64_t cols, const float* bias,
                    const float* relu_output, float* c, int64_t ldc) {
-  if (bias == nullptr && !e.relu && relu_output == nullptr) return;
-  // Element-wise, 8 columns at a time, the rest one by one: c = c + bias,
-  // then c > 0 ? c : 0 (NaN and -0 become +0), then y > 0 ? c * scale : 0.
+  // c = c + bias, then c > 0 ? c : 0 (NaN and -0 become +0), element-wise,
+  // 8 columns at a time and the rest one by one; then the ReLU gradient.
   using V = lanes::Lanes<8>;
   const V zero = {};
-  const bool scaled = e.relu_scale != 1.0f;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = c + r * ldc;
-    const float* y = relu_output == nullptr ? nullptr : relu_output + r * e.relu_output_ld;
-    int64_t j = 0;
-    for (; j + 8 <= cols; j += 8) {
-      V v = lanes::Load<8>(row + j);
-      if (bias != nullptr) v += lanes::Load<8>(bias + j);
-      if (e.relu) v = v > zero ? v : zero;
-      if (y != nullptr) {
-        if (scaled) v *= e.relu_scale;
-        v = lanes::Load<8>(y + j) > zero ? v : zero;
+    if (bias != nullptr || e.relu) {
+      int64_t j = 0;
+      for (; j + 8 <= cols; j += 8) {
+        V v = lanes::Load<8>(row + j);
+        if (bias != nullptr) v += lanes::Load<8>(bias + j);
+        if (e.relu) v = v > zero ? v : zero;
+        lanes::Store<8>(row + j, v);
       }
-      lanes::Store<8>(row + j, v);
+      for (; j < cols; ++j) {
+        float v = row[j];
+        if (bias != nullptr) v += bias[j];
+        if (e.relu) v = v > 0.0f ? v : 0.0f;
+        row[j] = v;
+      }
     }
-    for (; j < cols; ++j) {
-      float v = row[j];
-      if (bias != nullptr) v += bias[j];
-      if (e.relu) v = v > 0.0f ? v : 0.0f;
-      if (y != nullptr) {
-        if (scaled) v *= e.relu_scale;
-        v = y[j] > 0.0f ? v : 0.0f;
-      }
-      row[j] = v;
+    if (relu_output != nullptr) {
+      ReluGradient(relu_output + r * e.relu_output_ld, row, row, cols, e.relu_scale);
     }
   }
 }

@@ -12,9 +12,10 @@ namespace lemrt::device {
 namespace {
 
 // Per-sample kernels. The n vectors of one sample (n * d floats, ~6.9 KiB for
-// n = 27, d = 64) stay in L1 while all pairs are formed, which beats a
-// batched Gram GEMM that would also compute the unused lower triangle and
-// diagonal.
+// n = 27, d = 64) stay in L1 while all pairs are formed, and only the upper
+// triangle is computed (a batched Gram GEMM also forms the lower triangle and
+// the diagonal; oneDNN's takes about as long as this forward at d = 64,
+// docs/performance.md).
 //
 // Widths that are a multiple of 8 (the common 8, 16, ..., 128, fixed at
 // compile time as D) run on vectors of L floats (GCC vector extensions): L =

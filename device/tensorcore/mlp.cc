@@ -5,6 +5,7 @@
 
 #include "device/tensorcore/column_sums.h"
 #include "device/tensorcore/gemm.h"
+#include "device/tensorcore/relu_gradient.h"
 #include "glog/logging.h"
 
 namespace lemrt::device {
@@ -12,43 +13,6 @@ namespace {
 
 // Rows per task of the element-wise passes (ReLU backward).
 constexpr int64_t kRowsPerTask = 128;
-
-// dz = dy where the ReLU output y > 0, else 0. The buffers must not overlap.
-// Fixed 16-wide blocks with unconditional loads let GCC vectorise this at -O2
-// into a compare and a masked move; Eigen 3.4's select() stays scalar and
-// branches on a close-to-random mask.
-void ReluBackward(const float* __restrict y, const float* __restrict dy,
-                  float* __restrict dz, int64_t size) {
-  int64_t i = 0;
-  for (; i + 16 <= size; i += 16) {
-    for (int j = 0; j < 16; ++j) {
-      const float g = dy[i + j];
-      dz[i + j] = y[i + j] > 0.0f ? g : 0.0f;
-    }
-  }
-  for (; i < size; ++i) {
-    const float g = dy[i];
-    dz[i] = y[i] > 0.0f ? g : 0.0f;
-  }
-}
-
-// As ReluBackward through inverted dropout after the ReLU: y holds the
-// dropped and scaled output, so y > 0 exactly where the unit was kept and
-// active, and dz = dy * scale there.
-void DroppedReluBackward(const float* __restrict y, const float* __restrict dy,
-                         float* __restrict dz, int64_t size, float scale) {
-  int64_t i = 0;
-  for (; i + 16 <= size; i += 16) {
-    for (int j = 0; j < 16; ++j) {
-      const float g = dy[i + j] * scale;
-      dz[i + j] = y[i + j] > 0.0f ? g : 0.0f;
-    }
-  }
-  for (; i < size; ++i) {
-    const float g = dy[i] * scale;
-    dz[i] = y[i] > 0.0f ? g : 0.0f;
-  }
-}
 
 }  // namespace
 
@@ -127,9 +91,9 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
   // already dLoss/d (pre-activation): the GEMM that wrote dx of layer l + 1
   // applied layer l's ReLU backward in its epilogue. dy is either the
   // caller's d_out (dy_buf = -1) or delta_[dy_buf]. Only the caller's d_out
-  // needs a ReLU pass of its own: it writes dz to the other delta buffer
-  // (never in place, so its loop can be vectorised), and dx goes to
-  // whichever buffer dz does not occupy.
+  // needs a ReLU pass of its own: it writes dz to the other delta buffer (the
+  // caller's d_out is read-only), and dx goes to whichever buffer dz does not
+  // occupy.
   const float* dy = d_out;
   int dy_buf = -1;
   bool dy_is_dz = false;
@@ -141,15 +105,10 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
       dz_buf = dy_buf == 0 ? 1 : 0;
       float* out = delta_[dz_buf].data();
       const float* y = acts_[l].data();
-      const bool dropped = dropped_ && HasDropout(l);
       const float scale = ReluGradientScale(l);
       ParallelRanges(team_, batch, kRowsPerTask, [&](int64_t begin, int64_t end) {
         const int64_t at = begin * layer.out;
-        if (dropped) {
-          DroppedReluBackward(y + at, dy + at, out + at, (end - begin) * layer.out, scale);
-        } else {
-          ReluBackward(y + at, dy + at, out + at, (end - begin) * layer.out);
-        }
+        ReluGradient(y + at, dy + at, out + at, (end - begin) * layer.out, scale);
       });
       dz = out;
     }
