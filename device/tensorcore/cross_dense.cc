@@ -137,6 +137,7 @@ void CrossDense::Forward(int64_t batch, const float* dense, const float* emb,
 
 double CrossDense::ForwardBackward(int64_t batch, const float* dense, const float* emb,
                                    const float* labels, float loss_scale, float* d_emb) {
+  const ThreadTeam::Hold hold(team_);  // workers stay awake for the step
   Forward(batch, dense, emb, &dropout_key_);
   const double loss = LogisticLossAndGradient(batch, top_.output(), labels, loss_scale,
                                                 d_logits_.data());
@@ -164,6 +165,7 @@ double CrossDense::ForwardBackward(int64_t batch, const float* dense, const floa
 }
 
 void CrossDense::Predict(int64_t batch, const float* dense, const float* emb, float* probs) {
+  const ThreadTeam::Hold hold(team_);  // workers stay awake for the step
   Forward(batch, dense, emb, /*dropout=*/nullptr);
   const float* logits = top_.output();
   for (int64_t i = 0; i < batch; ++i) probs[i] = static_cast<float>(Sigmoid(logits[i]));

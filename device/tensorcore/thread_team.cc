@@ -22,24 +22,40 @@ inline void CpuRelax() {
 #endif
 }
 
-// Polls `ready` for up to spin_us; true when it held.
-template <typename Ready>
-bool SpinUntil(int spin_us, Ready ready) {
-  if (spin_us <= 0) return ready();
-  const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(spin_us);
+// Polls `ready` for up to spin_us, and on while held() is true (the
+// deadline restarts when it turns false); true when `ready` held.
+template <typename Ready, typename Held>
+bool SpinUntil(int spin_us, Ready ready, Held held) {
+  if (spin_us <= 0 && !held()) return ready();
+  Clock::time_point deadline = Clock::now() + std::chrono::microseconds(spin_us);
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (ready()) return true;
       CpuRelax();
     }
-    if (Clock::now() >= deadline) return ready();
+    const Clock::time_point now = Clock::now();
+    if (held()) {
+      deadline = now + std::chrono::microseconds(spin_us);
+    } else if (now >= deadline) {
+      return ready();
+    }
   }
 }
+
+bool NotHeld() { return false; }
 
 }  // namespace
 
 ThreadTeam::ThreadTeam(int threads, int spin_us) : spin_us_(spin_us) {
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+ThreadTeam::Hold::Hold(ThreadTeam* team) : team_(team) {
+  if (team_ != nullptr) team_->holds_.fetch_add(1, std::memory_order_relaxed);
+}
+
+ThreadTeam::Hold::~Hold() {
+  if (team_ != nullptr) team_->holds_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 ThreadTeam::~ThreadTeam() {
@@ -56,7 +72,10 @@ uint64_t ThreadTeam::AwaitJob(uint64_t seen) {
     return stop_.load(std::memory_order_acquire) ||
            (claim_.load(std::memory_order_acquire) >> (2 * kCountBits)) != seen;
   };
-  if (!SpinUntil(spin_us_, ready)) {
+  auto held = [&] {
+    return holds_.load(std::memory_order_relaxed) > 0 && !stop_.load(std::memory_order_relaxed);
+  };
+  if (!SpinUntil(spin_us_, ready, held)) {
     std::unique_lock<std::mutex> lock(mu_);
     job_cv_.wait(lock, ready);
   }
@@ -116,7 +135,7 @@ void ThreadTeam::ParallelFor(int tasks, absl::FunctionRef<void(int)> fn) {
   job_cv_.notify_all();
   RunTasks(generation_);
   auto all_done = [&] { return done_.load(std::memory_order_acquire) == tasks; };
-  if (!SpinUntil(spin_us_, all_done)) {
+  if (!SpinUntil(spin_us_, all_done, NotHeld)) {
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, all_done);
   }

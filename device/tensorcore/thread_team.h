@@ -9,7 +9,10 @@
 //
 // Workers spin for up to spin_us after a ParallelFor (the next product of a
 // layer usually follows within microseconds), then sleep on a condition
-// variable, so an idle team costs no CPU time.
+// variable, so an idle team costs no CPU time. Within a Hold (one dense step:
+// dozens of fork-joins, some between them run on the caller alone) they keep
+// spinning, since waking a sleeping thread costs tens of microseconds on a
+// VM, as much as a small product.
 //
 // Thread-compatible: ParallelFor may be called from one thread at a time.
 #ifndef LEMRT_DEVICE_TENSORCORE_THREAD_TEAM_H_
@@ -40,6 +43,22 @@ class ThreadTeam {
   // Workers + the calling thread.
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
+  // While a Hold on the team lives, idle workers poll for the next job
+  // without going to sleep; spin_us after the last Hold ends they sleep as
+  // before. For a burst of fork-joins whose gaps outlast spin_us (a dense
+  // step). A null team: no-op. Holds may nest; each must end on the thread
+  // that may call ParallelFor.
+  class Hold {
+   public:
+    explicit Hold(ThreadTeam* team);
+    ~Hold();
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    ThreadTeam* const team_;
+  };
+
   // Runs fn(0) .. fn(tasks - 1), each exactly once, on the workers and the
   // calling thread; returns when all have returned. tasks <= 0: no-op;
   // tasks < 2^20 (CHECKed).
@@ -67,6 +86,7 @@ class ThreadTeam {
   std::atomic<uint64_t> claim_{0};
   std::atomic<int> done_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<int> holds_{0};
   uint64_t generation_ = 0;  // the caller's last job
 
   // Sleeping workers (job_cv_) and a sleeping caller (done_cv_).

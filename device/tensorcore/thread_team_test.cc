@@ -1,9 +1,14 @@
 #include "device/tensorcore/thread_team.h"
 
+#include <time.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -27,8 +32,11 @@ TEST_P(ThreadTeamTest, RunsEveryTaskExactlyOnce) {
 // Many short jobs back to back, with workers that spin and with workers that
 // sleep at once: a job's tasks never leak into the next one.
 TEST_P(ThreadTeamTest, BackToBackJobsStaySeparate) {
-  for (int spin_us : {0, 50}) {
-    ThreadTeam team(GetParam(), spin_us);
+  for (int spin_us : {0, 50, -1}) {
+    // -1: workers that sleep at once, but held awake.
+    ThreadTeam team(GetParam(), std::max(spin_us, 0));
+    std::optional<ThreadTeam::Hold> hold;
+    if (spin_us < 0) hold.emplace(&team);
     std::vector<int64_t> out(5);
     int64_t want = 0;
     for (int job = 0; job < 3000; ++job) {
@@ -52,6 +60,43 @@ TEST_P(ThreadTeamTest, UsesTheWorkers) {
     while (entered.load() < 2) std::this_thread::yield();
   });
   EXPECT_EQ(entered.load(), 2);
+}
+
+// CPU time of the whole process while the calling thread sleeps `ms`.
+double ProcessCpuMsDuring(int ms) {
+  auto cpu_ms = [] {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+  };
+  const double before = cpu_ms();
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return cpu_ms() - before;
+}
+
+// With spin_us = 0 an idle worker sleeps at once, unless a Hold keeps it
+// polling; when the last Hold ends it sleeps again.
+TEST_P(ThreadTeamTest, HoldKeepsIdleWorkersAwake) {
+  if (GetParam() < 2) GTEST_SKIP() << "no workers";
+  ThreadTeam team(GetParam(), /*spin_us=*/0);
+  std::atomic<int> runs{0};
+  team.ParallelFor(4, [&](int) { runs.fetch_add(1); });
+  EXPECT_LT(ProcessCpuMsDuring(300), 30.0) << "workers should sleep without a hold";
+  {
+    const ThreadTeam::Hold outer(&team);
+    {
+      const ThreadTeam::Hold inner(&team);
+      team.ParallelFor(4, [&](int) { runs.fetch_add(1); });
+    }
+    // A worker polls through the 300 ms; even on a loaded machine it gets
+    // far more than 30 ms of CPU.
+    EXPECT_GT(ProcessCpuMsDuring(300), 30.0) << "held workers should keep polling";
+    team.ParallelFor(4, [&](int) { runs.fetch_add(1); });
+  }
+  EXPECT_EQ(runs.load(), 12);
+  ProcessCpuMsDuring(20);  // the workers' last poll ends
+  EXPECT_LT(ProcessCpuMsDuring(300), 30.0) << "workers should sleep once the hold ends";
+  const ThreadTeam::Hold no_team(nullptr);  // a no-op
 }
 
 TEST_P(ThreadTeamTest, ParallelRangesCoverTheCountInBlocks) {
