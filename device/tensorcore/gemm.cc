@@ -20,6 +20,12 @@ namespace {
 constexpr double kBlockFlops = 8e6;
 constexpr int64_t kMinBlock = 128;
 constexpr int64_t kBlockAlign = 16;
+// A product that would be one block is cut in two from this much work on,
+// when both halves keep kMinSplitBlock lines.
+constexpr double kSplitFlops = 3e6;
+constexpr int64_t kMinSplitBlock = 32;
+
+int64_t RoundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 // oneDNN runs its sgemm on OpenMP threads; every thread that calls it here
 // asks for one, so that the blocks, not oneDNN, decide the parallelism. The
@@ -80,12 +86,20 @@ GemmBlocking GemmBlockingFor(int64_t m, int64_t n, int64_t k) {
   g.rows = m >= n;
   const int64_t along = g.rows ? m : n;
   const int64_t across = g.rows ? n : m;
+  if (along == 0) return g;
   const double flops_per_line = 2.0 * static_cast<double>(across) * static_cast<double>(k);
   int64_t block = flops_per_line > 0 ? static_cast<int64_t>(kBlockFlops / flops_per_line) : along;
-  block = (block + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
-  block = std::max(block, kMinBlock);
-  g.block = std::max<int64_t>(1, std::min(block, along));
-  g.blocks = along == 0 ? 0 : static_cast<int>((along + g.block - 1) / g.block);
+  block = std::max(RoundUp(block, kBlockAlign), kMinBlock);
+  int64_t blocks = (along + block - 1) / block;
+  // A product of about one block's work but too few lines for two blocks of
+  // kMinBlock still goes in two, so that two threads share it.
+  if (blocks == 1 && flops_per_line * static_cast<double>(along) >= kSplitFlops &&
+      along >= 2 * kMinSplitBlock) {
+    blocks = 2;
+  }
+  // Blocks of equal size, up to the alignment.
+  g.block = std::min(RoundUp((along + blocks - 1) / blocks, kBlockAlign), along);
+  g.blocks = static_cast<int>((along + g.block - 1) / g.block);
   return g;
 }
 

@@ -158,6 +158,14 @@ TEST(GemmTest, BlockingIsAFunctionOfTheShape) {
   EXPECT_GE(GemmBlockingFor(1024, 512, 367).blocks, 8);
   EXPECT_GE(GemmBlockingFor(128, 512, 367).blocks, 4);
   EXPECT_EQ(GemmBlockingFor(64, 16, 64).blocks, 1);
+  // One block's work on too few lines for two full blocks still goes in two
+  // (DCN-v2's x V at batch 128), and blocks are about equal: 432 columns
+  // as 224 + 208, not 256 + 176.
+  EXPECT_EQ(GemmBlockingFor(128, 128, 432).blocks, 2);
+  const GemmBlocking even = GemmBlockingFor(128, 432, 128);
+  EXPECT_FALSE(even.rows);
+  EXPECT_EQ(even.blocks, 2);
+  EXPECT_EQ(even.block, 224);
 }
 
 TEST(GemmTest, BackendAloneMatchesNaiveProduct) {
