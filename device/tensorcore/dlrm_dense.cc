@@ -80,6 +80,8 @@ DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dro
   }
   z_base_.resize(z_stride_.size());
   dz_base_.resize(z_stride_.size());
+  proj_tasks_.reserve(2 * features_.size());
+  proj_groups_.reserve(2 * features_.size());
   const size_t rows = static_cast<size_t>(max_batch);
   const bool any_projected = std::any_of(features_.begin(), features_.end(),
                                          [](const Feature& f) { return f.proj_offset >= 0; });
@@ -132,12 +134,15 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
 
   bottom_.Forward(bottom_params(), batch, dense, nullptr, dropout);
   // z_f = emb_f P_f, written into feature f's columns of z_.
+  proj_tasks_.clear();
   for (size_t f = 0; f < features_.size(); ++f) {
     const Feature& feature = features_[f];
     if (feature.proj_offset < 0) continue;
-    Gemm(team_, false, false, batch, d, feature.dim, emb + feature.emb_offset, embedding_width_,
-         params_.data() + feature.proj_offset, d, z_.data() + (f + 1) * d, zw);
+    proj_tasks_.emplace_back(false, false, batch, d, feature.dim, emb + feature.emb_offset,
+                             embedding_width_, params_.data() + feature.proj_offset, d,
+                             z_.data() + (f + 1) * d, zw);
   }
+  RunProjections();
   // The interaction reads z_0 and the unprojected features where they are.
   z_base_[0] = bottom_.output();
   for (size_t f = 0; f < features_.size(); ++f) {
@@ -167,21 +172,32 @@ void DlrmDense::BackwardInteraction(int64_t batch, const float* emb, float* d_em
   ParallelRanges(team_, batch, kSamplesPerTask, [&](int64_t begin, int64_t end) {
     interaction_.Backward(begin, end, z, dx_.data(), dz);
   });
+  proj_tasks_.clear();
   for (size_t f = 0; f < features_.size(); ++f) {
     const Feature& feature = features_[f];
     if (feature.proj_offset < 0) continue;
     const float* dzf = dz_.data() + (f + 1) * d;
     // dP_f = emb_f^T dz_f and d emb_f = dz_f P_f^T.
-    Gemm(team_, true, false, feature.dim, d, batch, emb + feature.emb_offset, embedding_width_,
-         dzf, zw, grads_.data() + feature.proj_offset, d);
-    Gemm(team_, false, true, batch, feature.dim, d, dzf, zw, params_.data() + feature.proj_offset,
-         d, d_emb + feature.emb_offset, embedding_width_);
+    proj_tasks_.emplace_back(true, false, feature.dim, d, batch, emb + feature.emb_offset,
+                             embedding_width_, dzf, zw, grads_.data() + feature.proj_offset, d);
+    proj_tasks_.emplace_back(false, true, batch, feature.dim, d, dzf, zw,
+                             params_.data() + feature.proj_offset, d,
+                             d_emb + feature.emb_offset, embedding_width_);
   }
+  RunProjections();
+}
+
+void DlrmDense::RunProjections() {
+  // Every feature's products write their own outputs: one fork-join.
+  proj_groups_.clear();
+  for (const GemmTasks& tasks : proj_tasks_) proj_groups_.push_back(tasks.group());
+  ParallelForGroups(team_, proj_groups_);
 }
 
 double DlrmDense::ForwardBackward(int64_t batch, const float* dense,
                                   const float* emb, const float* labels,
                                   float loss_scale, float* d_emb) {
+  const ThreadTeam::Hold hold(team_);  // workers stay awake for the step
   Forward(batch, dense, emb, &dropout_key_);
   const double loss = LogisticLossAndGradient(batch, top_.output(), labels, loss_scale,
                                                 d_logits_.data());
@@ -197,6 +213,7 @@ double DlrmDense::ForwardBackward(int64_t batch, const float* dense,
 
 void DlrmDense::Predict(int64_t batch, const float* dense, const float* emb,
                         float* probs) {
+  const ThreadTeam::Hold hold(team_);  // workers stay awake for the step
   Forward(batch, dense, emb, /*dropout=*/nullptr);
   const float* logits = top_.output();
   for (int64_t i = 0; i < batch; ++i) {

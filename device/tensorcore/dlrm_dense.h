@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "device/tensorcore/dense_model.h"
+#include "device/tensorcore/gemm.h"
 #include "device/tensorcore/interaction.h"
 #include "device/tensorcore/mlp.h"
 #include "device/tensorcore/thread_team.h"
@@ -123,6 +124,9 @@ class DlrmDense : public DenseModel {
   // output (d_bottom_).
   void BackwardInteraction(int64_t batch, const float* emb, float* d_emb);
 
+  // Runs proj_tasks_ (filled by the caller) in one fork-join.
+  void RunProjections();
+
   std::span<const float> bottom_params() const;
   std::span<const float> top_params() const;
 
@@ -145,6 +149,10 @@ class DlrmDense : public DenseModel {
   std::vector<const float*> z_base_;
   std::vector<float*> dz_base_;
   std::vector<int64_t> z_stride_;
+  // The projections' products of one call, run as one fork-join (capacity
+  // reserved at construction: the step allocates nothing).
+  std::vector<GemmTasks> proj_tasks_;
+  std::vector<TaskGroup> proj_groups_;
   // Scratch, all sized for max_batch samples.
   // Projected features' z_f, columns of [batch x (F+1) x d] (empty when
   // no feature is projected), and their gradients.
