@@ -87,25 +87,28 @@ void ThreadTeam::WorkerLoop() {
   for (;;) {
     seen = AwaitJob(seen);
     if (stop_.load(std::memory_order_acquire)) return;
-    RunTasks(seen);
+    RunTasks(seen, /*front=*/false);
   }
 }
 
-void ThreadTeam::RunTasks(uint64_t generation) {
+void ThreadTeam::RunTasks(uint64_t generation, bool front) {
   constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
   uint64_t claim = claim_.load(std::memory_order_acquire);
   for (;;) {
     // Another generation: this job is over (its caller may have returned).
     if ((claim >> (2 * kCountBits)) != generation) return;
-    const int tasks = static_cast<int>((claim >> kCountBits) & kCountMask);
-    const int index = static_cast<int>(claim & kCountMask);
-    if (index >= tasks) return;
-    if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel,
+    const int end = static_cast<int>((claim >> kCountBits) & kCountMask);
+    const int next = static_cast<int>(claim & kCountMask);
+    if (next >= end) return;
+    const uint64_t claimed = front ? claim + 1 : claim - (uint64_t{1} << kCountBits);
+    if (!claim_.compare_exchange_weak(claim, claimed, std::memory_order_acq_rel,
                                       std::memory_order_acquire)) {
       continue;  // `claim` now holds the current word
     }
-    // Claimed: the caller waits for this task, so fn_ is this job's.
-    (*fn_.load(std::memory_order_relaxed))(index);
+    // Claimed: the caller waits for this task, so fn_ and tasks_ are this
+    // job's until the task is counted done.
+    const int tasks = tasks_;
+    (*fn_.load(std::memory_order_relaxed))(front ? next : end - 1);
     if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks) {
       std::lock_guard<std::mutex> lock(mu_);
       done_cv_.notify_one();
@@ -125,6 +128,7 @@ void ThreadTeam::ParallelFor(int tasks, absl::FunctionRef<void(int)> fn) {
   generation_ = (generation_ + 1) & kGenerationMask;
   fn_.store(&fn, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
+  tasks_ = tasks;
   claim_.store(generation_ << (2 * kCountBits) | static_cast<uint64_t>(tasks) << kCountBits,
                std::memory_order_release);
   {
@@ -133,7 +137,7 @@ void ThreadTeam::ParallelFor(int tasks, absl::FunctionRef<void(int)> fn) {
     std::lock_guard<std::mutex> lock(mu_);
   }
   job_cv_.notify_all();
-  RunTasks(generation_);
+  RunTasks(generation_, /*front=*/true);
   auto all_done = [&] { return done_.load(std::memory_order_acquire) == tasks; };
   if (!SpinUntil(spin_us_, all_done, NotHeld)) {
     std::unique_lock<std::mutex> lock(mu_);

@@ -62,6 +62,36 @@ TEST_P(ThreadTeamTest, UsesTheWorkers) {
   EXPECT_EQ(entered.load(), 2);
 }
 
+// The caller claims tasks from the front and the workers from the back, so
+// the caller's tasks are always a prefix of the job's and the workers' a
+// suffix, whatever the timing.
+TEST_P(ThreadTeamTest, CallerTakesTheFrontWorkersTheBack) {
+  ThreadTeam team(GetParam());
+  const std::thread::id caller = std::this_thread::get_id();
+  int mixed_jobs = 0;
+  for (int job = 0; job < 200; ++job) {
+    const int tasks = 2 + job % 31;
+    std::vector<char> by_caller(tasks);
+    team.ParallelFor(tasks, [&](int i) {
+      by_caller[i] = std::this_thread::get_id() == caller;
+      // Long enough for the workers to claim some tasks.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    });
+    const int first_worker = static_cast<int>(
+        std::find(by_caller.begin(), by_caller.end(), 0) - by_caller.begin());
+    for (int i = first_worker; i < tasks; ++i) {
+      EXPECT_EQ(by_caller[i], 0) << "job " << job << ": task " << i << " ran on the caller after "
+                                 << "task " << first_worker << " ran on a worker";
+    }
+    if (first_worker > 0 && first_worker < tasks) ++mixed_jobs;
+  }
+  if (GetParam() >= 2) {
+    EXPECT_GT(mixed_jobs, 0) << "the workers never took a task: the check had no teeth";
+  }
+}
+
 // CPU time of the whole process while the calling thread sleeps `ms`.
 double ProcessCpuMsDuring(int ms) {
   auto cpu_ms = [] {
