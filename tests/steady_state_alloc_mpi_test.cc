@@ -221,7 +221,9 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
     news_per_step[s] = g_news.load() - before;
     CHECK(st.ok()) << st;
   }
-  if (!rig.hot_rows.empty()) EXPECT_GT(hot_seen, 0) << "rank " << rank << ": no hot entry";
+  if (!rig.hot_rows.empty()) {
+    EXPECT_GT(hot_seen, 0) << "rank " << rank << ": no hot entry";
+  }
   for (int s = 0; s < kMeasured; ++s) {
     EXPECT_EQ(news_per_step[s], 0) << "rank " << rank << " replayed step " << s
                                    << " called operator new " << news_per_step[s] << " times"
