@@ -24,7 +24,9 @@ class ColumnSumTasks {
   ColumnSumTasks(const float* x, int64_t rows, int64_t width, float* out);
   int tasks() const;
   void operator()(int block) const;
-  TaskGroup group() const { return Tasks(tasks(), *this); }
+  TaskGroup group() const {
+    return Tasks(tasks(), *this, static_cast<double>(rows_) * width_);
+  }
 
  private:
   const float* x_;

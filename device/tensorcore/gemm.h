@@ -70,7 +70,9 @@ class GemmTasks {
             const GemmEpilogue& epilogue = {});
   int tasks() const { return blocks_; }
   void operator()(int block) const;
-  TaskGroup group() const { return Tasks(blocks_, *this); }
+  TaskGroup group() const {
+    return Tasks(blocks_, *this, 2.0 * static_cast<double>(m_) * n_ * k_);
+  }
 
  private:
   bool trans_a_, trans_b_;

@@ -163,10 +163,13 @@ void ParallelRanges(ThreadTeam* team, int64_t count, int64_t block,
 
 void ParallelForGroups(ThreadTeam* team, std::span<const TaskGroup> groups) {
   int64_t total = 0;
+  double work = 0;
   for (const TaskGroup& g : groups) {
     CHECK_GE(g.tasks, 0);
     total += g.tasks;
+    work = work < 0 || g.work < 0 ? -1 : work + g.work;
   }
+  if (work >= 0 && work < kMinForkWork) team = nullptr;
   auto run = [&](int index) {
     for (const TaskGroup& g : groups) {
       if (index < g.tasks) {

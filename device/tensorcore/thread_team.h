@@ -109,24 +109,32 @@ class ThreadTeam {
 // One loop of ParallelForGroups: run(context, 0) .. run(context, tasks - 1).
 // A plain function and a context pointer (not a FunctionRef), so a group can
 // be made ahead of the call and kept in an array; the context must outlive
-// the call. Tasks(n, fn) makes one from any callable fn(int).
+// the call. Tasks(n, fn) makes one from any callable fn(int). `work`: the
+// floating-point operations of all its tasks, where the maker knows them
+// (products, sums); < 0: unknown.
 struct TaskGroup {
   int tasks = 0;
   void (*run)(const void* context, int task) = nullptr;
   const void* context = nullptr;
+  double work = -1;
 };
 
 template <typename Fn>
-TaskGroup Tasks(int tasks, const Fn& fn) {
-  return {tasks, [](const void* c, int i) { (*static_cast<const Fn*>(c))(i); }, &fn};
+TaskGroup Tasks(int tasks, const Fn& fn, double work = -1) {
+  return {tasks, [](const void* c, int i) { (*static_cast<const Fn*>(c))(i); }, &fn, work};
 }
+
+// Below this much work in all (every group's known), a ParallelForGroups
+// runs on the calling thread: handing tasks to another core and reading
+// their results back costs more than a few microseconds of arithmetic.
+inline constexpr double kMinForkWork = 1e6;
 
 // Runs the tasks of several independent loops as one fork-join: every task of
 // every group exactly once, in one ParallelFor, claimed in the order given
 // (put the longest tasks first). One hand-off and one wait instead of one per
 // loop, and the threads balance over all of them. The groups must not write
-// what another group reads or writes. team: null runs them in order on the
-// calling thread.
+// what another group reads or writes. team: null, or groups whose known work
+// sums to less than kMinForkWork, run them in order on the calling thread.
 void ParallelForGroups(ThreadTeam* team, std::span<const TaskGroup> groups);
 
 // Runs fn(begin, end) for each of the ceil(count / block) ranges

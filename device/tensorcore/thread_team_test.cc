@@ -92,6 +92,31 @@ TEST_P(ThreadTeamTest, CallerTakesTheFrontWorkersTheBack) {
   }
 }
 
+// Groups whose known work is small run on the calling thread alone; one
+// group of unknown work is enough to hand them to the team.
+TEST_P(ThreadTeamTest, SmallKnownWorkStaysOnTheCaller) {
+  ThreadTeam team(GetParam(), /*spin_us=*/0);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> on_caller{0}, runs{0};
+  auto task = [&](int) {
+    runs.fetch_add(1);
+    if (std::this_thread::get_id() == caller) on_caller.fetch_add(1);
+    // Long enough that forked tasks would reach the workers.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  const TaskGroup small[] = {Tasks(40, task, kMinForkWork / 4), Tasks(40, task, kMinForkWork / 4)};
+  ParallelForGroups(&team, small);
+  EXPECT_EQ(runs.load(), 80);
+  EXPECT_EQ(on_caller.load(), 80);
+  // The workers may take tasks once one group's work is unknown; as above,
+  // each task runs once.
+  const TaskGroup unknown[] = {Tasks(40, task, kMinForkWork / 4), Tasks(40, task)};
+  ParallelForGroups(&team, unknown);
+  EXPECT_EQ(runs.load(), 160);
+}
+
 // CPU time of the whole process while the calling thread sleeps `ms`.
 double ProcessCpuMsDuring(int ms) {
   auto cpu_ms = [] {
