@@ -46,11 +46,13 @@ bool NotHeld() { return false; }
 
 }  // namespace
 
-ThreadTeam::ThreadTeam(int threads, int spin_us) : spin_us_(spin_us) {
+ThreadTeam::ThreadTeam(int threads, int spin_us, bool polls_when_held)
+    : spin_us_(spin_us), polls_when_held_(polls_when_held) {
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
-ThreadTeam::Hold::Hold(ThreadTeam* team) : team_(team) {
+ThreadTeam::Hold::Hold(ThreadTeam* team)
+    : team_(team != nullptr && team->polls_when_held_ ? team : nullptr) {
   if (team_ != nullptr) team_->holds_.fetch_add(1, std::memory_order_relaxed);
 }
 

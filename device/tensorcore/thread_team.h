@@ -34,8 +34,11 @@ class ThreadTeam {
  public:
   // Starts threads - 1 workers (threads <= 1: none; every task runs on the
   // caller). spin_us: how long an idle worker polls for the next job before
-  // it sleeps (0 = sleep at once).
-  explicit ThreadTeam(int threads, int spin_us = 50);
+  // it sleeps (0 = sleep at once). polls_when_held: whether Holds keep idle
+  // workers polling; false where the team's cores also run other busy
+  // threads (a pipelined trainer's SparseCore executor or host workers),
+  // whose time the polling would take.
+  explicit ThreadTeam(int threads, int spin_us = 50, bool polls_when_held = true);
   ~ThreadTeam();
   ThreadTeam(const ThreadTeam&) = delete;
   ThreadTeam& operator=(const ThreadTeam&) = delete;
@@ -43,9 +46,9 @@ class ThreadTeam {
   // Workers + the calling thread.
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // While a Hold on the team lives, idle workers poll for the next job
-  // without going to sleep; spin_us after the last Hold ends they sleep as
-  // before. For a burst of fork-joins whose gaps outlast spin_us (a dense
+  // While a Hold on the team lives (and the team polls_when_held), idle
+  // workers poll for the next job without going to sleep; spin_us after the
+  // last Hold ends they sleep as before. For a burst of fork-joins whose gaps outlast spin_us (a dense
   // step). A null team: no-op. Holds may nest; each must end on the thread
   // that may call ParallelFor.
   class Hold {
@@ -89,6 +92,7 @@ class ThreadTeam {
   uint64_t AwaitJob(uint64_t seen);
 
   const int spin_us_;
+  const bool polls_when_held_;
   // The job: fn_ is published by the release store of claim_ and read only
   // after a successful claim (the caller then still waits for that task).
   std::atomic<const absl::FunctionRef<void(int)>*> fn_{nullptr};

@@ -154,6 +154,19 @@ TEST_P(ThreadTeamTest, HoldKeepsIdleWorkersAwake) {
   const ThreadTeam::Hold no_team(nullptr);  // a no-op
 }
 
+// A team made not to poll when held (its cores run other busy threads)
+// sleeps through a Hold.
+TEST_P(ThreadTeamTest, HoldIsIgnoredByATeamThatDoesNotPoll) {
+  if (GetParam() < 2) GTEST_SKIP() << "no workers";
+  ThreadTeam team(GetParam(), /*spin_us=*/0, /*polls_when_held=*/false);
+  const ThreadTeam::Hold hold(&team);
+  std::atomic<int> runs{0};
+  team.ParallelFor(4, [&](int) { runs.fetch_add(1); });
+  EXPECT_EQ(runs.load(), 4);
+  ProcessCpuMsDuring(20);
+  EXPECT_LT(ProcessCpuMsDuring(300), 30.0) << "workers should sleep";
+}
+
 TEST_P(ThreadTeamTest, ParallelRangesCoverTheCountInBlocks) {
   ThreadTeam team(GetParam());
   for (ThreadTeam* t : {&team, static_cast<ThreadTeam*>(nullptr)}) {
