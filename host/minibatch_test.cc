@@ -219,7 +219,9 @@ TEST_P(MinibatchSplitParamTest, SplitFitsAndCoversEverything) {
     }
     EXPECT_EQ(moved.ids_total, coo.ids_total);
     EXPECT_EQ(moved.ids_after_dedup, coo.ids_after_dedup);
-    if (out.size() > 1) EXPECT_EQ(Entries(moved), Entries(coo));
+    if (out.size() > 1) {
+      EXPECT_EQ(Entries(moved), Entries(coo));
+    }
   }
 }
 
