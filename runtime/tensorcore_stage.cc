@@ -10,14 +10,9 @@ namespace lemrt::runtime {
 absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
     const config::RunConfig& config, Communicator& comm) {
   const int64_t local_batch = config.training().global_batch() / comm.size();
-  // The team's workers poll through a step only where no other busy thread
-  // of this rank (SparseCore executor, host or tile workers) wants the
-  // cores: with them, polling took their time (default 1-rank Criteo shape,
-  // batch 1024 on 2 cores: 57-59K samples/s polling against 64-66K not).
-  const ThreadBudget budget = ComputeThreadBudget(config, /*ranks_per_node=*/1, /*cores=*/1);
-  const bool alone = budget.busy_per_rank() == budget.tensorcore;
   auto team = std::make_unique<device::ThreadTeam>(
-      std::max(1, config.tensor_core().gemm_threads()), /*spin_us=*/50, /*polls_when_held=*/alone);
+      std::max(1, config.tensor_core().gemm_threads()), /*spin_us=*/50,
+      /*polls_when_held=*/TensorCoreTeamPolls(config));
   auto model = device::CreateDenseModel(device::DenseModelSpecFromConfig(config), local_batch,
                                         config.training().seed(), team.get());
   if (!model.ok()) return model.status();

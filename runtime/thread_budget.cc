@@ -27,6 +27,11 @@ ThreadBudget ComputeThreadBudget(const config::RunConfig& config, int ranks_per_
   return b;
 }
 
+bool TensorCoreTeamPolls(const config::RunConfig& config) {
+  // Whether the rank has other busy threads does not depend on the node.
+  return ComputeThreadBudget(config, /*ranks_per_node=*/1, /*cores=*/1).besides_tensorcore() == 0;
+}
+
 std::string OversubscriptionWarning(const ThreadBudget& b) {
   if (!b.oversubscribed()) return "";
   std::vector<std::string> parts = {"1 TensorCore (main)"};

@@ -49,6 +49,18 @@ TEST(ThreadBudgetTest, SequentialRunKeepsOneThreadBusy) {
             0);
 }
 
+// The GEMM team polls through a step only when no other thread of the rank
+// is busy: not with the executor thread, host workers or tile workers.
+TEST(ThreadBudgetTest, TensorCoreTeamPollsOnlyAlone) {
+  const std::string alone = "disable_full_embedding_pipelining: true maximum_parallel_iterations: 0";
+  EXPECT_TRUE(TensorCoreTeamPolls(Config(alone)));
+  EXPECT_TRUE(TensorCoreTeamPolls(Config("pipeline_without_threads: true "
+                                         "maximum_parallel_iterations: 0")));
+  EXPECT_FALSE(TensorCoreTeamPolls(Config("")));  // executor thread and host workers
+  EXPECT_FALSE(TensorCoreTeamPolls(Config("disable_full_embedding_pipelining: true")));
+  EXPECT_FALSE(TensorCoreTeamPolls(Config(alone + " tile_threads: 2")));
+}
+
 TEST(ThreadBudgetTest, DefaultHostWorkersAreTheTrainers) {
   const config::RunConfig c = Config("");
   EXPECT_EQ(ComputeThreadBudget(c, 3, 8).host_workers, HostWorkerThreads(c, 3));
