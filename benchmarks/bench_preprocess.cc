@@ -19,6 +19,9 @@
 #include <ctime>
 #include <memory>
 
+#include <sys/resource.h>
+
+#include "base/huge_pages.h"
 #include "base/random.h"
 #include "benchmarks/thread_cpu_timer.h"
 #include "benchmark/benchmark.h"
@@ -141,6 +144,17 @@ int64_t StreamFloor(const Batch& batch, std::vector<CooEntry>* out) {
   return k;
 }
 
+// Page faults so far (minor ones: memory the kernel maps on first touch) of
+// the calling thread (RUSAGE_THREAD) or the process (RUSAGE_SELF). A step in
+// steady state takes none.
+int64_t PageFaults(int who) {
+  rusage u;
+  getrusage(who, &u);
+  return u.ru_minflt + u.ru_majflt;
+}
+int64_t ThreadPageFaults() { return PageFaults(RUSAGE_THREAD); }
+int64_t ProcessPageFaults() { return PageFaults(RUSAGE_SELF); }
+
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -163,7 +177,11 @@ void Run(benchmark::State& state, double fraction) {
   MinibatchSplitter splitter(so);
   std::vector<PartitionedCoo> minibatches;
   std::vector<int64_t> dropped;
-  std::vector<CooEntry> floor_out(static_cast<size_t>(coo.ids_total));
+  // On huge pages as the builder's entries (base/huge_pages.h): the floor
+  // moves the same bytes the same way.
+  std::vector<CooEntry> floor_out;
+  base::ReserveOnHugePages(&floor_out, static_cast<size_t>(coo.ids_total));
+  floor_out.resize(static_cast<size_t>(coo.ids_total));
   // Warm-up: the timed path twice, as a step of one minibatch swaps the COO's
   // buffers with its minibatch's: both must have held the whole step before
   // the steady state (once each grows every buffer; page faults dominate it).
@@ -173,10 +191,11 @@ void Run(benchmark::State& state, double fraction) {
     (void)splitter.Enforce(&minibatches, &dropped);
   }
   benchmark::DoNotOptimize(StreamFloor(batch, &floor_out));
-  int64_t ids = 0, mbs = 0, iterations = 0;
+  int64_t ids = 0, mbs = 0, iterations = 0, faults = 0;
   double cpu_s = 0;
   std::vector<double> ns, floor_ns, ratio;
   for (auto _ : state) {
+    const int64_t faults0 = ThreadPageFaults();
     const double t0 = bench::ThreadCpuSeconds();
     absl::Status st = builder.Build(batch, &coo);
     const uint64_t boundaries = splitter.PlanLocal(coo);
@@ -187,6 +206,7 @@ void Run(benchmark::State& state, double fraction) {
     }
     benchmark::DoNotOptimize(st);
     const double t1 = bench::ThreadCpuSeconds();
+    faults += ThreadPageFaults() - faults0;
     state.PauseTiming();
     benchmark::DoNotOptimize(StreamFloor(batch, &floor_out));
     const double t2 = bench::ThreadCpuSeconds();
@@ -207,6 +227,7 @@ void Run(benchmark::State& state, double fraction) {
   state.counters["x_floor"] = Median(ratio);
   state.counters["ids/step"] = static_cast<double>(coo.ids_total);
   state.counters["minibatches"] = iterations ? static_cast<double>(mbs) / iterations : 0;
+  state.counters["faults/step"] = iterations ? static_cast<double>(faults) / iterations : 0;
 }
 
 // The stages alone, to show where the time goes. BM_CooBuild/samples/count:
@@ -350,12 +371,15 @@ void RunWorkers(benchmark::State& state, double fraction) {
   ids = mbs = 0;
   int64_t steps = 0;
   double cpu0 = 0;
+  int64_t faults0 = 0;
   for (auto _ : state) {  // one iteration (Iterations(1))
+    faults0 = ProcessPageFaults();
     cpu0 = ProcessCpuSeconds();
     run_steps(prefetcher, kStepsPerIteration);
     steps += kStepsPerIteration;
   }
   const double cpu = ProcessCpuSeconds() - cpu0;
+  const int64_t faults = ProcessPageFaults() - faults0;
   state.counters["ids/s"] = benchmark::Counter(static_cast<double>(ids), benchmark::Counter::kIsRate);
   // CPU seconds of every thread (workers and consumer): on a loaded machine
   // ids/s measures the load; ids per CPU-second x workers is the rate the
@@ -363,6 +387,7 @@ void RunWorkers(benchmark::State& state, double fraction) {
   state.counters["ids/cpu_s"] = cpu > 0 ? ids / cpu : 0;
   state.counters["ids/cpu_s_x_workers"] = cpu > 0 ? threads * ids / cpu : 0;
   state.counters["minibatches"] = steps ? static_cast<double>(mbs) / steps : 0;
+  state.counters["faults/step"] = steps ? static_cast<double>(faults) / steps : 0;
 }
 
 void BM_PreprocessWorkers(benchmark::State& state) { RunWorkers(state, 1.0); }

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_format.h"
+#include "base/huge_pages.h"
 #include "host/stacking.h"
 #include "proto/config_loader.h"
 
@@ -451,7 +452,10 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
   int64_t total = 0;
   for (const int64_t c : raw_counts_) total += c;
   out->ids_total = total;
-  out->entries.resize(total);  // an upper bound, shrunk below
+  // An upper bound, shrunk below; on huge pages when it grows (the entries
+  // are hundreds of MB, written every step: base/huge_pages.h).
+  base::ReserveOnHugePages(&out->entries, static_cast<size_t>(total));
+  out->entries.resize(total);
   out->segment_offsets.resize(segments + 1);
   PartitionCount* counts = nullptr;
   if (count_partitions_) {

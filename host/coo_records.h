@@ -5,8 +5,6 @@
 #ifndef LEMRT_HOST_COO_RECORDS_H_
 #define LEMRT_HOST_COO_RECORDS_H_
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -15,6 +13,8 @@
 #include <cstring>
 #include <memory>
 #include <new>
+
+#include "base/huge_pages.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -177,7 +177,7 @@ class AlignedScratch {
       const size_t rounded = (bytes + align - 1) / align * align;
       void* p = std::aligned_alloc(align, rounded);
       if (p == nullptr) throw std::bad_alloc();
-      if (align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);
+      if (align == kHuge) base::AdviseHugePages(p, rounded);
       data_.reset(static_cast<T*>(p));
       capacity_ = rounded / sizeof(T);
     }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "base/huge_pages.h"
 #include "base/random.h"
 #include "base/row_key.h"
 #include "host/radix_sort.h"
@@ -207,6 +208,7 @@ void MinibatchSplitter::Distribute(const PartitionedCoo& coo, uint64_t boundarie
     (*out)[0].entries.swap(take->entries);
     (*out)[0].segment_offsets.swap(take->segment_offsets);
   } else if (minibatches == 1) {
+    base::ReserveOnHugePages(&(*out)[0].entries, coo.entries.size());
     (*out)[0].entries.assign(coo.entries.begin(), coo.entries.end());
     (*out)[0].segment_offsets.assign(coo.segment_offsets.begin(), coo.segment_offsets.end());
   } else {

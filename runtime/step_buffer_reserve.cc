@@ -1,26 +1,14 @@
 #include "runtime/step_buffer_reserve.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdint>
 
+#include "base/huge_pages.h"
 #include "device/sparsecore/debug_checks.h"
 #include "host/coo.h"
 
 namespace lemrt::runtime {
 namespace {
-
-// Asks for transparent huge pages on the whole 2 MiB pages inside
-// [data, data + bytes) (a hint; large vectors are mmap'ed by malloc): their
-// first touch then faults 2 MiB at a time, about twice as fast on this VM,
-// and random rows miss the TLB less.
-void AdviseHugePages(const void* data, size_t bytes) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
 
 // Calls fn(&vector, bound) for every buffer of `out` and of its step states
 // (Buffers: SparseStepBuffers, const or not).
@@ -101,7 +89,7 @@ void ReserveStepBuffers(const StepBufferBounds& bounds, bool touch, SparseStepBu
   ForEachBuffer(bounds, buf, [touch](auto* v, int64_t n) {
     v->clear();
     v->reserve(n);
-    AdviseHugePages(v->data(), v->capacity() * sizeof(*v->data()));
+    base::AdviseHugePages(v->data(), v->capacity() * sizeof(*v->data()));
     if (touch) {
       v->resize(n);  // value-initialised: every page written once
       v->clear();    // keeps the capacity
