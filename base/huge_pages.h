@@ -9,6 +9,7 @@
 #ifndef LEMRT_BASE_HUGE_PAGES_H_
 #define LEMRT_BASE_HUGE_PAGES_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <iterator>
 #include <vector>
@@ -21,15 +22,17 @@ namespace lemrt::base {
 // time.
 void AdviseHugePages(const void* data, size_t bytes);
 
-// When n exceeds v's capacity, reserves exactly n and advises the new storage
-// before anything is written to it (its first touch then gets huge pages);
-// the elements move as with reserve. Otherwise does nothing: v keeps its
-// storage, pointers into it stay valid.
+// When n exceeds v's capacity, reserves max(n, 1.5 x the capacity) (growth
+// is geometric, as with push_back, so a slowly growing size reallocates a
+// logarithmic number of times) and advises the new storage before anything
+// is written to it (its first touch then gets huge pages); the elements move
+// as with reserve. Otherwise does nothing: v keeps its storage, pointers into
+// it stay valid.
 template <typename T>
 void ReserveOnHugePages(std::vector<T>* v, size_t n) {
   if (n <= v->capacity()) return;
   std::vector<T> fresh;
-  fresh.reserve(n);
+  fresh.reserve(std::max(n, v->capacity() + v->capacity() / 2));
   AdviseHugePages(fresh.data(), fresh.capacity() * sizeof(T));
   fresh.insert(fresh.end(), std::make_move_iterator(v->begin()),
                std::make_move_iterator(v->end()));

@@ -59,6 +59,16 @@ TEST(HugePagesTest, ReserveKeepsTheElementsAndReachesTheSize) {
   for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], static_cast<int64_t>(i) + 7);
 }
 
+TEST(HugePagesTest, GrowthIsGeometric) {
+  std::vector<int64_t> v;
+  ReserveOnHugePages(&v, 1000);
+  EXPECT_EQ(v.capacity(), 1000u);
+  ReserveOnHugePages(&v, 1001);
+  EXPECT_EQ(v.capacity(), 1500u);
+  ReserveOnHugePages(&v, 4000);
+  EXPECT_EQ(v.capacity(), 4000u);
+}
+
 TEST(HugePagesTest, ReserveWithinTheCapacityKeepsTheStorage) {
   std::vector<int64_t> v;
   v.reserve(4096);
