@@ -22,6 +22,11 @@ namespace lemrt::base {
 // time.
 void AdviseHugePages(const void* data, size_t bytes);
 
+// `bytes` (at least one) 64-byte aligned, so that arrays of rows start on a
+// cache line; from 2 MiB on, 2 MiB aligned and advised (AdviseHugePages).
+// Throws std::bad_alloc; the caller frees it with std::free.
+void* AllocateLineAligned(size_t bytes);
+
 // When n exceeds v's capacity, reserves max(n, 1.5 x the capacity) (growth
 // is geometric, as with push_back, so a slowly growing size reallocates a
 // logarithmic number of times) and advises the new storage before anything

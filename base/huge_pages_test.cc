@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -90,6 +91,20 @@ TEST(HugePagesTest, TheReservedStorageIsAdvised) {
   ReserveOnHugePages(&v, 16 * kMiB / sizeof(int64_t));
   const char* middle = reinterpret_cast<const char*>(v.data()) + 8 * kMiB;
   EXPECT_TRUE(Advised(middle)) << "VmFlags:" << VmFlagsAt(middle);
+}
+
+TEST(HugePagesTest, LineAlignedStorage) {
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{100}, 2 * kMiB - 1}) {
+    void* p = AllocateLineAligned(bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;
+    std::free(p);
+  }
+  void* p = AllocateLineAligned(6 * kMiB + 3);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (2 * kMiB), 0u);
+  if (KernelHasTransparentHugePages()) {
+    EXPECT_TRUE(Advised(static_cast<char*>(p) + 6 * kMiB));  // the rounded-up tail too
+  }
+  std::free(p);
 }
 
 // A fresh mapping is not marked until advised; only its whole 2 MiB pages

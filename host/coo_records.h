@@ -171,15 +171,8 @@ class AlignedScratch {
  public:
   T* Get(size_t n) {
     if (n > capacity_) {
-      constexpr size_t kHuge = size_t{2} << 20;
-      const size_t bytes = std::max<size_t>(n, 1) * sizeof(T);
-      const size_t align = bytes >= kHuge ? kHuge : 64;
-      const size_t rounded = (bytes + align - 1) / align * align;
-      void* p = std::aligned_alloc(align, rounded);
-      if (p == nullptr) throw std::bad_alloc();
-      if (align == kHuge) base::AdviseHugePages(p, rounded);
-      data_.reset(static_cast<T*>(p));
-      capacity_ = rounded / sizeof(T);
+      data_.reset(static_cast<T*>(base::AllocateLineAligned(n * sizeof(T))));
+      capacity_ = n;
     }
     return data_.get();
   }

@@ -151,8 +151,8 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
 
   std::vector<std::unique_ptr<device::Optimizer>> opts;
   std::vector<const device::Optimizer*> opt_ptrs;
-  for (const auto& t : c.tables()) {
-    opts.push_back(device::CreateTableOptimizer(c, static_cast<int>(opts.size())));
+  for (int t = 0; t < c.tables_size(); ++t) {
+    opts.push_back(device::CreateTableOptimizer(c, t));
     opt_ptrs.push_back(opts.back().get());
   }
   SparseCoreStage stage(c, **comm, opt_ptrs);
@@ -347,7 +347,9 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
   }
   // On one rank (24 samples per SparseCore) t2's hottest rows alone are over
   // max_ids 8, so some minibatch must have been split by samples.
-  if (max_ids > 0 && world == 1) EXPECT_GT(most_sample_ranges, 1);
+  if (max_ids > 0 && world == 1) {
+    EXPECT_GT(most_sample_ranges, 1);
+  }
   if (!hot_set.empty()) {
     MPI_Allreduce(MPI_IN_PLACE, &hot_entries, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     EXPECT_GT(hot_entries, 0) << "no hot row was looked up";

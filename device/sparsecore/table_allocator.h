@@ -8,11 +8,11 @@
 #ifndef LEMRT_DEVICE_SPARSECORE_TABLE_ALLOCATOR_H_
 #define LEMRT_DEVICE_SPARSECORE_TABLE_ALLOCATOR_H_
 
-#include <sys/mman.h>
-
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+
+#include "base/huge_pages.h"
 
 namespace lemrt::device {
 
@@ -20,22 +20,13 @@ template <typename T>
 class TableAllocator {
  public:
   using value_type = T;
-  static constexpr size_t kLineBytes = 64;
-  static constexpr size_t kHugePageBytes = size_t{2} << 20;
-
   TableAllocator() = default;
   template <typename U>
   TableAllocator(const TableAllocator<U>&) {}  // NOLINT: allocator rebinding
 
   T* allocate(size_t n) {
     if (n > static_cast<size_t>(-1) / sizeof(T) / 2) throw std::bad_alloc();
-    const size_t bytes = n * sizeof(T);
-    const size_t align = bytes >= kHugePageBytes ? kHugePageBytes : kLineBytes;
-    const size_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded);
-    if (p == nullptr) throw std::bad_alloc();
-    if (align == kHugePageBytes) madvise(p, rounded, MADV_HUGEPAGE);
-    return static_cast<T*>(p);
+    return static_cast<T*>(base::AllocateLineAligned(n * sizeof(T)));
   }
   void deallocate(T* p, size_t) { std::free(p); }
 
