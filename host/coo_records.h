@@ -164,15 +164,17 @@ static_assert(sizeof(LineBuffer<WeightedCodec<PackedCodec>>) == 64 &&
               sizeof(LineBuffer<WeightedCodec<WideCodec>>) == 64);
 
 // A growable 64-byte aligned buffer of trivially copyable T (contents are not
-// kept when it grows); from 2 MiB up 2 MiB aligned with transparent huge
-// pages requested (a hint), as its records are written at many places at once.
+// kept when it grows, by at least half); from 2 MiB up 2 MiB aligned with huge
+// pages requested (base::AllocateLineAligned), as its records are written at
+// many places at once.
 template <typename T>
 class AlignedScratch {
  public:
   T* Get(size_t n) {
-    if (n > capacity_) {
-      data_.reset(static_cast<T*>(base::AllocateLineAligned(n * sizeof(T))));
-      capacity_ = n;
+    if (n > capacity_) {  // geometric growth: few reallocations as n creeps up
+      const size_t grown = std::max(n, capacity_ + capacity_ / 2);
+      data_.reset(static_cast<T*>(base::AllocateLineAligned(grown * sizeof(T))));
+      capacity_ = grown;
     }
     return data_.get();
   }
