@@ -7,9 +7,14 @@
 #include <new>
 
 namespace lemrt::base {
+namespace {
+
+constexpr size_t kHuge = size_t{2} << 20;  // one transparent huge page
+constexpr size_t kLine = 64;
+
+}  // namespace
 
 void AdviseHugePages(const void* data, size_t bytes) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
   const uintptr_t at = reinterpret_cast<uintptr_t>(data);
   const uintptr_t begin = (at + kHuge - 1) & ~(kHuge - 1);
   const uintptr_t end = (at + bytes) & ~(kHuge - 1);
@@ -17,7 +22,6 @@ void AdviseHugePages(const void* data, size_t bytes) {
 }
 
 void* AllocateLineAligned(size_t bytes) {
-  constexpr size_t kLine = 64, kHuge = size_t{2} << 20;
   const size_t align = bytes >= kHuge ? kHuge : kLine;
   const size_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);

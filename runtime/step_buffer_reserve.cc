@@ -88,8 +88,7 @@ void ReserveStepBuffers(const StepBufferBounds& bounds, bool touch, SparseStepBu
   buf->sc_states.resize(bounds.sparse_cores_per_chip);
   ForEachBuffer(bounds, buf, [touch](auto* v, int64_t n) {
     v->clear();
-    v->reserve(n);
-    base::AdviseHugePages(v->data(), v->capacity() * sizeof(*v->data()));
+    base::ReserveOnHugePages(v, static_cast<size_t>(n));
     if (touch) {
       v->resize(n);  // value-initialised: every page written once
       v->clear();    // keeps the capacity

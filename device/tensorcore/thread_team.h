@@ -135,10 +135,11 @@ inline constexpr double kMinForkWork = 1e6;
 
 // Runs the tasks of several independent loops as one fork-join: every task of
 // every group exactly once, in one ParallelFor, numbered in the order given
-// (the calling thread claims from the first, the workers from the last). One hand-off and one wait instead of one per
-// loop, and the threads balance over all of them. The groups must not write
-// what another group reads or writes. team: null, or groups whose known work
-// sums to less than kMinForkWork, run them in order on the calling thread.
+// (the calling thread claims from the first, the workers from the last).
+// One hand-off and one wait instead of one per loop, and the threads balance
+// over all of them. The groups must not write what another group reads or
+// writes. team: null, or groups whose known work sums to less than
+// kMinForkWork, run them in order on the calling thread.
 void ParallelForGroups(ThreadTeam* team, std::span<const TaskGroup> groups);
 
 // Runs fn(begin, end) for each of the ceil(count / block) ranges
