@@ -29,7 +29,14 @@ void BM_CooBuild(benchmark::State& state) {
   o.local_sparse_cores = 4;
   o.total_sparse_cores = 512;
   o.max_ids_per_chip_per_sample = 1 << 20;
-  for (int f = 0; f < features; ++f) o.features.push_back({f, 100000000, config::TableConfig::SUM});
+  for (int f = 0; f < features; ++f) {
+    o.features.push_back(FeatureSpec{.table = f,
+                                     .vocab_size = 100000000,
+                                     .combiner = config::TableConfig::SUM,
+                                     .name = "",
+                                     .table_name = "",
+                                     .sc_shift = 0});
+  }
   CooBuilder builder(o);
   PartitionedCoo coo;
   int64_t ids = 0;

@@ -95,10 +95,12 @@ CooOptions Options(bool count_partitions = true) {
   o.max_ids_per_chip_per_sample = 1 << 30;
   o.count_partitions = count_partitions;
   for (int f = 0; f < kFeatures; ++f) {
-    FeatureSpec spec;
-    spec.table = f;
-    spec.vocab_size = kVocab;
-    o.features.push_back(spec);
+    o.features.push_back(FeatureSpec{.table = f,
+                                     .vocab_size = kVocab,
+                                     .combiner = config::TableConfig::SUM,
+                                     .name = "",
+                                     .table_name = "",
+                                     .sc_shift = 0});
   }
   return o;
 }

@@ -90,14 +90,13 @@ CooOptions MakeCooOptions(const config::RunConfig& config) {
   o.num_tables = config.tables_size();
   const StackingPlan stacking = StackingPlan::FromConfig(config);
   for (const config::FeatureConfig& f : config.features()) {
-    FeatureSpec spec;
-    spec.table = config::FindTable(config, f.table());
-    spec.vocab_size = config.tables(spec.table).vocab_size();
-    spec.combiner = config.tables(spec.table).combiner();
-    spec.name = f.name();
-    spec.table_name = config.tables(spec.table).name();
-    spec.sc_shift = stacking.table(spec.table).sc_shift;
-    o.features.push_back(spec);
+    const int t = config::FindTable(config, f.table());
+    o.features.push_back(FeatureSpec{.table = t,
+                                     .vocab_size = config.tables(t).vocab_size(),
+                                     .combiner = config.tables(t).combiner(),
+                                     .name = f.name(),
+                                     .table_name = config.tables(t).name(),
+                                     .sc_shift = stacking.table(t).sc_shift});
   }
   return o;
 }

@@ -68,7 +68,11 @@ struct PartitionCount {
   int32_t unique_ids = 0;
 };
 
-// What the builder needs to know of each feature.
+// What the builder needs to know of each feature. Initialise it with a
+// designated initialiser that names every field (FeatureSpec{.table = ...,
+// .sc_shift = ...}): GCC's -Wmissing-field-initializers, an error under
+// LEMRT_WERROR, then rejects one that leaves a field out, so a field added
+// here cannot be left at its default by an initialiser written before it.
 struct FeatureSpec {
   int table = 0;
   int64_t vocab_size = 0;

@@ -32,7 +32,12 @@ CooOptions Options(int S, int N, config::TableConfig::Combiner combiner, int64_t
   CooOptions o;
   o.local_sparse_cores = S;
   o.total_sparse_cores = N;
-  o.features.push_back({0, vocab, combiner});
+  o.features.push_back(FeatureSpec{.table = 0,
+                                   .vocab_size = vocab,
+                                   .combiner = combiner,
+                                   .name = "",
+                                   .table_name = "",
+                                   .sc_shift = 0});
   return o;
 }
 
@@ -265,12 +270,12 @@ TEST(CooTest, RandomBatchesMatchPlainReference) {
     for (int& k : shift) k = static_cast<int>(rng() % N);
     for (int f = 0; f < 5; ++f) {
       const int t = f % num_tables;
-      FeatureSpec spec;
-      spec.table = t;
-      spec.vocab_size = vocab[t];
-      spec.combiner = combiners[f % 3];
-      spec.sc_shift = shift[t];
-      o.features.push_back(spec);
+      o.features.push_back(FeatureSpec{.table = t,
+                                       .vocab_size = vocab[t],
+                                       .combiner = combiners[f % 3],
+                                       .name = "",
+                                       .table_name = "",
+                                       .sc_shift = shift[t]});
     }
     const int64_t per_sc = N >= 512 ? 12 : 40;
     Batch batch;

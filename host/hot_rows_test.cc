@@ -32,8 +32,18 @@ CooOptions TwoTables(int S, int N) {
   CooOptions o;
   o.local_sparse_cores = S;
   o.total_sparse_cores = N;
-  o.features.push_back({0, 50, config::TableConfig::MEAN});
-  o.features.push_back({1, 50, config::TableConfig::SUM});
+  o.features.push_back(FeatureSpec{.table = 0,
+                                   .vocab_size = 50,
+                                   .combiner = config::TableConfig::MEAN,
+                                   .name = "",
+                                   .table_name = "",
+                                   .sc_shift = 0});
+  o.features.push_back(FeatureSpec{.table = 1,
+                                   .vocab_size = 50,
+                                   .combiner = config::TableConfig::SUM,
+                                   .name = "",
+                                   .table_name = "",
+                                   .sc_shift = 0});
   return o;
 }
 

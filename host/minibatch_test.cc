@@ -32,7 +32,14 @@ PartitionedCoo Build(const Batch& batch, int S, int N, int64_t vocab = 1000) {
   o.local_sparse_cores = S;
   o.total_sparse_cores = N;
   o.max_ids_per_chip_per_sample = 1000;
-  for (int f = 0; f < batch.num_features(); ++f) o.features.push_back({f, vocab});
+  for (int f = 0; f < batch.num_features(); ++f) {
+    o.features.push_back(FeatureSpec{.table = f,
+                                     .vocab_size = vocab,
+                                     .combiner = config::TableConfig::SUM,
+                                     .name = "",
+                                     .table_name = "",
+                                     .sc_shift = 0});
+  }
   CooBuilder builder(o);
   PartitionedCoo coo;
   EXPECT_TRUE(builder.Build(batch, &coo).ok());
@@ -272,11 +279,13 @@ TEST(MinibatchSplitterTest, BuilderCountsEqualSortedCounts) {
       o.num_tables = 3;
       o.count_partitions = counted == 1;
       for (int f = 0; f < 4; ++f) {
-        FeatureSpec spec;
-        spec.table = feature_table[f];
-        spec.vocab_size = vocab[spec.table];
-        spec.sc_shift = stacking[spec.table].sc_shift;
-        o.features.push_back(spec);
+        const int t = feature_table[f];
+        o.features.push_back(FeatureSpec{.table = t,
+                                         .vocab_size = vocab[t],
+                                         .combiner = config::TableConfig::SUM,
+                                         .name = "",
+                                         .table_name = "",
+                                         .sc_shift = stacking[t].sc_shift});
       }
       CooBuilder builder(o);
       ASSERT_TRUE(builder.Build(batch, &coo[counted]).ok());

@@ -16,7 +16,14 @@ PartitionedCoo Build(const Batch& batch, int S, int N, int64_t vocab) {
   o.local_sparse_cores = S;
   o.total_sparse_cores = N;
   o.max_ids_per_chip_per_sample = 1000;
-  for (int f = 0; f < batch.num_features(); ++f) o.features.push_back({f % 2, vocab});
+  for (int f = 0; f < batch.num_features(); ++f) {
+    o.features.push_back(FeatureSpec{.table = f % 2,
+                                     .vocab_size = vocab,
+                                     .combiner = config::TableConfig::SUM,
+                                     .name = "",
+                                     .table_name = "",
+                                     .sc_shift = 0});
+  }
   CooBuilder builder(o);
   PartitionedCoo coo;
   EXPECT_TRUE(builder.Build(batch, &coo).ok());

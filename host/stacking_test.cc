@@ -253,7 +253,14 @@ TEST(StackingPlanTest, FeaturesSharingATableCountLikeConcatenatedSamples) {
     CooOptions o;
     o.local_sparse_cores = 1;
     o.total_sparse_cores = 3;
-    for (int f = 0; f < batch.num_features(); ++f) o.features.push_back({0, 100});
+    for (int f = 0; f < batch.num_features(); ++f) {
+      o.features.push_back(FeatureSpec{.table = 0,
+                                       .vocab_size = 100,
+                                       .combiner = config::TableConfig::SUM,
+                                       .name = "",
+                                       .table_name = "",
+                                       .sc_shift = 0});
+    }
     CooBuilder builder(o);
     PartitionedCoo coo;
     EXPECT_TRUE(builder.Build(batch, &coo).ok());
@@ -334,9 +341,18 @@ TEST(StackingPlanTest, LimitErrorNamesTheStackAndDropsCountPerTable) {
   CooOptions o;
   o.local_sparse_cores = 1;
   o.total_sparse_cores = 2;
-  o.features.push_back({0, 4});
-  o.features.push_back({1, 4});
-  o.features[1].sc_shift = plan.table(1).sc_shift;
+  o.features.push_back(FeatureSpec{.table = 0,
+                                   .vocab_size = 4,
+                                   .combiner = config::TableConfig::SUM,
+                                   .name = "",
+                                   .table_name = "",
+                                   .sc_shift = 0});
+  o.features.push_back(FeatureSpec{.table = 1,
+                                   .vocab_size = 4,
+                                   .combiner = config::TableConfig::SUM,
+                                   .name = "",
+                                   .table_name = "",
+                                   .sc_shift = plan.table(1).sc_shift});
   Batch batch = OneTableBatch({{{0, 2}}, {{1, 3}}});
   CooBuilder builder(o);
   PartitionedCoo coo;
