@@ -38,7 +38,7 @@ void BM_CooBuild(benchmark::State& state) {
                                      .sc_shift = 0});
   }
   CooBuilder builder(o);
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   int64_t ids = 0;
   for (auto _ : state) {
     auto st = builder.Build(batch, &coo);

@@ -105,7 +105,7 @@ CooOptions Options(bool count_partitions = true) {
   return o;
 }
 
-MinibatchOptions SplitOptions(TableLimit limit) {
+MinibatchOptions SplitOptions(layout::TableLimit limit) {
   MinibatchOptions o;
   o.local_sparse_cores = kLocalSc;
   o.total_sparse_cores = kTotalSc;
@@ -115,24 +115,25 @@ MinibatchOptions SplitOptions(TableLimit limit) {
 }
 
 // Limits at `fraction` of the observed per-partition maxima (at least 1).
-TableLimit ObservedLimit(const PartitionedCoo& coo, double fraction) {
-  MinibatchSplitter probe(SplitOptions(TableLimit{TableLimit::kUnlimited - 1, TableLimit::kUnlimited - 1}));
+layout::TableLimit ObservedLimit(const layout::PartitionedCoo& coo, double fraction) {
+  MinibatchSplitter probe(SplitOptions(
+      layout::TableLimit{layout::TableLimit::kUnlimited - 1, layout::TableLimit::kUnlimited - 1}));
   probe.PlanLocal(coo);
   int32_t ids = 0, unique = 0;
-  for (const PartitionCount& c : probe.counts()) {
+  for (const layout::PartitionCount& c : probe.counts()) {
     ids = std::max(ids, c.ids);
     unique = std::max(unique, c.unique_ids);
   }
-  return TableLimit{std::max<int32_t>(1, static_cast<int32_t>(ids * fraction)),
-                    std::max<int32_t>(1, static_cast<int32_t>(unique * fraction))};
+  return layout::TableLimit{std::max<int32_t>(1, static_cast<int32_t>(ids * fraction)),
+                            std::max<int32_t>(1, static_cast<int32_t>(unique * fraction))};
 }
 
 // The floor: one streaming pass that reads every id of the batch and writes
-// one CooEntry per id in input order (no dedup, sort or partition): the bytes
+// one layout::CooEntry per id in input order (no dedup, sort or partition): the bytes
 // any preprocessing must move (8 read + 24 written per id). Returns the
 // entries written.
-int64_t StreamFloor(const Batch& batch, std::vector<CooEntry>* out) {
-  CooEntry* o = out->data();
+int64_t StreamFloor(const Batch& batch, std::vector<layout::CooEntry>* out) {
+  layout::CooEntry* o = out->data();
   int64_t k = 0;
   for (int f = 0; f < batch.num_features(); ++f) {
     const int64_t* ids = batch.ids[f].data();
@@ -172,16 +173,16 @@ double Median(std::vector<double> v) {
 void Run(benchmark::State& state, double fraction) {
   const Batch& batch = Workload(state.range(0));
   CooBuilder builder(Options());
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   if (!builder.Build(batch, &coo).ok()) state.SkipWithError("build failed");
   MinibatchOptions so = SplitOptions(ObservedLimit(coo, fraction));
   so.allow_id_dropping = true;  // a single hot row may exceed a quarter
   MinibatchSplitter splitter(so);
-  std::vector<PartitionedCoo> minibatches;
+  std::vector<layout::PartitionedCoo> minibatches;
   std::vector<int64_t> dropped;
   // On huge pages as the builder's entries (base/huge_pages.h): the floor
   // moves the same bytes the same way.
-  std::vector<CooEntry> floor_out;
+  std::vector<layout::CooEntry> floor_out;
   base::ReserveOnHugePages(&floor_out, static_cast<size_t>(coo.ids_total));
   floor_out.resize(static_cast<size_t>(coo.ids_total));
   // Warm-up: the timed path twice, as a step of one minibatch swaps the COO's
@@ -237,7 +238,7 @@ void Run(benchmark::State& state, double fraction) {
 // BM_CooBuildWeighted: the same on WeightedWorkload.
 void CooBuild(benchmark::State& state, const Batch& batch) {
   CooBuilder builder(Options(state.range(1) != 0));
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   (void)builder.Build(batch, &coo);  // warm-up: grows the buffers
   int64_t ids = 0;
   for (auto _ : state) {
@@ -256,7 +257,7 @@ void BM_CooBuildWeighted(benchmark::State& state) {
 void BM_PartitionStats(benchmark::State& state) {
   const Batch& batch = Workload(state.range(0));
   CooBuilder builder(Options(false));
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   (void)builder.Build(batch, &coo);
   MinibatchSplitter splitter(SplitOptions(ObservedLimit(coo, 1.0)));
   (void)splitter.PlanLocal(coo);  // warm-up: grows the buffers
@@ -272,10 +273,10 @@ void BM_PartitionStats(benchmark::State& state) {
 void BM_SplitFill(benchmark::State& state) {
   const Batch& batch = Workload(state.range(0));
   CooBuilder builder(Options());
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   (void)builder.Build(batch, &coo);
   MinibatchSplitter splitter(SplitOptions(ObservedLimit(coo, 1.0)));
-  std::vector<PartitionedCoo> minibatches;
+  std::vector<layout::PartitionedCoo> minibatches;
   std::vector<int64_t> dropped;
   const uint64_t boundaries = splitter.PlanLocal(coo);
   (void)splitter.Split(coo, boundaries, &minibatches, &dropped);
@@ -340,17 +341,17 @@ void RunWorkers(benchmark::State& state, double fraction) {
   constexpr int kDepth = 2;
   constexpr int64_t kStepsPerIteration = 8;
   CooBuilder builder(Options());
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   (void)builder.Build(batch, &coo);
-  PartitionLimits limits;
+  layout::PartitionLimits limits;
   limits.tables.assign(kFeatures, ObservedLimit(coo, fraction));
   for (int f = 0; f < kFeatures; ++f) limits.table_names.push_back("t" + std::to_string(f));
-  coo = PartitionedCoo();  // give its memory back
+  coo = layout::PartitionedCoo();  // give its memory back
   const config::RunConfig config = WorkloadConfig(/*allow_id_dropping=*/fraction < 1);
   WorkloadSource source(batch);
   runtime::SelfCommunicator comm;
   runtime::HostStage host(config, comm, source, limits);
-  std::vector<PartitionedCoo> minibatches;
+  std::vector<layout::PartitionedCoo> minibatches;
   int64_t step = 0, ids = 0, mbs = 0;
   auto run_steps = [&](runtime::HostPrefetcher& prefetcher, int64_t n) {
     for (int64_t i = 0; i < n; ++i, ++step) {

@@ -128,7 +128,7 @@ struct Fixture {
   AdagradOptimizer ada;
   const Optimizer* opt;
   std::unique_ptr<SparseCore> sc;
-  std::vector<host::CooEntry> entries;
+  std::vector<layout::CooEntry> entries;
   // 64-byte aligned, as the lookup's non-temporal stores need (row_kernels.h
   // CanStreamRow).
   std::vector<float, TableAllocator<float>> partials;
@@ -186,7 +186,7 @@ void BM_Lookup(benchmark::State& state) {
   const int dim = static_cast<int>(state.range(0));
   const int64_t ids = state.range(1);
   Fixture f(dim, ids, state.range(2), /*adagrad=*/false, /*staged=*/state.range(3) == 1);
-  std::span<const host::CooEntry> seg(f.entries);
+  std::span<const layout::CooEntry> seg(f.entries);
   float* out = f.partials.data();
   auto run = [&] {
     f.sc->Forward(std::span(&seg, 1), std::span(&out, 1), &f.st);
@@ -206,7 +206,7 @@ void BM_Lookup(benchmark::State& state) {
   });
   const double rows_s = ColdSecondsPerCall(f.flush, [&] {
     float* o = f.scratch.data();
-    for (const host::CooEntry& e : f.entries) {
+    for (const layout::CooEntry& e : f.entries) {
       std::memcpy(o, shard.row(e.col), sizeof(float) * dim);
       o += dim;
     }
@@ -235,7 +235,7 @@ void BM_Update(benchmark::State& state) {
   const int dim = static_cast<int>(state.range(0));
   const int64_t ids = state.range(1);
   Fixture f(dim, ids, state.range(2), /*adagrad=*/state.range(3) == 1);
-  std::span<const host::CooEntry> seg(f.entries);
+  std::span<const layout::CooEntry> seg(f.entries);
   float* out = f.partials.data();
   f.sc->Forward(std::span(&seg, 1), std::span(&out, 1), &f.st);
   const float* g = f.grads.data();
@@ -262,7 +262,7 @@ void BM_Update(benchmark::State& state) {
   });
   const double rows_s = ColdSecondsPerCall(f.flush, [&] {
     const float* gr = f.grads.data();
-    for (const host::CooEntry& e : f.entries) {
+    for (const layout::CooEntry& e : f.entries) {
       f.opt->Apply(shard.mutable_row(e.col), shard.mutable_row_slots(e.col),
                    std::span<const float>(gr, dim), 1, f.opt->learning_rate());
       gr += dim;
@@ -314,7 +314,7 @@ void BM_MultiHot(benchmark::State& state) {
   absl::StatusOr<std::unique_ptr<host::SyntheticSource>> source =
       host::SyntheticSource::Create(*config, 0, 1);
   host::Batch batch;
-  host::PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   host::CooBuilder builder(host::MakeCooOptions(*config));
   if (!source.ok() || !(*source)->TrainBatch(0, &batch).ok() || !builder.Build(batch, &coo).ok()) {
     state.SkipWithError("could not draw the batch");
@@ -323,7 +323,7 @@ void BM_MultiHot(benchmark::State& state) {
   SgdOptimizer sgd(0.1f);
   std::vector<const Optimizer*> opts(tables, &sgd);
   SparseCore sc(*config, 0, opts);
-  std::vector<std::span<const host::CooEntry>> segs;
+  std::vector<std::span<const layout::CooEntry>> segs;
   std::vector<std::vector<float, TableAllocator<float>>> partials;
   std::vector<std::vector<float>> grads;
   std::mt19937 rng(3);

@@ -3,7 +3,7 @@
 // sparse_core.limits_file. Runs under mpirun like training (one rank = one
 // chip); the limits are the maxima over --batches training batches and all
 // ranks, times --headroom. Rank 0 prints a per-table report. Partitions are
-// per stacked table (host/stacking.h: ids rotated and offset as in training);
+// per stacked table (layout/stacking.h: ids rotated and offset as in training);
 // the file lists every table, each with its stack's limits.
 //
 //   mpirun -np 4 build/bin/lemrt_limits --config=examples/configs/dlrm_synthetic.pbtxt
@@ -25,9 +25,9 @@
 #include "host/hot_rows.h"
 #include "host/id_shuffle.h"
 #include "host/limit_estimator.h"
-#include "host/limits.h"
 #include "host/minibatch.h"
-#include "host/stacking.h"
+#include "layout/limits.h"
+#include "layout/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/hot_row_choice.h"
@@ -59,9 +59,10 @@ class MpiSession {
 
 absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm) {
   namespace host = lemrt::host;
+  namespace layout = lemrt::layout;
   const int S = config.topology().sparse_cores_per_chip();
   const int N = static_cast<int>(lemrt::config::TotalSparseCores(config));
-  const host::StackingPlan stacking = host::StackingPlan::FromConfig(config);
+  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(config);
   const int K = stacking.num_stacks();
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = lemrt::runtime::AgreeOnStatus(comm, data.status());
@@ -92,7 +93,7 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   host::MinibatchSplitter counter(mo);
   host::LimitEstimator estimator(K, S, N);
   host::Batch batch;
-  host::PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   std::vector<host::HotEntry> hot_entries;
   int64_t ids[2] = {0, 0};  // after per-sample dedup: all, hot
   for (int64_t b = 0; b < FLAGS_batches; ++b) {
@@ -122,7 +123,7 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
     if (!st.ok()) return st;
     const host::TableLimitReport r =
         host::LimitEstimator::Summarise(std::move(ids), std::move(unique), per_dest);
-    // A limit is the stacked table's: every member gets it (host/stacking.h).
+    // A limit is the stacked table's: every member gets it (layout/stacking.h).
     for (int member : stacking.stacks()[t].tables) {
       *limits.add_tables() =
           host::LimitEstimator::Limits(config.tables(member).name(), r, FLAGS_headroom);
@@ -158,7 +159,7 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
       "most loaded destination SC / the mean; %d tables in %d stacks):\n%s",
       FLAGS_batches, comm.size(), N, config.tables_size(), K, report.c_str());
   std::fflush(stdout);
-  st = host::WriteLimitsFile(limits, FLAGS_out);
+  st = layout::WriteLimitsFile(limits, FLAGS_out);
   if (st.ok()) std::printf("wrote %s (headroom %.3f)\n", FLAGS_out.c_str(), FLAGS_headroom);
   if (st.ok() && !FLAGS_hot_rows_out.empty()) {
     std::ofstream out(FLAGS_hot_rows_out);

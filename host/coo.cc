@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/huge_pages.h"
-#include "host/stacking.h"
+#include "layout/stacking.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::host {
@@ -88,7 +88,7 @@ CooOptions MakeCooOptions(const config::RunConfig& config) {
   o.max_ids_per_chip_per_sample = config.sparse_core().max_ids_per_chip_per_sample();
   o.id_bound_check = config.sparse_core().enable_id_bound_check();
   o.num_tables = config.tables_size();
-  const StackingPlan stacking = StackingPlan::FromConfig(config);
+  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(config);
   for (const config::FeatureConfig& f : config.features()) {
     const int t = config::FindTable(config, f.table());
     o.features.push_back(FeatureSpec{.table = t,
@@ -135,7 +135,7 @@ CooBuilder::CooBuilder(CooOptions options) : options_(std::move(options)) {
   if (count_partitions_) bitmaps_.assign(words, 0);
 }
 
-absl::Status CooBuilder::Build(const Batch& batch, PartitionedCoo* out) {
+absl::Status CooBuilder::Build(const Batch& batch, layout::PartitionedCoo* out) {
   const int N = options_.total_sparse_cores;
   if ((N & (N - 1)) == 0) {
     const coo_internal::Pow2Divider div{N, std::countr_zero(static_cast<uint32_t>(N))};
@@ -146,7 +146,8 @@ absl::Status CooBuilder::Build(const Batch& batch, PartitionedCoo* out) {
 }
 
 template <class Div>
-absl::Status CooBuilder::BuildWith(const Div& div, const Batch& batch, PartitionedCoo* out) {
+absl::Status CooBuilder::BuildWith(const Div& div, const Batch& batch,
+                                   layout::PartitionedCoo* out) {
   out->local_sparse_cores = options_.local_sparse_cores;
   out->total_sparse_cores = options_.total_sparse_cores;
   absl::Status st = CountSegments(div, batch);
@@ -397,9 +398,9 @@ int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Reco
                   int64_t begin, int64_t end, int f, int32_t table,
                   config::TableConfig::Combiner combiner, int row_bits, int64_t row_base,
                   const int64_t* sample_offsets, const double* norms, uint64_t* bitmap,
-                  int32_t* unique, CooEntry* out) {
+                  int32_t* unique, layout::CooEntry* out) {
   const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
-  CooEntry* o = out;
+  layout::CooEntry* o = out;
   int32_t fresh = 0;
   for (int64_t i = begin; i < end;) {
     const typename Codec::Record rec = r[i];
@@ -439,7 +440,7 @@ int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Reco
 // segment is in cache, and the bitmaps cleared after it.
 template <class Div, class Codec>
 void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch& batch,
-                        PartitionedCoo* out) {
+                        layout::PartitionedCoo* out) {
   using Record = typename Codec::Record;
   const Div div = div_ref;  // locals: the entry stores could alias members
   const Codec codec = codec_ref;
@@ -456,15 +457,15 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
   base::ReserveOnHugePages(&out->entries, static_cast<size_t>(total));
   out->entries.resize(total);
   out->segment_offsets.resize(segments + 1);
-  PartitionCount* counts = nullptr;
+  layout::PartitionCount* counts = nullptr;
   if (count_partitions_) {
-    out->table_partition_counts.assign(int64_t{num_tables_} * S * N, PartitionCount{});
+    out->table_partition_counts.assign(int64_t{num_tables_} * S * N, layout::PartitionCount{});
     counts = out->table_partition_counts.data();
   } else {
     out->table_partition_counts.clear();
   }
   Record* const staging = reinterpret_cast<Record*>(staging_.Get(0));
-  CooEntry* const entries = out->entries.data();
+  layout::CooEntry* const entries = out->entries.data();
   int64_t w = 0;
   for (int64_t k = 0; k < segments; ++k) {
     const int d = static_cast<int>(k / S), s = static_cast<int>(k % S);
@@ -513,7 +514,7 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
       }
       w += written;
       if (counts != nullptr) {
-        PartitionCount& c = counts[(int64_t{code.table} * S + s) * N + d];
+        layout::PartitionCount& c = counts[(int64_t{code.table} * S + s) * N + d];
         c.ids += static_cast<int32_t>(written);
         c.unique_ids += unique;
       }

@@ -8,9 +8,10 @@
 //        norm over the sample's weights)
 //     -> destination SparseCore = (col + sc_shift of the feature's table) % N
 //        (N = SparseCores of all chips; sc_shift = the table's rotation in
-//        its stack, host/stacking.h; 0 without stacking)
+//        its stack, layout/stacking.h; 0 without stacking)
 //     -> segments ordered [dest SC 0..N-1][source local SC 0..S-1], entries
-//        inside a segment ordered by (feature, row, col)
+//        inside a segment ordered by (feature, row, col): the COO wire
+//        format, layout/coo_format.h
 //
 // How (host/coo.cc, host/coo_records.h): three passes. (1) Count each
 // segment's ids, duplicates included, checking ids against their tables.
@@ -39,34 +40,10 @@
 #include "absl/status/status.h"
 #include "host/batch.h"
 #include "host/coo_records.h"
+#include "layout/coo_format.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::host {
-
-// One (sample, id) pair sent by a source SparseCore to the SparseCore owning
-// row `col`. 24 bytes, sent as raw bytes between ranks.
-struct CooEntry {
-  int64_t col;      // global row of the table, in [0, vocab_size)
-  int32_t row;      // sample index within the source chip's local batch
-  int32_t feature;  // feature index in the config
-  int32_t table;    // table index in the config
-  float gain;       // weight of the row in the pooled vector
-};
-static_assert(sizeof(CooEntry) == 24);
-
-// Whether two entries belong to one pooled group: the same (feature,
-// sample). A segment's consecutive entries of one group pool into one
-// partial vector (device/sparsecore/sparse_core.h, "Partial layout").
-inline bool SameGroup(const CooEntry& a, const CooEntry& b) {
-  return a.feature == b.feature && a.row == b.row;
-}
-
-// Ids and distinct ids of one partition (one table or stack, one source
-// SparseCore, one destination SparseCore).
-struct PartitionCount {
-  int32_t ids = 0;
-  int32_t unique_ids = 0;
-};
 
 // What the builder needs to know of each feature. Initialise it with a
 // designated initialiser that names every field (FeatureSpec{.table = ...,
@@ -79,7 +56,7 @@ struct FeatureSpec {
   config::TableConfig::Combiner combiner = config::TableConfig::SUM;
   std::string name;        // feature name, for error messages
   std::string table_name;  // table name, for error messages
-  // The table's rotation in its stack (host/stacking.h), in [0, N): id j
+  // The table's rotation in its stack (layout/stacking.h), in [0, N): id j
   // goes to SparseCore (j + sc_shift) % N.
   int sc_shift = 0;
 };
@@ -95,7 +72,7 @@ struct CooOptions {
   // Tables in the config (>= 1 + the largest FeatureSpec::table; 0: that).
   int num_tables = 0;
   // true: Build also counts each (table, source SC, destination SC)
-  // partition's ids and distinct ids (PartitionedCoo::table_partition_counts)
+  // partition's ids and distinct ids (layout::PartitionedCoo::table_partition_counts)
   // with a bitmap of ceil(vocab_size / N) bits per table, when every table's
   // fits kMaxCountedRowsPerTable; otherwise (or false) the counts stay empty
   // and MinibatchSplitter::PlanLocal sorts the segments' keys to count them.
@@ -104,35 +81,6 @@ struct CooOptions {
 
 // Builds `options` from a validated config (with its table stacking plan).
 CooOptions MakeCooOptions(const config::RunConfig& config);
-
-// The partitioned COO of one local batch.
-struct PartitionedCoo {
-  int local_sparse_cores = 0;
-  int total_sparse_cores = 0;
-  std::vector<CooEntry> entries;
-  // segment_offsets[d * S + s] .. [d * S + s + 1]: entries from local SC s to
-  // global SC d. Size N * S + 1.
-  std::vector<int64_t> segment_offsets;
-  int64_t ids_total = 0;        // ids in the batch, duplicates included
-  int64_t ids_after_dedup = 0;  // == entries.size()
-  // The minibatches of one step with the same row_group may hold the same
-  // rows (the sample-dimension minibatches of one vocabulary-dimension
-  // minibatch, host/sample_split.h): the SparseCore stage sums a row's
-  // gradients over them before its one update of the step. Minibatches in
-  // different row groups never share a row.
-  int32_t row_group = 0;
-  // With CooOptions::count_partitions: partition (table t, source local SC
-  // s, destination SC d) at [(t * S + s) * N + d], size num_tables * S * N;
-  // ids after per-sample dedup and distinct ids. Empty otherwise.
-  std::vector<PartitionCount> table_partition_counts;
-
-  std::span<const CooEntry> segment(int dest_sc, int src_local_sc) const {
-    const int64_t k = int64_t{dest_sc} * local_sparse_cores + src_local_sc;
-    return std::span<const CooEntry>(
-        entries.data() + segment_offsets[k],
-        segment_offsets[k + 1] - segment_offsets[k]);
-  }
-};
 
 class CooBuilder {
  public:
@@ -153,7 +101,7 @@ class CooBuilder {
   // sample and the id); a sample with more ids after dedup over all features
   // than max_ids_per_chip_per_sample (observed vs limit); a feature whose
   // weights are not one per id.
-  absl::Status Build(const Batch& batch, PartitionedCoo* out);
+  absl::Status Build(const Batch& batch, layout::PartitionedCoo* out);
 
  private:
   // What the passes need of each feature, packed.
@@ -167,7 +115,7 @@ class CooBuilder {
   // The passes (host/coo.cc), for one way of dividing by N (`Div`) and one
   // staging record layout (`Codec`, host/coo_records.h).
   template <class Div>
-  absl::Status BuildWith(const Div& div, const Batch& batch, PartitionedCoo* out);
+  absl::Status BuildWith(const Div& div, const Batch& batch, layout::PartitionedCoo* out);
   template <class Div>
   absl::Status CountSegments(const Div& div, const Batch& batch);
   absl::Status CheckSampleIds(const Batch& batch);
@@ -175,7 +123,7 @@ class CooBuilder {
   template <class Div, class Codec>
   void Scatter(const Div& div, const Codec& codec, const Batch& batch);
   template <class Div, class Codec>
-  void Expand(const Div& div, const Codec& codec, const Batch& batch, PartitionedCoo* out);
+  void Expand(const Div& div, const Codec& codec, const Batch& batch, layout::PartitionedCoo* out);
   // Records [begin, end) of a sorted segment are feature `feature`'s.
   struct FeatureRun {
     int feature;

@@ -46,12 +46,12 @@ TEST(CooTest, ReferenceExampleDedupWithinSample) {
   const int64_t A = 10, B = 11, C = 12, D = 13;
   Batch batch = OneFeatureBatch({{A}, {A, B, C}, {B, B, D}});
   CooBuilder builder(Options(1, 1, config::TableConfig::SUM));
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   ASSERT_TRUE(builder.Build(batch, &coo).ok());
   std::vector<int32_t> rows;
   std::vector<int64_t> cols;
   std::vector<float> gains;
-  for (const CooEntry& e : coo.entries) {
+  for (const layout::CooEntry& e : coo.entries) {
     rows.push_back(e.row);
     cols.push_back(e.col);
     gains.push_back(e.gain);
@@ -65,7 +65,7 @@ TEST(CooTest, ReferenceExampleDedupWithinSample) {
 
 TEST(CooTest, CombinerGains) {
   Batch batch = OneFeatureBatch({{1, 1, 2, 3}});
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   CooBuilder mean(Options(1, 1, config::TableConfig::MEAN));
   ASSERT_TRUE(mean.Build(batch, &coo).ok());
   EXPECT_FLOAT_EQ(coo.entries[0].gain, 0.5f);
@@ -88,7 +88,7 @@ TEST(CooTest, ModShardingOverAllSparseCores) {
   }
   Batch batch = OneFeatureBatch(samples);
   CooBuilder builder(Options(S, N, config::TableConfig::SUM, 50));
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   ASSERT_TRUE(builder.Build(batch, &coo).ok());
   std::map<std::pair<int64_t, int64_t>, float> seen;
   for (int d = 0; d < N; ++d) {
@@ -113,7 +113,7 @@ TEST(CooTest, ModShardingOverAllSparseCores) {
 }
 
 TEST(CooTest, EmptyBatchAndEmptySamples) {
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   CooBuilder builder(Options(2, 4, config::TableConfig::SUM));
   ASSERT_TRUE(builder.Build(OneFeatureBatch({}), &coo).ok());
   EXPECT_TRUE(coo.entries.empty());
@@ -124,7 +124,7 @@ TEST(CooTest, EmptyBatchAndEmptySamples) {
 
 TEST(CooTest, IdOutOfRangeNamesFeatureAndSample) {
   CooBuilder builder(Options(1, 1, config::TableConfig::SUM, 10));
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   absl::Status st = builder.Build(OneFeatureBatch({{1}, {3, 10}}), &coo);
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("id 10 of feature 0 (table 0) in sample 1"));
@@ -137,7 +137,7 @@ TEST(CooTest, IdBoundCheckOffWrapsIds) {
   CooOptions o = Options(1, 1, config::TableConfig::SUM, 10);
   o.id_bound_check = false;
   CooBuilder builder(o);
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   ASSERT_TRUE(builder.Build(OneFeatureBatch({{13, 3, -7}}), &coo).ok());
   ASSERT_EQ(coo.entries.size(), 1u);
   EXPECT_EQ(coo.entries[0].col, 3);
@@ -148,7 +148,7 @@ TEST(CooTest, MaxIdsPerChipPerSampleObservedVsLimit) {
   CooOptions o = Options(1, 1, config::TableConfig::SUM);
   o.max_ids_per_chip_per_sample = 2;
   CooBuilder builder(o);
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   EXPECT_TRUE(builder.Build(OneFeatureBatch({{1, 1, 1, 2}}), &coo).ok());  // 2 after dedup
   absl::Status st = builder.Build(OneFeatureBatch({{1, 2, 3}}), &coo);
   ASSERT_FALSE(st.ok());
@@ -171,19 +171,19 @@ TEST(CooTest, MaxIdsPerChipPerSampleObservedVsLimit) {
 // in input order x the combiner's norm over the sample's weights, also bit
 // for bit).
 struct Reference {
-  std::vector<CooEntry> entries;
+  std::vector<layout::CooEntry> entries;
   std::vector<int64_t> segment_offsets;
-  std::vector<PartitionCount> counts;  // [(table * S + s) * N + d]
+  std::vector<layout::PartitionCount> counts;  // [(table * S + s) * N + d]
   int64_t ids_total = 0;
 };
 
 Reference PlainReference(const Batch& batch, const CooOptions& o, int num_tables) {
   const int S = o.local_sparse_cores, N = o.total_sparse_cores;
   const int64_t per_sc = batch.num_samples / S;
-  std::vector<std::vector<CooEntry>> segments(int64_t{N} * S);
+  std::vector<std::vector<layout::CooEntry>> segments(int64_t{N} * S);
   Reference r;
   std::vector<std::set<int64_t>> distinct(int64_t{num_tables} * S * N);
-  r.counts.assign(distinct.size(), PartitionCount{});
+  r.counts.assign(distinct.size(), layout::PartitionCount{});
   for (int s = 0; s < S; ++s) {
     for (int f = 0; f < static_cast<int>(o.features.size()); ++f) {
       const FeatureSpec& spec = o.features[f];
@@ -237,7 +237,7 @@ Reference PlainReference(const Batch& batch, const CooOptions& o, int num_tables
   return r;
 }
 
-std::tuple<int64_t, int32_t, int32_t, int32_t, uint32_t> Fields(const CooEntry& e) {
+std::tuple<int64_t, int32_t, int32_t, int32_t, uint32_t> Fields(const layout::CooEntry& e) {
   return {e.col, e.row, e.feature, e.table, std::bit_cast<uint32_t>(e.gain)};
 }
 
@@ -330,7 +330,7 @@ TEST(CooTest, RandomBatchesMatchPlainReference) {
     // One builder for plain, weighted, plain again: its buffers serve both
     // record widths.
     CooBuilder builder(o);
-    PartitionedCoo coo;
+    layout::PartitionedCoo coo;
     for (const Batch* input : {&batch, &weighted, &batch}) {
       const bool has_weights = input == &weighted;
       const Reference want = PlainReference(*input, o, o.num_tables);
@@ -374,7 +374,7 @@ TEST(CooTest, WeightedGainsMatchAPlainReference) {
     Batch batch = OneFeatureBatch(ids);
     for (const auto& w : weights) batch.weights[0].insert(batch.weights[0].end(), w.begin(), w.end());
     CooBuilder builder(Options(2, 3, combiner, 10));
-    PartitionedCoo coo;
+    layout::PartitionedCoo coo;
     ASSERT_TRUE(builder.Build(batch, &coo).ok());
     std::map<std::pair<int, int64_t>, double> expected;
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -388,7 +388,7 @@ TEST(CooTest, WeightedGainsMatchAPlainReference) {
       }
     }
     ASSERT_EQ(coo.entries.size(), expected.size());
-    for (const CooEntry& e : coo.entries) {
+    for (const layout::CooEntry& e : coo.entries) {
       const auto it = expected.find({e.row, e.col});
       ASSERT_NE(it, expected.end()) << e.row << " " << e.col;
       EXPECT_NEAR(e.gain, it->second, 1e-6) << e.row << " " << e.col;
@@ -401,7 +401,7 @@ TEST(CooTest, WeightedGainsMatchAPlainReference) {
   ones.weights[0].assign(ones.ids[0].size(), 1.0f);
   for (const auto combiner :
        {config::TableConfig::SUM, config::TableConfig::MEAN, config::TableConfig::SQRTN}) {
-    PartitionedCoo a, b;
+    layout::PartitionedCoo a, b;
     CooBuilder ba(Options(2, 3, combiner, 10)), bb(Options(2, 3, combiner, 10));
     ASSERT_TRUE(ba.Build(plain, &a).ok());
     ASSERT_TRUE(bb.Build(ones, &b).ok());
@@ -418,7 +418,7 @@ TEST(CooTest, WeightedIdOutOfRangeIsAnError) {
   Batch batch = OneFeatureBatch({{4, 12}});
   batch.weights[0] = {1.0f, 1.0f};
   CooBuilder builder(Options(1, 1, config::TableConfig::SUM, 10));
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   const absl::Status st = builder.Build(batch, &coo);
   EXPECT_THAT(st.message(), HasSubstr("id 12"));
 }
@@ -427,7 +427,7 @@ TEST(CooTest, WeightsNotOnePerIdAreAnError) {
   Batch batch = OneFeatureBatch({{4, 5}, {6}});
   batch.weights[0] = {1.0f, 2.0f};
   CooBuilder builder(Options(1, 1, config::TableConfig::SUM, 10));
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   const absl::Status st = builder.Build(batch, &coo);
   EXPECT_THAT(st.message(), HasSubstr("has 2 weights for 3 ids"));
 }

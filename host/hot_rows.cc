@@ -20,12 +20,13 @@ HotRowSet::HotRowSet(std::vector<std::vector<int64_t>> placed)
   }
 }
 
-void ExtractHotEntries(const HotRowSet& set, PartitionedCoo* coo, std::vector<HotEntry>* hot) {
+void ExtractHotEntries(const HotRowSet& set, layout::PartitionedCoo* coo,
+                       std::vector<HotEntry>* hot) {
   hot->clear();
   if (set.empty()) return;
   CHECK(coo->table_partition_counts.empty())
       << "ExtractHotEntries: the partition counts would still count the hot entries";
-  std::vector<CooEntry>& entries = coo->entries;
+  std::vector<layout::CooEntry>& entries = coo->entries;
   const size_t segments = coo->segment_offsets.size() - 1;
   int64_t out = 0;
   int64_t begin = coo->segment_offsets[0];
@@ -33,7 +34,7 @@ void ExtractHotEntries(const HotRowSet& set, PartitionedCoo* coo, std::vector<Ho
     const int64_t end = coo->segment_offsets[k + 1];
     coo->segment_offsets[k] = out;
     for (int64_t i = begin; i < end; ++i) {
-      const CooEntry& e = entries[i];
+      const layout::CooEntry& e = entries[i];
       const int32_t slot = set.Find(e.table, e.col);
       if (slot >= 0) {
         hot->push_back(HotEntry{slot, e.row, e.feature, e.gain});

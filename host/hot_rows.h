@@ -27,7 +27,7 @@ struct HotEntry {
   int32_t slot;     // the row's replica, HotRowSet numbering
   int32_t row;      // sample index within the chip's local batch
   int32_t feature;  // feature index in the config
-  float gain;       // weight of the row in the pooled vector (CooEntry::gain)
+  float gain;       // weight of the row in the pooled vector (layout::CooEntry::gain)
 };
 
 // The replicated rows of every table, numbered by "slots": table 0's rows
@@ -36,7 +36,7 @@ struct HotEntry {
 class HotRowSet {
  public:
   HotRowSet() = default;
-  // placed[t]: table t's hot rows as placed ids (what CooEntry::col holds:
+  // placed[t]: table t's hot rows as placed ids (what layout::CooEntry::col holds:
   // the original id, or its id-shuffled P(j)); distinct, any order.
   explicit HotRowSet(std::vector<std::vector<int64_t>> placed);
 
@@ -66,7 +66,8 @@ class HotRowSet {
 // coo->ids_total and ids_after_dedup keep counting the moved entries.
 // Unless `set` is empty, coo->table_partition_counts must be empty (they
 // would count the moved entries).
-void ExtractHotEntries(const HotRowSet& set, PartitionedCoo* coo, std::vector<HotEntry>* hot);
+void ExtractHotEntries(const HotRowSet& set, layout::PartitionedCoo* coo,
+                       std::vector<HotEntry>* hot);
 
 // Counts one rank's ids per table (duplicates included) over batches, to
 // choose the hot rows. Ids are original ids; with `wrap` (as

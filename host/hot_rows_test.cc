@@ -64,15 +64,15 @@ TEST(ExtractHotEntriesTest, EqualsAPlainFilterOfTheSegments) {
   for (const auto& [S, N] : std::vector<std::pair<int, int>>{{1, 1}, {2, 4}, {4, 8}}) {
     CooBuilder builder(TwoTables(S, N));
     const Batch batch = RandomBatch(64, 11u + S);
-    PartitionedCoo coo;
+    layout::PartitionedCoo coo;
     ASSERT_TRUE(builder.Build(batch, &coo).ok());
     const HotRowSet set({{0, 1, 2}, {0, 9}});
     // Expected: per segment, the kept entries in order; all hot ones in order.
-    std::vector<std::vector<CooEntry>> kept(coo.segment_offsets.size() - 1);
+    std::vector<std::vector<layout::CooEntry>> kept(coo.segment_offsets.size() - 1);
     std::vector<HotEntry> want_hot;
     for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
       for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
-        const CooEntry& e = coo.entries[i];
+        const layout::CooEntry& e = coo.entries[i];
         const bool hot = (e.table == 0 && e.col <= 2) || (e.table == 1 && (e.col == 0 || e.col == 9));
         if (hot) {
           want_hot.push_back({set.Find(e.table, e.col), e.row, e.feature, e.gain});
@@ -95,8 +95,8 @@ TEST(ExtractHotEntriesTest, EqualsAPlainFilterOfTheSegments) {
     size_t total = 0;
     for (int d = 0; d < N; ++d) {
       for (int s = 0; s < S; ++s) {
-        const std::span<const CooEntry> seg = coo.segment(d, s);
-        const std::vector<CooEntry>& want = kept[static_cast<size_t>(d) * S + s];
+        const std::span<const layout::CooEntry> seg = coo.segment(d, s);
+        const std::vector<layout::CooEntry>& want = kept[static_cast<size_t>(d) * S + s];
         ASSERT_EQ(seg.size(), want.size()) << "segment " << d << "," << s;
         for (size_t i = 0; i < seg.size(); ++i) {
           EXPECT_EQ(seg[i].col, want[i].col);
@@ -116,7 +116,7 @@ TEST(ExtractHotEntriesTest, AnEmptySetLeavesTheCooAlone) {
   CooOptions options = TwoTables(2, 4);
   options.count_partitions = true;  // the counts stay right: nothing moves
   CooBuilder builder(options);
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   ASSERT_TRUE(builder.Build(RandomBatch(16, 3), &coo).ok());
   const std::vector<int64_t> offsets = coo.segment_offsets;
   std::vector<HotEntry> hot;

@@ -1,7 +1,7 @@
 // Id shuffling on the host (reference section 10): rewrites a batch's ids of
 // every shuffled table (proto/id_shuffle.h) to their placed ids P(j) before
 // the COO builder partitions them, so that the mod sharding (host/coo.h,
-// host/stacking.h) sends id j to SparseCore (P(j) + sc_shift) % N. Everything
+// layout/stacking.h) sends id j to SparseCore (P(j) + sc_shift) % N. Everything
 // downstream of the host (partitions, limits, minibatches, the exchange, the
 // shards' rows) works on placed ids; the shards map them back to original
 // rows for initialisation, checkpoints and the model checksum. Immutable;

@@ -36,11 +36,11 @@ LimitEstimator::LimitEstimator(int num_tables, int local_sparse_cores, int total
       unique_ids_(num_tables),
       ids_per_dest_(num_tables, std::vector<int64_t>(total_sparse_cores, 0)) {}
 
-void LimitEstimator::AddBatch(const std::vector<PartitionCount>& counts) {
+void LimitEstimator::AddBatch(const std::vector<layout::PartitionCount>& counts) {
   for (int t = 0; t < T_; ++t) {
     for (int s = 0; s < S_; ++s) {
       for (int d = 0; d < N_; ++d) {
-        const PartitionCount& c = counts[(int64_t{t} * S_ + s) * N_ + d];
+        const layout::PartitionCount& c = counts[(int64_t{t} * S_ + s) * N_ + d];
         ids_[t].push_back(static_cast<float>(c.ids));
         unique_ids_[t].push_back(static_cast<float>(c.unique_ids));
         ids_per_dest_[t][d] += c.ids;

@@ -35,7 +35,7 @@ class LimitEstimator {
 
   // Adds one batch's partition counts (MinibatchSplitter::counts() layout,
   // [(t * S + s) * N + d]).
-  void AddBatch(const std::vector<PartitionCount>& counts);
+  void AddBatch(const std::vector<layout::PartitionCount>& counts);
 
   // Observed values of table t, one per (batch, source SC, destination SC).
   const std::vector<float>& ids(int t) const { return ids_[t]; }

@@ -22,7 +22,7 @@ int BucketOfKey(uint64_t key) {
   return static_cast<int>(base::Mix64(key ^ 0x9e3779b97f4a7c15ULL) >> 58);
 }
 
-bool Fits(const PartitionCount& c, const TableLimit& l) {
+bool Fits(const layout::PartitionCount& c, const layout::TableLimit& l) {
   return c.ids <= l.max_ids && c.unique_ids <= l.max_unique_ids;
 }
 
@@ -42,11 +42,11 @@ int MinibatchSplitter::Bucket(int table, int64_t col) { return BucketOfKey(Key(t
 
 uint64_t MinibatchSplitter::StackedKey(int table, int64_t col) const {
   if (options_.stacking.empty()) return Key(table, col);
-  const StackedTable& m = options_.stacking[table];
-  return Key(m.stack, StackedRow(m, col, N_));
+  const layout::StackedTable& m = options_.stacking[table];
+  return Key(m.stack, layout::StackedRow(m, col, N_));
 }
 
-void MinibatchSplitter::SortSegmentKeys(const PartitionedCoo& coo) {
+void MinibatchSplitter::SortSegmentKeys(const layout::PartitionedCoo& coo) {
   keys_.resize(coo.entries.size());
   for (size_t i = 0; i < coo.entries.size(); ++i) {
     keys_[i] = StackedKey(coo.entries[i].table, coo.entries[i].col);
@@ -59,16 +59,16 @@ void MinibatchSplitter::SortSegmentKeys(const PartitionedCoo& coo) {
   }
 }
 
-void MinibatchSplitter::CountPartitions(const PartitionedCoo& coo) {
-  counts_.assign(int64_t{T_} * S_ * N_, PartitionCount{});
+void MinibatchSplitter::CountPartitions(const layout::PartitionedCoo& coo) {
+  counts_.assign(int64_t{T_} * S_ * N_, layout::PartitionCount{});
   const int64_t per_table = int64_t{S_} * N_;
   if (static_cast<int64_t>(coo.table_partition_counts.size()) == num_tables_ * per_table) {
     // Counted by the builder per original table; a stack's members have
     // disjoint stacked rows, so its distinct ids are their sum.
     for (int t = 0; t < num_tables_; ++t) {
       const int stack = options_.stacking.empty() ? t : options_.stacking[t].stack;
-      const PartitionCount* from = coo.table_partition_counts.data() + t * per_table;
-      PartitionCount* to = counts_.data() + stack * per_table;
+      const layout::PartitionCount* from = coo.table_partition_counts.data() + t * per_table;
+      layout::PartitionCount* to = counts_.data() + stack * per_table;
       for (int64_t p = 0; p < per_table; ++p) {
         to[p].ids += from[p].ids;
         to[p].unique_ids += from[p].unique_ids;
@@ -85,7 +85,7 @@ void MinibatchSplitter::CountPartitions(const PartitionedCoo& coo) {
     for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1];) {
       int64_t j = i + 1;
       while (j < coo.segment_offsets[k + 1] && keys_[j] == keys_[i]) ++j;
-      PartitionCount& c = counts_[PartitionIndex(KeyTable(keys_[i]), s, d)];
+      layout::PartitionCount& c = counts_[PartitionIndex(KeyTable(keys_[i]), s, d)];
       c.ids += static_cast<int32_t>(j - i);
       c.unique_ids += 1;
       i = j;
@@ -93,7 +93,7 @@ void MinibatchSplitter::CountPartitions(const PartitionedCoo& coo) {
   }
 }
 
-uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
+uint64_t MinibatchSplitter::PlanLocal(const layout::PartitionedCoo& coo) {
   CountPartitions(coo);
   const int64_t segments = int64_t{N_} * S_;
   over_partitions_.clear();
@@ -115,7 +115,7 @@ uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
   for (size_t i = 0; i < over_partitions_.size(); ++i) {
     over_slot_[over_partitions_[i]] = static_cast<int32_t>(i);
   }
-  bucket_counts_.assign(over_partitions_.size() * kBuckets, PartitionCount{});
+  bucket_counts_.assign(over_partitions_.size() * kBuckets, layout::PartitionCount{});
   for (int64_t k = 0; k < segments; ++k) {
     const int d = static_cast<int>(k / S_), s = static_cast<int>(k % S_);
     for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1];) {
@@ -124,7 +124,7 @@ uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
       const int t = KeyTable(keys_[i]);
       const int32_t slot = over_slot_[PartitionIndex(t, s, d)];
       if (slot >= 0) {
-        PartitionCount& c =
+        layout::PartitionCount& c =
             bucket_counts_[int64_t{slot} * kBuckets + BucketOfKey(keys_[i])];
         c.ids += static_cast<int32_t>(j - i);
         c.unique_ids += 1;
@@ -135,17 +135,18 @@ uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
   // Greedy merge in bucket order: a new minibatch starts where adding the
   // bucket would push any over-limit partition past its limits.
   uint64_t boundaries = 0;
-  running_.assign(over_partitions_.size(), PartitionCount{});
+  running_.assign(over_partitions_.size(), layout::PartitionCount{});
   for (int b = 0; b < kBuckets; ++b) {
     bool fits = true;
     for (size_t i = 0; i < over_partitions_.size() && fits; ++i) {
-      const PartitionCount& add = bucket_counts_[i * kBuckets + b];
-      const PartitionCount sum{running_[i].ids + add.ids, running_[i].unique_ids + add.unique_ids};
+      const layout::PartitionCount& add = bucket_counts_[i * kBuckets + b];
+      const layout::PartitionCount sum{running_[i].ids + add.ids,
+                                       running_[i].unique_ids + add.unique_ids};
       fits = Fits(sum, options_.limits.tables[over_partitions_[i] / (int64_t{S_} * N_)]);
     }
     if (!fits && b > 0) {
       boundaries |= uint64_t{1} << b;
-      std::fill(running_.begin(), running_.end(), PartitionCount{});
+      std::fill(running_.begin(), running_.end(), layout::PartitionCount{});
     }
     for (size_t i = 0; i < over_partitions_.size(); ++i) {
       running_[i].ids += bucket_counts_[i * kBuckets + b].ids;
@@ -155,25 +156,26 @@ uint64_t MinibatchSplitter::PlanLocal(const PartitionedCoo& coo) {
   return boundaries;
 }
 
-absl::Status MinibatchSplitter::Split(const PartitionedCoo& coo, uint64_t boundaries,
-                                      std::vector<PartitionedCoo>* out,
+absl::Status MinibatchSplitter::Split(const layout::PartitionedCoo& coo, uint64_t boundaries,
+                                      std::vector<layout::PartitionedCoo>* out,
                                       std::vector<int64_t>* dropped_per_table) {
   SplitVocabulary(coo, boundaries, out);
   return Enforce(out, dropped_per_table);
 }
 
-void MinibatchSplitter::SplitVocabulary(const PartitionedCoo& coo, uint64_t boundaries,
-                                        std::vector<PartitionedCoo>* out) {
+void MinibatchSplitter::SplitVocabulary(const layout::PartitionedCoo& coo, uint64_t boundaries,
+                                        std::vector<layout::PartitionedCoo>* out) {
   Distribute(coo, boundaries, out, /*take=*/nullptr);
 }
 
-void MinibatchSplitter::SplitVocabulary(PartitionedCoo* coo, uint64_t boundaries,
-                                        std::vector<PartitionedCoo>* out) {
+void MinibatchSplitter::SplitVocabulary(layout::PartitionedCoo* coo, uint64_t boundaries,
+                                        std::vector<layout::PartitionedCoo>* out) {
   Distribute(*coo, boundaries, out, coo);
 }
 
-void MinibatchSplitter::Distribute(const PartitionedCoo& coo, uint64_t boundaries,
-                                   std::vector<PartitionedCoo>* out, PartitionedCoo* take) {
+void MinibatchSplitter::Distribute(const layout::PartitionedCoo& coo, uint64_t boundaries,
+                                   std::vector<layout::PartitionedCoo>* out,
+                                   layout::PartitionedCoo* take) {
   boundaries &= ~uint64_t{1};
   const int minibatches = std::popcount(boundaries) + 1;
   int mb_of_bucket[kBuckets];
@@ -197,7 +199,7 @@ void MinibatchSplitter::Distribute(const PartitionedCoo& coo, uint64_t boundarie
   }
   const int64_t segments = int64_t{N_} * S_;
   for (int m = 0; m < minibatches; ++m) {
-    PartitionedCoo& mb = (*out)[m];
+    layout::PartitionedCoo& mb = (*out)[m];
     mb.local_sparse_cores = S_;
     mb.total_sparse_cores = N_;
     mb.ids_total = m == 0 ? coo.ids_total : 0;
@@ -212,30 +214,31 @@ void MinibatchSplitter::Distribute(const PartitionedCoo& coo, uint64_t boundarie
     (*out)[0].entries.assign(coo.entries.begin(), coo.entries.end());
     (*out)[0].segment_offsets.assign(coo.segment_offsets.begin(), coo.segment_offsets.end());
   } else {
-    for (PartitionedCoo& mb : *out) {
+    for (layout::PartitionedCoo& mb : *out) {
       mb.entries.clear();
       mb.segment_offsets.assign(segments + 1, 0);
     }
     for (int64_t k = 0; k < segments; ++k) {
       for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
-        const CooEntry& e = coo.entries[i];
+        const layout::CooEntry& e = coo.entries[i];
         (*out)[mb_of_bucket[BucketOfKey(StackedKey(e.table, e.col))]].entries.push_back(e);
       }
-      for (PartitionedCoo& mb : *out) {
+      for (layout::PartitionedCoo& mb : *out) {
         mb.segment_offsets[k + 1] = static_cast<int64_t>(mb.entries.size());
       }
     }
   }
-  for (PartitionedCoo& mb : *out) mb.ids_after_dedup = static_cast<int64_t>(mb.entries.size());
+  for (layout::PartitionedCoo& mb : *out)
+    mb.ids_after_dedup = static_cast<int64_t>(mb.entries.size());
 }
 
-absl::Status MinibatchSplitter::Enforce(std::vector<PartitionedCoo>* out,
+absl::Status MinibatchSplitter::Enforce(std::vector<layout::PartitionedCoo>* out,
                                         std::vector<int64_t>* dropped_per_table,
                                         bool sample_split) {
   dropped_per_table->resize(num_tables_, 0);
   const int minibatches = static_cast<int>(out->size());
   for (int m = 0; m < minibatches; ++m) {
-    PartitionedCoo& mb = (*out)[m];
+    layout::PartitionedCoo& mb = (*out)[m];
     // A minibatch's partitions are subsets of the step's, so when the step
     // fit, every minibatch does.
     if (over_) {
@@ -248,7 +251,7 @@ absl::Status MinibatchSplitter::Enforce(std::vector<PartitionedCoo>* out,
 }
 
 absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, bool sample_split,
-                                              PartitionedCoo* mb,
+                                              layout::PartitionedCoo* mb,
                                               std::vector<int64_t>* dropped_per_table) {
   SortSegmentKeys(*mb);
   const int64_t segments = int64_t{N_} * S_;
@@ -263,7 +266,7 @@ absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, bo
       // One table's keys of this segment: [i, j).
       const int t = KeyTable(keys_[i]);
       int64_t j = i;
-      PartitionCount c;
+      layout::PartitionCount c;
       while (j < end && KeyTable(keys_[j]) == t) {
         int64_t r = j + 1;
         while (r < end && keys_[r] == keys_[j]) ++r;
@@ -271,7 +274,7 @@ absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, bo
         c.unique_ids += 1;
         j = r;
       }
-      const TableLimit& limit = options_.limits.tables[t];
+      const layout::TableLimit& limit = options_.limits.tables[t];
       if (!Fits(c, limit)) {
         if (!options_.allow_id_dropping) {
           const bool ids_over = c.ids > limit.max_ids;
@@ -322,7 +325,7 @@ absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, bo
     // Compact the segment in place (w <= i always).
     mb->segment_offsets[k] = w;
     for (int64_t i = begin; i < end; ++i) {
-      const CooEntry& e = mb->entries[i];
+      const layout::CooEntry& e = mb->entries[i];
       const uint64_t key = StackedKey(e.table, e.col);
       const int stack = KeyTable(key);
       const uint64_t cut = cut_key_[stack];

@@ -27,7 +27,7 @@ Batch MakeBatch(const std::vector<std::vector<std::vector<int64_t>>>& per_table)
   return b;
 }
 
-PartitionedCoo Build(const Batch& batch, int S, int N, int64_t vocab = 1000) {
+layout::PartitionedCoo Build(const Batch& batch, int S, int N, int64_t vocab = 1000) {
   CooOptions o;
   o.local_sparse_cores = S;
   o.total_sparse_cores = N;
@@ -41,12 +41,12 @@ PartitionedCoo Build(const Batch& batch, int S, int N, int64_t vocab = 1000) {
                                      .sc_shift = 0});
   }
   CooBuilder builder(o);
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   EXPECT_TRUE(builder.Build(batch, &coo).ok());
   return coo;
 }
 
-MinibatchOptions Options(int S, int N, int tables, TableLimit limit, bool minibatching,
+MinibatchOptions Options(int S, int N, int tables, layout::TableLimit limit, bool minibatching,
                          bool dropping) {
   MinibatchOptions o;
   o.local_sparse_cores = S;
@@ -65,8 +65,8 @@ MinibatchOptions Options(int S, int N, int tables, TableLimit limit, bool miniba
 TEST(MinibatchSplitterTest, CountsIdsAndUniqueIdsPerPartition) {
   Batch batch = MakeBatch({{{1, 5, 5}, {5, 9}, {2}, {6, 2}},  // table 0
                            {{4}, {4}, {3, 7}, {}}});          // table 1
-  PartitionedCoo coo = Build(batch, 2, 4);
-  MinibatchSplitter splitter(Options(2, 4, 2, TableLimit{}, true, false));
+  layout::PartitionedCoo coo = Build(batch, 2, 4);
+  MinibatchSplitter splitter(Options(2, 4, 2, layout::TableLimit{}, true, false));
   splitter.PlanLocal(coo);
   auto count = [&](int t, int s, int d) { return splitter.counts()[(t * 2 + s) * 4 + d]; };
   // Table 0, source SC 0: ids 1 | 5 (sample 0, dedup) | 5, 9 -> dest 1: {1, 5, 5, 9}.
@@ -85,10 +85,10 @@ TEST(MinibatchSplitterTest, CountsIdsAndUniqueIdsPerPartition) {
 
 TEST(MinibatchSplitterTest, NoBoundariesWhenEverythingFits) {
   Batch batch = MakeBatch({{{1, 5, 5}, {5, 9}, {2}, {6, 2}}});
-  PartitionedCoo coo = Build(batch, 2, 4);
-  MinibatchSplitter splitter(Options(2, 4, 1, TableLimit{4, 3}, true, false));
+  layout::PartitionedCoo coo = Build(batch, 2, 4);
+  MinibatchSplitter splitter(Options(2, 4, 1, layout::TableLimit{4, 3}, true, false));
   EXPECT_EQ(splitter.PlanLocal(coo), 0u);
-  std::vector<PartitionedCoo> out;
+  std::vector<layout::PartitionedCoo> out;
   std::vector<int64_t> dropped;
   ASSERT_TRUE(splitter.Split(coo, 0, &out, &dropped).ok());
   ASSERT_EQ(out.size(), 1u);
@@ -98,12 +98,12 @@ TEST(MinibatchSplitterTest, NoBoundariesWhenEverythingFits) {
 
 TEST(MinibatchSplitterTest, ErrorNamesTablePartitionObservedAndLimit) {
   Batch batch = MakeBatch({{{1, 5, 5}, {5, 9}, {2}, {6, 2}}});
-  PartitionedCoo coo = Build(batch, 2, 4);
-  MinibatchOptions o = Options(2, 4, 1, TableLimit{3, 100}, /*minibatching=*/false, false);
+  layout::PartitionedCoo coo = Build(batch, 2, 4);
+  MinibatchOptions o = Options(2, 4, 1, layout::TableLimit{3, 100}, /*minibatching=*/false, false);
   o.chip = 1;  // source SparseCores are 2 and 3
   MinibatchSplitter splitter(o);
   EXPECT_EQ(splitter.PlanLocal(coo), 0u);
-  std::vector<PartitionedCoo> out;
+  std::vector<layout::PartitionedCoo> out;
   std::vector<int64_t> dropped;
   absl::Status st = splitter.Split(coo, 0, &out, &dropped);
   ASSERT_FALSE(st.ok());
@@ -113,7 +113,7 @@ TEST(MinibatchSplitterTest, ErrorNamesTablePartitionObservedAndLimit) {
   EXPECT_THAT(st.message(), HasSubstr("max_ids_per_partition = 3"));
   EXPECT_THAT(st.message(), HasSubstr("minibatching is disabled"));
 
-  MinibatchSplitter unique(Options(2, 4, 1, TableLimit{100, 2}, false, false));
+  MinibatchSplitter unique(Options(2, 4, 1, layout::TableLimit{100, 2}, false, false));
   unique.PlanLocal(coo);
   st = unique.Split(coo, 0, &out, &dropped);
   ASSERT_FALSE(st.ok());
@@ -122,11 +122,11 @@ TEST(MinibatchSplitterTest, ErrorNamesTablePartitionObservedAndLimit) {
 
 // (segment, table, col, row, feature) of every entry, for comparing splits.
 using EntryKey = std::tuple<int64_t, int, int64_t, int, int>;
-std::multiset<EntryKey> Entries(const PartitionedCoo& coo) {
+std::multiset<EntryKey> Entries(const layout::PartitionedCoo& coo) {
   std::multiset<EntryKey> out;
   for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
     for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
-      const CooEntry& e = coo.entries[i];
+      const layout::CooEntry& e = coo.entries[i];
       out.insert({static_cast<int64_t>(k), e.table, e.col, e.row, e.feature});
     }
   }
@@ -157,20 +157,20 @@ TEST_P(MinibatchSplitParamTest, SplitFitsAndCoversEverything) {
     }
   }
   Batch batch = MakeBatch(ids);
-  PartitionedCoo coo = Build(batch, S, N);
-  MinibatchSplitter probe(Options(S, N, 2, TableLimit{}, true, false));
+  layout::PartitionedCoo coo = Build(batch, S, N);
+  MinibatchSplitter probe(Options(S, N, 2, layout::TableLimit{}, true, false));
   probe.PlanLocal(coo);
   int32_t max_ids = 0, max_unique = 0;
-  for (const PartitionCount& c : probe.counts()) {
+  for (const layout::PartitionCount& c : probe.counts()) {
     max_ids = std::max(max_ids, c.ids);
     max_unique = std::max(max_unique, c.unique_ids);
   }
   // The hottest single row's count bounds what any split can reach.
-  const TableLimit limit{std::max(max_ids / divisor, 8), std::max(max_unique / divisor, 4)};
+  const layout::TableLimit limit{std::max(max_ids / divisor, 8), std::max(max_unique / divisor, 4)};
   MinibatchSplitter splitter(Options(S, N, 2, limit, true, false));
   const uint64_t boundaries = splitter.PlanLocal(coo);
   EXPECT_EQ(boundaries & 1, 0u);
-  std::vector<PartitionedCoo> out;
+  std::vector<layout::PartitionedCoo> out;
   std::vector<int64_t> dropped;
   absl::Status st = splitter.Split(coo, boundaries, &out, &dropped);
   ASSERT_TRUE(st.ok()) << st;
@@ -183,15 +183,15 @@ TEST_P(MinibatchSplitParamTest, SplitFitsAndCoversEverything) {
   for (size_t m = 0; m < out.size(); ++m) {
     auto part = Entries(out[m]);
     all.insert(part.begin(), part.end());
-    for (const CooEntry& e : out[m].entries) {
+    for (const layout::CooEntry& e : out[m].entries) {
       auto [it, inserted] = minibatch_of_row.emplace(std::make_pair(e.table, e.col), m);
       EXPECT_EQ(it->second, static_cast<int>(m)) << "row split across minibatches";
     }
     // Entry order inside segments is the original relative order.
     for (size_t k = 0; k + 1 < out[m].segment_offsets.size(); ++k) {
       for (int64_t i = out[m].segment_offsets[k] + 1; i < out[m].segment_offsets[k + 1]; ++i) {
-        const CooEntry& a = out[m].entries[i - 1];
-        const CooEntry& b = out[m].entries[i];
+        const layout::CooEntry& a = out[m].entries[i - 1];
+        const layout::CooEntry& b = out[m].entries[i];
         EXPECT_LE(std::tie(a.feature, a.row, a.col), std::tie(b.feature, b.row, b.col));
       }
     }
@@ -205,8 +205,8 @@ TEST_P(MinibatchSplitParamTest, SplitFitsAndCoversEverything) {
   // the copying one, twice in a row on reused buffers; the COO keeps its
   // counts, and its entries only when there are several minibatches.
   for (int round = 0; round < 2; ++round) {
-    PartitionedCoo moved = coo;
-    std::vector<PartitionedCoo> out_moved;
+    layout::PartitionedCoo moved = coo;
+    std::vector<layout::PartitionedCoo> out_moved;
     if (round == 1) out_moved = out;  // stale buffers of the right sizes
     splitter.SplitVocabulary(&moved, boundaries, &out_moved);
     std::vector<int64_t> dropped_moved;
@@ -218,8 +218,8 @@ TEST_P(MinibatchSplitParamTest, SplitFitsAndCoversEverything) {
       EXPECT_EQ(out_moved[m].ids_after_dedup, out[m].ids_after_dedup);
       ASSERT_EQ(out_moved[m].entries.size(), out[m].entries.size());
       for (size_t i = 0; i < out[m].entries.size(); ++i) {
-        const CooEntry& a = out_moved[m].entries[i];
-        const CooEntry& b = out[m].entries[i];
+        const layout::CooEntry& a = out_moved[m].entries[i];
+        const layout::CooEntry& b = out[m].entries[i];
         EXPECT_EQ(std::tie(a.table, a.feature, a.row, a.col, a.gain),
                   std::tie(b.table, b.feature, b.row, b.col, b.gain));
       }
@@ -248,7 +248,7 @@ TEST(MinibatchSplitterTest, BuilderCountsEqualSortedCounts) {
         std::make_tuple(2, 6, 2, true), std::make_tuple(4, 8, 4, false),
         std::make_tuple(1, 3, 5, true)}) {
     const int64_t vocab[] = {500, 90, 40};
-    std::vector<StackedTable> stacking(3);
+    std::vector<layout::StackedTable> stacking(3);
     stacking[0] = {0, 0, 0, (vocab[0] + N - 1) / N * N, 0};
     stacking[1] = {0, 1, stacking[0].padded_rows, (vocab[1] + N - 1) / N * N, 1 % N};
     stacking[2] = {1, 0, 0, (vocab[2] + N - 1) / N * N, 0};
@@ -270,7 +270,7 @@ TEST(MinibatchSplitterTest, BuilderCountsEqualSortedCounts) {
       }
     }
     const Batch batch = MakeBatch(ids);
-    PartitionedCoo coo[2];
+    layout::PartitionedCoo coo[2];
     for (int counted = 0; counted < 2; ++counted) {
       CooOptions o;
       o.local_sparse_cores = S;
@@ -292,22 +292,22 @@ TEST(MinibatchSplitterTest, BuilderCountsEqualSortedCounts) {
     }
     ASSERT_TRUE(coo[0].table_partition_counts.empty());
     ASSERT_EQ(coo[1].table_partition_counts.size(), static_cast<size_t>(3 * S * N));
-    auto options = [&](TableLimit limit) {
+    auto options = [&](layout::TableLimit limit) {
       MinibatchOptions o = Options(S, N, 2, limit, true, dropping);
       o.stacking = stacking;
       return o;
     };
-    MinibatchSplitter probe(options(TableLimit{}));
+    MinibatchSplitter probe(options(layout::TableLimit{}));
     probe.PlanLocal(coo[0]);
     int32_t max_ids = 0, max_unique = 0;
-    for (const PartitionCount& c : probe.counts()) {
+    for (const layout::PartitionCount& c : probe.counts()) {
       max_ids = std::max(max_ids, c.ids);
       max_unique = std::max(max_unique, c.unique_ids);
     }
     // Without dropping, the ids limit stays at the maximum (one hot row's ids
     // cannot be split).
-    const TableLimit limit{dropping ? std::max(max_ids / divisor, 1) : max_ids,
-                           std::max(max_unique / divisor, 1)};
+    const layout::TableLimit limit{dropping ? std::max(max_ids / divisor, 1) : max_ids,
+                                   std::max(max_unique / divisor, 1)};
     MinibatchSplitter sorted(options(limit)), counted(options(limit));
     const uint64_t boundaries = sorted.PlanLocal(coo[0]);
     split += boundaries != 0;
@@ -318,7 +318,7 @@ TEST(MinibatchSplitterTest, BuilderCountsEqualSortedCounts) {
       EXPECT_EQ(counted.counts()[p].unique_ids, sorted.counts()[p].unique_ids)
           << "N " << N << " p " << p;
     }
-    std::vector<PartitionedCoo> out[2];
+    std::vector<layout::PartitionedCoo> out[2];
     std::vector<int64_t> dropped[2];
     const absl::Status st0 = sorted.Split(coo[0], boundaries, &out[0], &dropped[0]);
     const absl::Status st1 = counted.Split(coo[1], boundaries, &out[1], &dropped[1]);
@@ -341,9 +341,9 @@ TEST(MinibatchSplitterTest, BuilderCountsEqualSortedCounts) {
 // 2, 1, 3, 1. Dropping keeps the lowest rows while both limits fit.
 TEST(MinibatchSplitterTest, DroppingKeepsLowestRows) {
   Batch batch = MakeBatch({{{8, 3}, {8, 7}, {3, 8, 10}}});
-  PartitionedCoo coo = Build(batch, 1, 1);
+  layout::PartitionedCoo coo = Build(batch, 1, 1);
   struct Case {
-    TableLimit limit;
+    layout::TableLimit limit;
     std::vector<int64_t> kept_cols;  // sorted
   };
   for (const Case& c : {Case{{100, 2}, {3, 3, 7}},      // two unique rows: 3, 7
@@ -352,12 +352,12 @@ TEST(MinibatchSplitterTest, DroppingKeepsLowestRows) {
                         Case{{100, 100}, {3, 3, 7, 8, 8, 8, 10}}}) {
     MinibatchSplitter splitter(Options(1, 1, 1, c.limit, /*minibatching=*/false, true));
     EXPECT_EQ(splitter.PlanLocal(coo), 0u);
-    std::vector<PartitionedCoo> out;
+    std::vector<layout::PartitionedCoo> out;
     std::vector<int64_t> dropped;
     ASSERT_TRUE(splitter.Split(coo, 0, &out, &dropped).ok());
     ASSERT_EQ(out.size(), 1u);
     std::vector<int64_t> cols;
-    for (const CooEntry& e : out[0].entries) cols.push_back(e.col);
+    for (const layout::CooEntry& e : out[0].entries) cols.push_back(e.col);
     std::sort(cols.begin(), cols.end());
     EXPECT_EQ(cols, c.kept_cols);
     EXPECT_EQ(dropped[0], 7 - static_cast<int64_t>(c.kept_cols.size()));
@@ -370,10 +370,10 @@ TEST(MinibatchSplitterTest, DroppingKeepsLowestRows) {
 // finest split and the error says so.
 TEST(MinibatchSplitterTest, UnsplittableRowIsAnError) {
   Batch batch = MakeBatch({{{5}, {5}, {5}, {5}, {6}}});
-  PartitionedCoo coo = Build(batch, 1, 1);
-  MinibatchSplitter splitter(Options(1, 1, 1, TableLimit{3, 100}, true, false));
+  layout::PartitionedCoo coo = Build(batch, 1, 1);
+  MinibatchSplitter splitter(Options(1, 1, 1, layout::TableLimit{3, 100}, true, false));
   const uint64_t boundaries = splitter.PlanLocal(coo);
-  std::vector<PartitionedCoo> out;
+  std::vector<layout::PartitionedCoo> out;
   std::vector<int64_t> dropped;
   absl::Status st = splitter.Split(coo, boundaries, &out, &dropped);
   ASSERT_FALSE(st.ok());

@@ -4,14 +4,14 @@
 #include <bit>
 
 #include "base/random.h"
-#include "host/stacking.h"
+#include "layout/stacking.h"
 
 namespace lemrt::host {
 namespace {
 
 constexpr int kColBits = 48;
 
-bool Fits(const PartitionCount& c, const TableLimit& l) {
+bool Fits(const layout::PartitionCount& c, const layout::TableLimit& l) {
   return c.ids <= l.max_ids && c.unique_ids <= l.max_unique_ids;
 }
 
@@ -24,9 +24,9 @@ uint64_t SampleSplitter::StackedKey(int table, int64_t col) const {
   if (options_.stacking.empty()) {
     return (static_cast<uint64_t>(table) << kColBits) | static_cast<uint64_t>(col);
   }
-  const StackedTable& m = options_.stacking[table];
+  const layout::StackedTable& m = options_.stacking[table];
   return (static_cast<uint64_t>(m.stack) << kColBits) |
-         static_cast<uint64_t>(StackedRow(m, col, N_));
+         static_cast<uint64_t>(layout::StackedRow(m, col, N_));
 }
 
 bool SampleSplitter::See(uint64_t key) {
@@ -46,11 +46,11 @@ void SampleSplitter::ClearSeen() {
   seen_slots_.clear();
 }
 
-int SampleSplitter::Plan(const PartitionedCoo& mb, int64_t samples_per_sc) {
+int SampleSplitter::Plan(const layout::PartitionedCoo& mb, int64_t samples_per_sc) {
   per_sc_ = samples_per_sc;
-  const std::vector<TableLimit>& limits = options_.limits.tables;
+  const std::vector<layout::TableLimit>& limits = options_.limits.tables;
   range_start_.resize(S_);
-  counts_.assign(limits.size() * N_, PartitionCount{});
+  counts_.assign(limits.size() * N_, layout::PartitionCount{});
   int most = 1;
   for (int s = 0; s < S_; ++s) {
     range_start_[s].clear();
@@ -59,7 +59,7 @@ int SampleSplitter::Plan(const PartitionedCoo& mb, int64_t samples_per_sc) {
     // segments' order within a sample).
     items_.clear();
     for (int d = 0; d < N_; ++d) {
-      for (const CooEntry& e : mb.segment(d, s)) {
+      for (const layout::CooEntry& e : mb.segment(d, s)) {
         const uint64_t key = StackedKey(e.table, e.col);
         const int stack = StackOf(key);
         if (limits[stack].limited()) items_.push_back({e.row, key, int64_t{stack} * N_ + d});
@@ -87,7 +87,7 @@ int SampleSplitter::Plan(const PartitionedCoo& mb, int64_t samples_per_sc) {
         bool over = false;
         for (size_t k = i; k < j; ++k) {
           const Item& item = sorted_[k];
-          PartitionCount& c = counts_[item.partition];
+          layout::PartitionCount& c = counts_[item.partition];
           if (c.ids == 0) touched_.push_back(item.partition);
           ++c.ids;
           if (See(item.key)) ++c.unique_ids;
@@ -95,7 +95,7 @@ int SampleSplitter::Plan(const PartitionedCoo& mb, int64_t samples_per_sc) {
         }
         if (!over || range_empty || attempt == 1) break;
         // Close the range before this sample and count it afresh.
-        for (int64_t p : touched_) counts_[p] = PartitionCount{};
+        for (int64_t p : touched_) counts_[p] = layout::PartitionCount{};
         touched_.clear();
         ClearSeen();
         range_start_[s].push_back(sorted_[i].sample);
@@ -103,13 +103,14 @@ int SampleSplitter::Plan(const PartitionedCoo& mb, int64_t samples_per_sc) {
       range_empty = false;
       i = j;
     }
-    for (int64_t p : touched_) counts_[p] = PartitionCount{};
+    for (int64_t p : touched_) counts_[p] = layout::PartitionCount{};
     most = std::max(most, static_cast<int>(range_start_[s].size()));
   }
   return most;
 }
 
-void SampleSplitter::Split(const PartitionedCoo& mb, int parts, PartitionedCoo* out) const {
+void SampleSplitter::Split(const layout::PartitionedCoo& mb, int parts,
+                           layout::PartitionedCoo* out) const {
   // Sample -> its range's part (samples of one source are consecutive).
   part_of_sample_.assign(int64_t{S_} * per_sc_, 0);
   for (int s = 0; s < S_; ++s) {
@@ -122,7 +123,7 @@ void SampleSplitter::Split(const PartitionedCoo& mb, int parts, PartitionedCoo* 
   }
   const int64_t segments = int64_t{N_} * S_;
   for (int i = 0; i < parts; ++i) {
-    PartitionedCoo& p = out[i];
+    layout::PartitionedCoo& p = out[i];
     p.local_sparse_cores = S_;
     p.total_sparse_cores = N_;
     p.row_group = mb.row_group;
@@ -133,7 +134,7 @@ void SampleSplitter::Split(const PartitionedCoo& mb, int parts, PartitionedCoo* 
   }
   for (int64_t k = 0; k < segments; ++k) {
     for (int64_t e = mb.segment_offsets[k]; e < mb.segment_offsets[k + 1]; ++e) {
-      const CooEntry& entry = mb.entries[e];
+      const layout::CooEntry& entry = mb.entries[e];
       out[part_of_sample_[entry.row]].entries.push_back(entry);
     }
     for (int i = 0; i < parts; ++i) {

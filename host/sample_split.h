@@ -39,13 +39,13 @@ class SampleSplitter {
   // The sample ranges this chip needs so that every limited partition of
   // `mb` fits (1 when it does; at most the samples of a source SparseCore).
   // `samples_per_sc` = the local batch / S. Keeps the ranges for Split.
-  int Plan(const PartitionedCoo& mb, int64_t samples_per_sc);
+  int Plan(const layout::PartitionedCoo& mb, int64_t samples_per_sc);
 
   // Splits `mb` (the one of the last Plan) into out[0 .. parts), parts >=
   // Plan's result, reusing their buffers. out[0] keeps mb.ids_total, the
   // others count 0 (ids_total counts the step's ids once); ids_after_dedup
   // is each part's entries.
-  void Split(const PartitionedCoo& mb, int parts, PartitionedCoo* out) const;
+  void Split(const layout::PartitionedCoo& mb, int parts, layout::PartitionedCoo* out) const;
 
  private:
   // (stack, stacked row) key of an entry's id, as MinibatchSplitter's.
@@ -67,7 +67,7 @@ class SampleSplitter {
   };
   std::vector<Item> items_, sorted_;  // as collected; by sample (stable)
   std::vector<int64_t> sample_offsets_;  // counting sort by sample
-  std::vector<PartitionCount> counts_;
+  std::vector<layout::PartitionCount> counts_;
   std::vector<int64_t> touched_;
   // The current range's keys: open addressing, key + 1 per slot (0 =
   // empty), at most half full; seen_slots_ lists the used slots for reset.

@@ -11,7 +11,7 @@
 namespace lemrt::host {
 namespace {
 
-PartitionedCoo Build(const Batch& batch, int S, int N, int64_t vocab) {
+layout::PartitionedCoo Build(const Batch& batch, int S, int N, int64_t vocab) {
   CooOptions o;
   o.local_sparse_cores = S;
   o.total_sparse_cores = N;
@@ -25,12 +25,12 @@ PartitionedCoo Build(const Batch& batch, int S, int N, int64_t vocab) {
                                      .sc_shift = 0});
   }
   CooBuilder builder(o);
-  PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   EXPECT_TRUE(builder.Build(batch, &coo).ok());
   return coo;
 }
 
-MinibatchOptions Options(int S, int N, int tables, TableLimit limit) {
+MinibatchOptions Options(int S, int N, int tables, layout::TableLimit limit) {
   MinibatchOptions o;
   o.local_sparse_cores = S;
   o.total_sparse_cores = N;
@@ -42,13 +42,13 @@ MinibatchOptions Options(int S, int N, int tables, TableLimit limit) {
 }
 
 // (table, source SC, destination SC) -> (ids, distinct rows), the plain way.
-std::map<std::tuple<int, int, int>, std::pair<int, int>> Count(const PartitionedCoo& p, int S,
-                                                               int N) {
+std::map<std::tuple<int, int, int>, std::pair<int, int>> Count(const layout::PartitionedCoo& p,
+                                                               int S, int N) {
   std::map<std::tuple<int, int, int>, std::pair<int, int>> out;
   for (int d = 0; d < N; ++d) {
     for (int s = 0; s < S; ++s) {
       std::map<int, std::vector<int64_t>> rows;
-      for (const CooEntry& e : p.segment(d, s)) rows[e.table].push_back(e.col);
+      for (const layout::CooEntry& e : p.segment(d, s)) rows[e.table].push_back(e.col);
       for (auto& [t, cols] : rows) {
         const int ids = static_cast<int>(cols.size());
         std::sort(cols.begin(), cols.end());
@@ -68,18 +68,18 @@ TEST(SampleSplitterTest, HotRowSplitsIntoRangesOfSamples) {
     b.ids[0].push_back(7);
     b.offsets[0][i + 1] = i + 1;
   }
-  PartitionedCoo coo = Build(b, 1, 2, 100);
+  layout::PartitionedCoo coo = Build(b, 1, 2, 100);
   coo.row_group = 3;
-  SampleSplitter splitter(Options(1, 2, 1, TableLimit{4, 1 << 30}));
+  SampleSplitter splitter(Options(1, 2, 1, layout::TableLimit{4, 1 << 30}));
   ASSERT_EQ(splitter.Plan(coo, 10), 3);  // samples 0-3, 4-7, 8-9
-  std::vector<PartitionedCoo> parts(4);
+  std::vector<layout::PartitionedCoo> parts(4);
   splitter.Split(coo, 4, parts.data());
   const int64_t want[4] = {4, 4, 2, 0};
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(parts[i].ids_after_dedup, want[i]) << i;
     EXPECT_EQ(parts[i].row_group, 3);
     EXPECT_EQ(parts[i].ids_total, i == 0 ? coo.ids_total : 0);
-    for (const CooEntry& e : parts[i].entries) EXPECT_EQ(e.row / 4, i);
+    for (const layout::CooEntry& e : parts[i].entries) EXPECT_EQ(e.row / 4, i);
   }
 }
 
@@ -90,10 +90,10 @@ TEST(SampleSplitterTest, OneRangeWhenItFits) {
     b.ids[0].push_back(i);
     b.offsets[0][i + 1] = i + 1;
   }
-  PartitionedCoo coo = Build(b, 2, 2, 100);
-  SampleSplitter splitter(Options(2, 2, 1, TableLimit{2, 2}));
+  layout::PartitionedCoo coo = Build(b, 2, 2, 100);
+  SampleSplitter splitter(Options(2, 2, 1, layout::TableLimit{2, 2}));
   EXPECT_EQ(splitter.Plan(coo, 2), 1);
-  std::vector<PartitionedCoo> parts(1);
+  std::vector<layout::PartitionedCoo> parts(1);
   splitter.Split(coo, 1, parts.data());
   EXPECT_EQ(parts[0].entries.size(), coo.entries.size());
   EXPECT_EQ(parts[0].segment_offsets, coo.segment_offsets);
@@ -120,13 +120,13 @@ TEST(SampleSplitterTest, PartsCoverTheEntriesInOrderAndFit) {
         b.offsets[f][i + 1] = static_cast<int64_t>(b.ids[f].size());
       }
     }
-    PartitionedCoo coo = Build(b, S, N, 40);
-    const TableLimit limit{12, 6};
+    layout::PartitionedCoo coo = Build(b, S, N, 40);
+    const layout::TableLimit limit{12, 6};
     SampleSplitter splitter(Options(S, N, 2, limit));
     const int need = splitter.Plan(coo, B / S);
     EXPECT_GT(need, 1) << trial;
     const int parts_n = need + 1;  // one more than needed: the last is empty
-    std::vector<PartitionedCoo> parts(parts_n);
+    std::vector<layout::PartitionedCoo> parts(parts_n);
     splitter.Split(coo, parts_n, parts.data());
     EXPECT_TRUE(parts.back().entries.empty());
     for (int64_t k = 0; k + 1 < static_cast<int64_t>(coo.segment_offsets.size()); ++k) {
@@ -135,7 +135,7 @@ TEST(SampleSplitterTest, PartsCoverTheEntriesInOrderAndFit) {
       for (int64_t e = coo.segment_offsets[k]; e < coo.segment_offsets[k + 1]; ++e) {
         bool found = false;
         for (int i = 0; i < parts_n && !found; ++i) {
-          const PartitionedCoo& p = parts[i];
+          const layout::PartitionedCoo& p = parts[i];
           const int64_t at = p.segment_offsets[k] + static_cast<int64_t>(next[i]);
           if (at < p.segment_offsets[k + 1] && p.entries[at].row == coo.entries[e].row &&
               p.entries[at].feature == coo.entries[e].feature &&

@@ -90,8 +90,8 @@ void CheckCounterSizes(const RunConfig& c, ConfigErrors& errors);
 void CheckModel(const RunConfig& c, ConfigErrors& errors);
 
 // sparse_core's preprocessing limits: ids per chip per sample and per table,
-// the partition limits (host/limits.h; a limits file is read and checked when
-// the trainer resolves the limits), table stacking (host/stacking.h)
+// the partition limits (layout/limits.h; a limits file is read and checked when
+// the trainer resolves the limits), table stacking (layout/stacking.h)
 // (proto/preprocessing_checks.cc).
 void CheckIdLimits(const RunConfig& c, ConfigErrors& errors);
 void CheckPartitionLimits(const RunConfig& c, ConfigErrors& errors);

@@ -46,7 +46,7 @@ void ApplyTopologyPreset(int world_size, TopologyConfig* topology);
 int FindTable(const RunConfig& config, std::string_view name);
 
 // Why tables `a` and `b` (indices into config.tables()) cannot share a table
-// stack (host/stacking.h): "" when they can, i.e. same padded dim (dim rounded
+// stack (layout/stacking.h): "" when they can, i.e. same padded dim (dim rounded
 // up to 8 floats), same combiner and equivalent effective optimizer configs
 // (unset kind = SGD, unset learning rate = training.embedding_learning_rate);
 // otherwise a phrase naming the first difference.

@@ -1,6 +1,6 @@
 // What host preprocessing holds each step to: the per-chip and per-table id
-// limits, the partition limits (host/limits.h) and table stacking
-// (host/stacking.h).
+// limits, the partition limits (layout/limits.h) and table stacking
+// (layout/stacking.h).
 #include <set>
 #include <string>
 #include <vector>

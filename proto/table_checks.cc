@@ -121,7 +121,7 @@ void CheckQuantization(const RunConfig& c, ConfigErrors& errors) {
 
 // The counters, and why their limits hold:
 //  - 32 bits count the COO entries of one step: a partition's ids
-//    (host::PartitionCount), the entry indices of a SparseCore's dedup
+//    (layout::PartitionCount), the entry indices of a SparseCore's dedup
 //    (device::KeyIndex, SparseCoreStepState::entry_unique). One SparseCore
 //    receives at most every id of the step, global_batch x ids per sample,
 //    and ids per sample <= the sum of the features' max_sequence_length

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "host/limits.h"
+#include "layout/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/self_communicator.h"
 #include "runtime/thread_budget.h"
@@ -39,7 +39,7 @@ training { global_batch: 256 steps: 12 seed: 11 }
 
 // One step's output of the host stage, as raw bytes.
 struct StepOutput {
-  std::vector<std::vector<host::CooEntry>> minibatches;
+  std::vector<std::vector<layout::CooEntry>> minibatches;
   std::vector<std::vector<int64_t>> offsets;
   std::vector<std::vector<int64_t>> ids;
   std::vector<float> dense, labels;
@@ -52,7 +52,7 @@ struct StepOutput {
     for (size_t m = 0; m < minibatches.size(); ++m) {
       if (minibatches[m].size() != o.minibatches[m].size() ||
           std::memcmp(minibatches[m].data(), o.minibatches[m].data(),
-                      minibatches[m].size() * sizeof(host::CooEntry)) != 0) {
+                      minibatches[m].size() * sizeof(layout::CooEntry)) != 0) {
         return false;
       }
     }
@@ -60,7 +60,7 @@ struct StepOutput {
   }
 };
 
-StepOutput Capture(const host::Batch& batch, const std::vector<host::PartitionedCoo>& mbs) {
+StepOutput Capture(const host::Batch& batch, const std::vector<layout::PartitionedCoo>& mbs) {
   StepOutput out;
   for (const auto& mb : mbs) {
     out.minibatches.push_back(mb.entries);
@@ -100,7 +100,7 @@ struct Rig {
     auto data = host::CreateDataSource(c, 0, 1);
     EXPECT_TRUE(data.ok()) << data.status();
     source = std::make_unique<CheckedSource>(std::move(*data), fail_step);
-    auto limits = host::ResolveLimits(c);
+    auto limits = layout::ResolveLimits(c);
     EXPECT_TRUE(limits.ok()) << limits.status();
     host = std::make_unique<HostStage>(c, comm, *source, std::move(*limits));
   }
@@ -114,8 +114,8 @@ std::vector<StepOutput> Reference(const config::RunConfig& c, int64_t first, int
   Rig rig(c);
   std::vector<StepOutput> out;
   host::Batch batch;
-  host::PartitionedCoo coo;
-  std::vector<host::PartitionedCoo> mbs;
+  layout::PartitionedCoo coo;
+  std::vector<layout::PartitionedCoo> mbs;
   for (int64_t s = first; s < end; ++s) {
     EXPECT_TRUE(rig.host->PrepareTrain(s, &batch, &coo, &mbs).ok());
     out.push_back(Capture(batch, mbs));
@@ -140,7 +140,7 @@ TEST_P(HostPrefetcherTest, EveryThreadCountAndDepthGivesTheReferenceSteps) {
       Rig rig(c);
       HostPrefetcher prefetcher(*rig.host, threads, depth, first, end);
       host::Batch batch;
-      std::vector<host::PartitionedCoo> mbs;
+      std::vector<layout::PartitionedCoo> mbs;
       for (int64_t s = first; s < end; ++s) {
         HostWork& w = prefetcher.Take(s);
         EXPECT_EQ(w.index, s);
@@ -165,7 +165,7 @@ TEST(HostPrefetcherErrorTest, AFailedStepIsReportedAtItsTurnAndStopsTheWorkers) 
     Rig rig(c, /*fail_step=*/4);
     HostPrefetcher prefetcher(*rig.host, 2, depth, 0, 12);
     host::Batch batch;
-    std::vector<host::PartitionedCoo> mbs;
+    std::vector<layout::PartitionedCoo> mbs;
     for (int64_t s = 0; s < 4; ++s) {
       HostWork& w = prefetcher.Take(s);
       EXPECT_TRUE(rig.host->Finish(w, &batch, &mbs).ok());

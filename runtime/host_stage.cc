@@ -5,24 +5,24 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "glog/logging.h"
-#include "host/stacking.h"
+#include "layout/stacking.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::runtime {
 namespace {
 
 host::MinibatchOptions MakeMinibatchOptions(const config::RunConfig& config, int chip,
-                                            host::PartitionLimits limits) {
+                                            layout::PartitionLimits limits) {
   host::MinibatchOptions o;
   o.chip = chip;
   o.local_sparse_cores = config.topology().sparse_cores_per_chip();
   o.total_sparse_cores = static_cast<int>(config::TotalSparseCores(config));
   o.minibatching = !config.sparse_core().disable_minibatching();
   o.allow_id_dropping = config.sparse_core().allow_id_dropping();
-  // Partitions, limits and minibatches are per stacked table (host/stacking.h).
-  const host::StackingPlan stacking = host::StackingPlan::FromConfig(config);
+  // Partitions, limits and minibatches are per stacked table (layout/stacking.h).
+  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(config);
   o.stacking = stacking.tables();
-  o.limits = host::StackLimits(limits, stacking);
+  o.limits = layout::StackLimits(limits, stacking);
   return o;
 }
 
@@ -32,7 +32,7 @@ constexpr int64_t kDropLogsInFull = 5;
 }  // namespace
 
 HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::DataSource& data,
-                     host::PartitionLimits limits, host::HotRowSet hot_rows)
+                     layout::PartitionLimits limits, host::HotRowSet hot_rows)
     : comm_(comm),
       data_(data),
       limits_(limits),
@@ -82,15 +82,15 @@ void HostStage::BuildLocal(HostWork* work) const {
   work->end = std::chrono::steady_clock::now();
 }
 
-absl::Status HostStage::PrepareTrain(int64_t step, host::Batch* batch, host::PartitionedCoo* coo,
-                                     std::vector<host::PartitionedCoo>* minibatches,
+absl::Status HostStage::PrepareTrain(int64_t step, host::Batch* batch, layout::PartitionedCoo* coo,
+                                     std::vector<layout::PartitionedCoo>* minibatches,
                                      std::vector<host::HotEntry>* hot) {
   return Prepare(/*train=*/true, step, batch, coo, minibatches, hot);
 }
 
 absl::Status HostStage::Prepare(bool train, int64_t index, host::Batch* batch,
-                                host::PartitionedCoo* coo,
-                                std::vector<host::PartitionedCoo>* minibatches,
+                                layout::PartitionedCoo* coo,
+                                std::vector<layout::PartitionedCoo>* minibatches,
                                 std::vector<host::HotEntry>* hot) {
   ReadLocal(train, index, inline_work_.get());
   BuildLocal(inline_work_.get());
@@ -100,7 +100,7 @@ absl::Status HostStage::Prepare(bool train, int64_t index, host::Batch* batch,
 }
 
 void HostStage::CountTrainStep(const HostWork& work,
-                               const std::vector<host::PartitionedCoo>& minibatches,
+                               const std::vector<layout::PartitionedCoo>& minibatches,
                                int sample_minibatches) {
   ids_total_ += work.coo.ids_total;
   ids_after_dedup_ += work.coo.ids_after_dedup;
@@ -159,7 +159,7 @@ absl::Status HostStage::Summarise(summary::PreprocessStats* out) {
 }
 
 absl::StatusOr<int> HostStage::SplitSamples(HostWork& work,
-                                            std::vector<host::PartitionedCoo>* minibatches) {
+                                            std::vector<layout::PartitionedCoo>* minibatches) {
   const int vocabulary_minibatches = static_cast<int>(minibatches->size());
   const int64_t per_sc = work.batch.num_samples / minibatch_options_.local_sparse_cores;
   sample_ranges_.assign(vocabulary_minibatches, 1);
@@ -176,7 +176,7 @@ absl::StatusOr<int> HostStage::SplitSamples(HostWork& work,
   if (static_cast<int64_t>(sample_parts_.size()) < total) sample_parts_.resize(total);
   int64_t at = 0;
   for (int m = 0; m < vocabulary_minibatches; ++m) {
-    host::PartitionedCoo& mb = (*minibatches)[m];
+    layout::PartitionedCoo& mb = (*minibatches)[m];
     const int ranges = static_cast<int>(sample_ranges_[m]);
     if (ranges == 1) {
       std::swap(sample_parts_[at++], mb);
@@ -192,14 +192,14 @@ absl::StatusOr<int> HostStage::SplitSamples(HostWork& work,
   return static_cast<int>(total - vocabulary_minibatches);
 }
 
-absl::Status HostStage::PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
-                                    std::vector<host::PartitionedCoo>* minibatches,
+absl::Status HostStage::PrepareEval(int64_t chunk, host::Batch* batch, layout::PartitionedCoo* coo,
+                                    std::vector<layout::PartitionedCoo>* minibatches,
                                     std::vector<host::HotEntry>* hot) {
   return Prepare(/*train=*/false, chunk, batch, coo, minibatches, hot);
 }
 
 absl::Status HostStage::Finish(HostWork& work, host::Batch* batch,
-                               std::vector<host::PartitionedCoo>* minibatches,
+                               std::vector<layout::PartitionedCoo>* minibatches,
                                std::vector<host::HotEntry>* hot) {
   const char* what = work.train ? "step" : "eval chunk";
   CHECK(hot != nullptr || hot_rows_.empty()) << "HostStage::Finish: hot rows need a list for their entries";

@@ -33,9 +33,9 @@
 #include "host/data_source.h"
 #include "host/hot_rows.h"
 #include "host/id_shuffle.h"
-#include "host/limits.h"
 #include "host/minibatch.h"
 #include "host/sample_split.h"
+#include "layout/limits.h"
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 #include "runtime/comm/communicator.h"
@@ -57,7 +57,7 @@ struct HostWork {
   bool train = true;
   int64_t index = -1;  // training step or eval chunk
   host::Batch batch;
-  host::PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   // The entries of hot rows (host/hot_rows.h), taken out of `coo`.
   std::vector<host::HotEntry> hot;
   host::CooBuilder builder;
@@ -75,7 +75,7 @@ class HostStage {
   // `hot_rows`: the replicated rows (runtime/hot_row_choice.h), whose
   // entries BuildLocal takes out of the COO (empty: none).
   HostStage(const config::RunConfig& config, Communicator& comm, host::DataSource& data,
-            host::PartitionLimits limits, host::HotRowSet hot_rows = {});
+            layout::PartitionLimits limits, host::HotRowSet hot_rows = {});
 
   // Collective: prepares training step `step`: fills `batch`, the step's
   // whole COO `coo` (before the split and any dropping) and the step's vocabulary-dimension `minibatches` (1 when the step fits
@@ -84,14 +84,14 @@ class HostStage {
   // off) are returned on every rank, prefixed with the failing rank and
   // "step N: ".
   // With hot rows, `hot` (not null) receives the step's hot entries.
-  absl::Status PrepareTrain(int64_t step, host::Batch* batch, host::PartitionedCoo* coo,
-                            std::vector<host::PartitionedCoo>* minibatches,
+  absl::Status PrepareTrain(int64_t step, host::Batch* batch, layout::PartitionedCoo* coo,
+                            std::vector<layout::PartitionedCoo>* minibatches,
                             std::vector<host::HotEntry>* hot = nullptr);
 
   // Collective: as PrepareTrain for eval chunk `chunk`; not counted in stats.
   // `coo` may be null (the whole COO is then not copied out).
-  absl::Status PrepareEval(int64_t chunk, host::Batch* batch, host::PartitionedCoo* coo,
-                           std::vector<host::PartitionedCoo>* minibatches,
+  absl::Status PrepareEval(int64_t chunk, host::Batch* batch, layout::PartitionedCoo* coo,
+                           std::vector<layout::PartitionedCoo>* minibatches,
                            std::vector<host::HotEntry>* hot = nullptr);
 
   // A work item sized for this stage's options (allocates; make them at
@@ -115,10 +115,10 @@ class HostStage {
   // and segment offsets, so read those before Finish. With hot rows the
   // work's hot entries are swapped into `*hot` (which must not be null).
   absl::Status Finish(HostWork& work, host::Batch* batch,
-                      std::vector<host::PartitionedCoo>* minibatches,
+                      std::vector<layout::PartitionedCoo>* minibatches,
                       std::vector<host::HotEntry>* hot = nullptr);
 
-  const host::PartitionLimits& limits() const { return limits_; }
+  const layout::PartitionLimits& limits() const { return limits_; }
   // The splitter's options: per-stack limits and the stacking of each table.
   const host::MinibatchOptions& minibatch_options() const { return minibatch_options_; }
 
@@ -137,22 +137,23 @@ class HostStage {
   const std::vector<int64_t>& dropped_per_table() const { return dropped_per_table_; }
 
  private:
-  absl::Status Prepare(bool train, int64_t index, host::Batch* batch, host::PartitionedCoo* coo,
-                       std::vector<host::PartitionedCoo>* minibatches,
+  absl::Status Prepare(bool train, int64_t index, host::Batch* batch, layout::PartitionedCoo* coo,
+                       std::vector<layout::PartitionedCoo>* minibatches,
                        std::vector<host::HotEntry>* hot);
   // Collective (one all-reduce max): splits the vocabulary-dimension
   // minibatches still over their limits on some chip along the sample
   // dimension, the agreed number of ranges each; returns the minibatches
   // it added.
-  absl::StatusOr<int> SplitSamples(HostWork& work, std::vector<host::PartitionedCoo>* minibatches);
+  absl::StatusOr<int> SplitSamples(HostWork& work,
+                                   std::vector<layout::PartitionedCoo>* minibatches);
   // Adds a finished training step to the statistics (and logs its drops).
-  void CountTrainStep(const HostWork& work, const std::vector<host::PartitionedCoo>& minibatches,
+  void CountTrainStep(const HostWork& work, const std::vector<layout::PartitionedCoo>& minibatches,
                       int sample_minibatches);
 
   Communicator& comm_;
   host::DataSource& data_;
   std::mutex data_mu_;  // serialises data_ (ReadLocal from several threads)
-  host::PartitionLimits limits_;
+  layout::PartitionLimits limits_;
   bool limited_;
   host::CooOptions coo_options_;
   host::IdShuffler shuffler_;  // id shuffling, before the COO builder
@@ -171,7 +172,7 @@ class HostStage {
   int64_t sample_split_steps_ = 0;
   int32_t max_sample_ranges_ = 1;
   std::vector<int64_t> sample_ranges_;               // per vocabulary minibatch
-  std::vector<host::PartitionedCoo> sample_parts_;   // SplitSamples' output buffers
+  std::vector<layout::PartitionedCoo> sample_parts_;  // SplitSamples' output buffers
   int64_t ids_total_ = 0;
   int64_t ids_after_dedup_ = 0;
   int64_t drop_logs_ = 0;

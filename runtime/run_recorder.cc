@@ -115,7 +115,7 @@ void RunRecorder::StageLocked(int64_t step, Stage stage, Clock::time_point begin
 }
 
 void RunRecorder::HostDone(int64_t step, Clock::time_point begin, Clock::time_point end,
-                           const host::Batch& batch, const host::PartitionedCoo& coo) {
+                           const host::Batch& batch, const layout::PartitionedCoo& coo) {
   TimedLock lock(*this);
   StageLocked(step, kHost, begin, end);
   for (int f = 0; f < batch.num_features() && f < static_cast<int>(feature_table_.size()); ++f) {
@@ -129,7 +129,7 @@ void RunRecorder::HostDone(int64_t step, Clock::time_point begin, Clock::time_po
   }
 }
 
-void RunRecorder::CountPartitions(const host::PartitionedCoo& coo) {
+void RunRecorder::CountPartitions(const layout::PartitionedCoo& coo) {
   TimedLock lock(*this);
   // A partition is (source local SC, destination SC, table): segment
   // d * S + s holds the entries from local SC s to SC d.

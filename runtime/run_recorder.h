@@ -63,11 +63,11 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   // ids per table and destination SparseCore and its largest partitions
   // (the summary's partition skew). Reads the entries, so call it before
   // HostStage::Finish moves them into the minibatches.
-  void CountPartitions(const host::PartitionedCoo& coo);
+  void CountPartitions(const layout::PartitionedCoo& coo);
   // Host preprocessing of `step` ran [begin, end) and produced `coo` (its
   // counts are read: ids_total, ids_after_dedup) from `batch`.
   void HostDone(int64_t step, Clock::time_point begin, Clock::time_point end,
-                const host::Batch& batch, const host::PartitionedCoo& coo);
+                const host::Batch& batch, const layout::PartitionedCoo& coo);
   // The SparseCore forward (all minibatches) ran [begin, end); buffers
   // `minibatches[m]` hold minibatch m's kernel spans. Must be called on the
   // thread that ran the exchanges, right after the forward.

@@ -53,7 +53,7 @@ Clock::time_point At(Clock::time_point base, double ms) {
 // COO segments [dest SC d][src SC s] with entries of both tables.
 struct StepInput {
   host::Batch batch;
-  host::PartitionedCoo coo;
+  layout::PartitionedCoo coo;
   std::vector<SparseStepBuffers> buffers;
 
   explicit StepInput(int step) {

@@ -8,8 +8,8 @@
 namespace lemrt::runtime {
 namespace {
 
-using host::CooEntry;
-using host::SameGroup;
+using layout::CooEntry;
+using layout::SameGroup;
 
 // Per-rank sums of `per_segment` values over blocks of `block` segments, and
 // their prefix offsets, both scaled by `unit` bytes.
@@ -26,7 +26,7 @@ void BlockBytes(std::span<const int64_t> offsets, int ranks, int block, int64_t 
 }  // namespace
 
 template <typename Fn>
-void SparseCoreStage::ForEachGroup(const host::PartitionedCoo& coo, Fn&& fn) const {
+void SparseCoreStage::ForEachGroup(const layout::PartitionedCoo& coo, Fn&& fn) const {
   // Groups never span segments: two segments may hold the same (feature, row)
   // when S == 1, so walk segment by segment.
   for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
@@ -96,13 +96,13 @@ void SparseCoreStage::SegmentsOf(const SparseStepBuffers& buf, int l,
   }
 }
 
-absl::Status SparseCoreStage::Forward(const host::PartitionedCoo& coo, SparseStepBuffers* buf,
+absl::Status SparseCoreStage::Forward(const layout::PartitionedCoo& coo, SparseStepBuffers* buf,
                                       std::span<float> activations) {
   std::fill(activations.begin(), activations.end(), 0.0f);
   return ForwardAccumulate(coo, buf, activations);
 }
 
-absl::Status SparseCoreStage::Forward(std::span<const host::PartitionedCoo> minibatches,
+absl::Status SparseCoreStage::Forward(std::span<const layout::PartitionedCoo> minibatches,
                                       std::vector<SparseStepBuffers>* bufs,
                                       std::span<float> activations) {
   if (bufs->size() < minibatches.size()) bufs->resize(minibatches.size());
@@ -114,7 +114,7 @@ absl::Status SparseCoreStage::Forward(std::span<const host::PartitionedCoo> mini
   return absl::OkStatus();
 }
 
-absl::Status SparseCoreStage::Backward(std::span<const host::PartitionedCoo> minibatches,
+absl::Status SparseCoreStage::Backward(std::span<const layout::PartitionedCoo> minibatches,
                                        std::span<const float> d_activations,
                                        std::vector<SparseStepBuffers>* bufs) {
   // Row groups in the order of their first minibatch (the same list, so the
@@ -139,7 +139,7 @@ absl::Status SparseCoreStage::Backward(std::span<const host::PartitionedCoo> min
   return absl::OkStatus();
 }
 
-absl::Status SparseCoreStage::BackwardRowGroup(std::span<const host::PartitionedCoo> minibatches,
+absl::Status SparseCoreStage::BackwardRowGroup(std::span<const layout::PartitionedCoo> minibatches,
                                                std::span<const float> d_activations,
                                                std::vector<SparseStepBuffers>* bufs,
                                                bool continue_step) {
@@ -172,7 +172,7 @@ absl::Status SparseCoreStage::BackwardRowGroup(std::span<const host::Partitioned
   return absl::OkStatus();
 }
 
-absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
+absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& coo,
                                                 SparseStepBuffers* buf,
                                                 std::span<float> activations) {
   const int64_t segs = int64_t{W_} * S_ * S_;
@@ -250,7 +250,7 @@ absl::Status SparseCoreStage::ForwardAccumulate(const host::PartitionedCoo& coo,
   return absl::OkStatus();
 }
 
-absl::Status SparseCoreStage::ExchangeGradients(const host::PartitionedCoo& coo,
+absl::Status SparseCoreStage::ExchangeGradients(const layout::PartitionedCoo& coo,
                                                 std::span<const float> d_activations,
                                                 SparseStepBuffers* buf) {
   const int block = S_ * S_;
@@ -276,9 +276,9 @@ void SparseCoreStage::AppendGradientViews(const SparseStepBuffers& buf, int l) {
   }
 }
 
-absl::Status SparseCoreStage::Backward(const host::PartitionedCoo& coo,
-                                       std::span<const float> d_activations,
-                                       SparseStepBuffers* buf, bool continue_step) {
+absl::Status SparseCoreStage::Backward(const layout::PartitionedCoo& coo,
+                                       std::span<const float> d_activations, SparseStepBuffers* buf,
+                                       bool continue_step) {
   absl::Status st = ExchangeGradients(coo, d_activations, buf);
   if (!st.ok()) return st;
   for (int l = 0; l < S_; ++l) {

@@ -42,7 +42,7 @@ struct SparseCoreSpan {
 // Everything one step's SparseCore work keeps between forward and backward.
 struct SparseStepBuffers {
   std::vector<int64_t> send_counts, recv_counts;  // [rank][dest local SC][src local SC]
-  std::vector<host::CooEntry> recv_entries;
+  std::vector<layout::CooEntry> recv_entries;
   std::vector<int64_t> recv_offsets;              // entries, per received segment (+1)
   std::vector<float> owner_partials;              // partials this chip computed, per received segment
   std::vector<int64_t> owner_offsets;             // floats, per received segment (+1)
@@ -69,14 +69,14 @@ class SparseCoreStage {
 
   // Lookup for `coo`; writes activations [local batch x activation_width()]
   // (feature f at columns feature_offset(f) .. + its table's dim).
-  absl::Status Forward(const host::PartitionedCoo& coo, SparseStepBuffers* buf,
+  absl::Status Forward(const layout::PartitionedCoo& coo, SparseStepBuffers* buf,
                        std::span<float> activations);
 
   // Update from d_activations (same layout as activations) for the step whose
   // Forward filled `buf`. `continue_step`: this call continues the step of
   // the previous one (a later minibatch or table group), so the optimizers'
   // step count does not advance (device::SparseCore::Backward).
-  absl::Status Backward(const host::PartitionedCoo& coo, std::span<const float> d_activations,
+  absl::Status Backward(const layout::PartitionedCoo& coo, std::span<const float> d_activations,
                         SparseStepBuffers* buf, bool continue_step = false);
 
   // Vocabulary-dimension minibatches of one step (runtime/host_stage.h): runs
@@ -84,20 +84,19 @@ class SparseCoreStage {
   // minibatch m (resized to at least minibatches.size()), and sums every
   // minibatch's partials into `activations`. All ranks pass the same number
   // of minibatches.
-  absl::Status Forward(std::span<const host::PartitionedCoo> minibatches,
+  absl::Status Forward(std::span<const layout::PartitionedCoo> minibatches,
                        std::vector<SparseStepBuffers>* bufs, std::span<float> activations);
 
   // Update for the step whose minibatch Forward filled `bufs`: the gradient
   // exchange once per minibatch and the update once per row group
-  // (host::PartitionedCoo::row_group): a vocabulary-dimension minibatch is
+  // (layout::PartitionedCoo::row_group): a vocabulary-dimension minibatch is
   // its own row group, updated after its exchange; the sample-dimension
   // minibatches of one (host/sample_split.h) share rows, so after all their
   // exchanges each local SparseCore updates the group's rows once, from
   // gradients summed over the group. Every row is updated once per step, as
   // without minibatching; the optimizers' step count advances once per step.
-  absl::Status Backward(std::span<const host::PartitionedCoo> minibatches,
-                        std::span<const float> d_activations,
-                        std::vector<SparseStepBuffers>* bufs);
+  absl::Status Backward(std::span<const layout::PartitionedCoo> minibatches,
+                        std::span<const float> d_activations, std::vector<SparseStepBuffers>* bufs);
 
   // Hot-row replication (runtime/hot_row_replicas.h): the replicated rows of
   // every table, set before the first step (empty: none). `optimizers` as
@@ -125,17 +124,17 @@ class SparseCoreStage {
  private:
   // Backward's exchange: gradients of coo's groups to their owners
   // (buf->grads_in).
-  absl::Status ExchangeGradients(const host::PartitionedCoo& coo,
+  absl::Status ExchangeGradients(const layout::PartitionedCoo& coo,
                                  std::span<const float> d_activations, SparseStepBuffers* buf);
   // Appends local SC l's received gradient views of `buf` to ins_.
   void AppendGradientViews(const SparseStepBuffers& buf, int l);
   // The exchanges and the one update of the minibatches group_members_.
-  absl::Status BackwardRowGroup(std::span<const host::PartitionedCoo> minibatches,
+  absl::Status BackwardRowGroup(std::span<const layout::PartitionedCoo> minibatches,
                                 std::span<const float> d_activations,
                                 std::vector<SparseStepBuffers>* bufs, bool continue_step);
 
   // Forward's exchange and lookup; adds the partials into activations.
-  absl::Status ForwardAccumulate(const host::PartitionedCoo& coo, SparseStepBuffers* buf,
+  absl::Status ForwardAccumulate(const layout::PartitionedCoo& coo, SparseStepBuffers* buf,
                                  std::span<float> activations);
 
   // Appends local SC l's kernel span (begin .. now, over segs_) to buf.sc_spans.
@@ -144,12 +143,12 @@ class SparseCoreStage {
 
   // Views of local SC l's received segments, in (source rank, source SC) order.
   void SegmentsOf(const SparseStepBuffers& buf, int l,
-                  std::vector<std::span<const host::CooEntry>>* segs) const;
+                  std::vector<std::span<const layout::CooEntry>>* segs) const;
 
   // Calls fn(first entry, dim) for each (feature, row) group of coo, in the
   // partial layout's order.
   template <typename Fn>
-  void ForEachGroup(const host::PartitionedCoo& coo, Fn&& fn) const;
+  void ForEachGroup(const layout::PartitionedCoo& coo, Fn&& fn) const;
 
   Communicator& comm_;
   int S_;
@@ -161,10 +160,10 @@ class SparseCoreStage {
   std::vector<std::unique_ptr<device::SparseCore>> scs_;
   std::unique_ptr<HotRowReplicas> hot_;  // null: no hot rows
   // Scratch for per-SC views (no per-step allocation after the first steps).
-  std::vector<std::span<const host::CooEntry>> segs_;
+  std::vector<std::span<const layout::CooEntry>> segs_;
   std::vector<float*> outs_;
   std::vector<const float*> ins_;
-  std::vector<std::span<const host::CooEntry>> group_segs_;
+  std::vector<std::span<const layout::CooEntry>> group_segs_;
   std::vector<char> group_done_;
   std::vector<size_t> group_members_;
 };

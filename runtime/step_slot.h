@@ -19,15 +19,15 @@ namespace lemrt::runtime {
 struct StepSlot {
   int64_t step = -1;
   host::Batch batch;
-  host::PartitionedCoo coo;  // the step's whole COO (ids counts; eval chunks)
+  layout::PartitionedCoo coo;  // the step's whole COO (ids counts; eval chunks)
   // The step's vocabulary-dimension minibatches and their SparseCore buffers
   // (runtime/host_stage.h); one minibatch when the step fits its limits.
-  std::vector<host::PartitionedCoo> minibatches;
+  std::vector<layout::PartitionedCoo> minibatches;
   // What the SparseCore stage runs: `minibatches`, or their serialized
   // table groups in `table_groups` (runtime/table_serialization.h; grows,
   // never shrinks, so a serialized step allocates nothing).
-  std::vector<host::PartitionedCoo> table_groups;
-  std::span<const host::PartitionedCoo> sc_coos;
+  std::vector<layout::PartitionedCoo> table_groups;
+  std::span<const layout::PartitionedCoo> sc_coos;
   std::vector<SparseStepBuffers> minibatch_sparse;
   // The step's entries of replicated hot rows (runtime/hot_row_replicas.h).
   std::vector<host::HotEntry> hot;

@@ -2,8 +2,8 @@
 
 namespace lemrt::runtime {
 
-void SelectTables(const host::PartitionedCoo& in, std::span<const char> keep,
-                  host::PartitionedCoo* out) {
+void SelectTables(const layout::PartitionedCoo& in, std::span<const char> keep,
+                  layout::PartitionedCoo* out) {
   out->local_sparse_cores = in.local_sparse_cores;
   out->total_sparse_cores = in.total_sparse_cores;
   out->row_group = in.row_group;
@@ -36,23 +36,23 @@ TableSerializer::TableSerializer(const device::MemoryPlan& plan) {
   }
 }
 
-std::span<const host::PartitionedCoo> TableSerializer::Expand(
-    std::span<const host::PartitionedCoo> minibatches,
-    std::vector<host::PartitionedCoo>* groups) const {
+std::span<const layout::PartitionedCoo> TableSerializer::Expand(
+    std::span<const layout::PartitionedCoo> minibatches,
+    std::vector<layout::PartitionedCoo>* groups) const {
   if (!active()) return minibatches;
   const size_t g_count = keep_.size();
   const size_t n = minibatches.size() * g_count;
   if (groups->size() < n) groups->resize(n);
   for (size_t m = 0; m < minibatches.size(); ++m) {
     for (size_t g = 0; g < g_count; ++g) {
-      host::PartitionedCoo& group = (*groups)[m * g_count + g];
+      layout::PartitionedCoo& group = (*groups)[m * g_count + g];
       SelectTables(minibatches[m], keep_[g], &group);
       // Table groups hold disjoint tables: a row group per (row group, table group).
       group.row_group = minibatches[m].row_group * static_cast<int32_t>(g_count) +
                         static_cast<int32_t>(g);
     }
   }
-  return std::span<const host::PartitionedCoo>(groups->data(), n);
+  return std::span<const layout::PartitionedCoo>(groups->data(), n);
 }
 
 }  // namespace lemrt::runtime

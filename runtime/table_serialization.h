@@ -1,5 +1,5 @@
 // The reference's xla_sc_num_serialized_tables_to_optimize_hbm in the
-// SparseCore stage: the stacked tables (host/stacking.h, the SparseCore's
+// SparseCore stage: the stacked tables (layout/stacking.h, the SparseCore's
 // unit; each table is its own stack with disable_table_stacking) that the
 // memory plan marks serialized (those with the largest stack) are looked up
 // and updated one after another, each with its own exchange, after the other
@@ -34,8 +34,8 @@ namespace lemrt::runtime {
 // (same segments, same order within each segment, same row_group). out->ids_total and
 // ids_after_dedup count the kept entries. Allocates only when `out` has less
 // capacity than it needs.
-void SelectTables(const host::PartitionedCoo& in, std::span<const char> keep,
-                  host::PartitionedCoo* out);
+void SelectTables(const layout::PartitionedCoo& in, std::span<const char> keep,
+                  layout::PartitionedCoo* out);
 
 class TableSerializer {
  public:
@@ -54,9 +54,9 @@ class TableSerializer {
   // a step allocates nothing once each buffer has seen its largest group),
   // and the returned span views its first minibatches.size() x num_groups().
   // The span stays valid until *groups or `minibatches` changes.
-  std::span<const host::PartitionedCoo> Expand(
-      std::span<const host::PartitionedCoo> minibatches,
-      std::vector<host::PartitionedCoo>* groups) const;
+  std::span<const layout::PartitionedCoo> Expand(
+      std::span<const layout::PartitionedCoo> minibatches,
+      std::vector<layout::PartitionedCoo>* groups) const;
 
  private:
   std::vector<std::vector<char>> keep_;  // per group: keep[table]

@@ -33,14 +33,14 @@ double MsSince(Clock::time_point t0) {
 void ReportPartitionEvidence(const host::MinibatchOptions& o, const HostWork& work,
                              int64_t minibatches, RunRecorder& recorder) {
   if (!o.limits.any_limited()) return;
-  const std::vector<host::PartitionCount>& counts = work.splitter.counts();
+  const std::vector<layout::PartitionCount>& counts = work.splitter.counts();
   const int64_t per_stack = int64_t{o.local_sparse_cores} * o.total_sparse_cores;
   const int num_tables =
       o.stacking.empty() ? static_cast<int>(o.limits.tables.size()) : static_cast<int>(o.stacking.size());
   auto stack_of = [&](int t) { return o.stacking.empty() ? t : o.stacking[t].stack; };
   for (int t = 0; t < num_tables; ++t) {
     const int k = stack_of(t);
-    const host::TableLimit& limit = o.limits.tables[k];
+    const layout::TableLimit& limit = o.limits.tables[k];
     if (!limit.limited() || static_cast<int64_t>(counts.size()) < (k + 1) * per_stack) continue;
     int64_t max_unique = 0;
     for (int64_t p = k * per_stack; p < (k + 1) * per_stack; ++p) {
@@ -49,7 +49,7 @@ void ReportPartitionEvidence(const host::MinibatchOptions& o, const HostWork& wo
     recorder.ReportMaxUniqueIdsPerPartition(t, max_unique);
     int members = 0;
     for (int u = 0; u < num_tables; ++u) members += stack_of(u) == k ? 1 : 0;
-    if (members == 1 && limit.max_ids != host::TableLimit::kUnlimited) {
+    if (members == 1 && limit.max_ids != layout::TableLimit::kUnlimited) {
       recorder.ReportPaddedIds(t, minibatches * per_stack * limit.max_ids);
     }
   }

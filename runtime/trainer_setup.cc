@@ -14,7 +14,7 @@
 #include "device/plan/memory_plan.h"
 #include "device/sparsecore/table_init.h"
 #include "glog/logging.h"
-#include "host/stacking.h"
+#include "layout/stacking.h"
 #include "proto/config_check.h"
 #include "runtime/checkpoint/checkpointer.h"
 #include "runtime/hot_row_choice.h"
@@ -30,10 +30,10 @@ double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// Logs the table stacking plan once at start-up (host/stacking.h), and one
+// Logs the table stacking plan once at start-up (layout/stacking.h), and one
 // warning line when stack sizes are outside the reference's advice.
 void LogStackingPlan(const config::RunConfig& config) {
-  const host::StackingPlan plan = host::StackingPlan::FromConfig(config);
+  const layout::StackingPlan plan = layout::StackingPlan::FromConfig(config);
   std::vector<std::string> names;
   for (const auto& t : config.tables()) names.push_back(t.name());
   LOG(INFO) << plan.Describe(names);
@@ -100,7 +100,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
   Communicator& comm = sparse_comm;
   absl::Status st;
   t->memory_plan_ = std::move(plan);
-  auto limits = host::ResolveLimits(config);
+  auto limits = layout::ResolveLimits(config);
   st = AgreeOnStatus(comm, limits.status());
   if (!st.ok()) return st;
   // Hot-row replication: the rows, chosen the same on every rank (counting
@@ -143,12 +143,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
   st = AgreeOnStatus(comm, recorder.status());
   if (!st.ok()) return st;
   t->recorder_ = std::move(*recorder);
-  const host::PartitionLimits& limits_applied = t->host_->limits();
+  const layout::PartitionLimits& limits_applied = t->host_->limits();
   for (size_t tb = 0; tb < limits_applied.tables.size(); ++tb) {
-    const host::TableLimit& l = limits_applied.tables[tb];
+    const layout::TableLimit& l = limits_applied.tables[tb];
     if (!l.limited()) continue;  // null in the summary: no limit
     auto or_null = [](int32_t v) -> int64_t {
-      return v == host::TableLimit::kUnlimited ? -1 : v;
+      return v == layout::TableLimit::kUnlimited ? -1 : v;
     };
     t->recorder_->ReportPartitionLimits(static_cast<int>(tb), or_null(l.max_ids),
                                         or_null(l.max_unique_ids));

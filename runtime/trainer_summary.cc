@@ -11,7 +11,7 @@
 #include "device/plan/memory_plan_report.h"
 #include "device/tensorcore/gemm.h"
 #include "glog/logging.h"
-#include "host/stacking.h"
+#include "layout/stacking.h"
 #include "runtime/checkpoint/checkpointer.h"
 #include "runtime/model_stats.h"
 #include "runtime/trainer.h"
@@ -138,7 +138,8 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
     }
   }
   s.set_stopped_early_at_step(totals.stopped_early_at);
-  host::FillStackingStats(host::StackingPlan::FromConfig(config_), config_, s.mutable_stacking());
+  layout::FillStackingStats(layout::StackingPlan::FromConfig(config_), config_,
+                            s.mutable_stacking());
   s.mutable_startup()->set_table_init_mode(table_init_mode_);
   s.mutable_startup()->set_table_init_ms(table_init_ms_);
   s.set_pipelining(pipelining_);

@@ -19,7 +19,7 @@
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "host/data_source.h"
-#include "host/limits.h"
+#include "layout/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/host_stage.h"
@@ -70,8 +70,8 @@ void Check(const absl::Status& status) { CHECK(status.ok()) << status; }
 // The buffers of one step.
 struct Slot {
   host::Batch batch;
-  host::PartitionedCoo coo;
-  std::vector<host::PartitionedCoo> minibatches;
+  layout::PartitionedCoo coo;
+  std::vector<layout::PartitionedCoo> minibatches;
   std::vector<SparseStepBuffers> sparse;
   std::vector<float> act, d_act;
 };
@@ -85,7 +85,7 @@ std::string ReferenceChecksum(const config::RunConfig& config, bool delayed) {
   CHECK(comm.ok()) << comm.status();
   auto data = host::CreateDataSource(config, rank, world);
   CHECK(data.ok()) << data.status();
-  auto limits = host::ResolveLimits(config);
+  auto limits = layout::ResolveLimits(config);
   CHECK(limits.ok()) << limits.status();
   HostStage host(config, **comm, **data, std::move(*limits));
   std::vector<std::unique_ptr<device::Optimizer>> owned;

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$LEMRT_SRC"
 python3 - <<'PY'
 import glob, os, re, sys
-roots = ('base/', 'proto/', 'host/', 'device/', 'runtime/', 'examples/', 'tests/', 'scripts/',
+roots = ('base/', 'proto/', 'layout/', 'host/', 'device/', 'runtime/', 'examples/', 'tests/', 'scripts/',
          'benchmarks/', 'docs/', '.ci/')
 missing, checked = [], 0
 for doc in ['README.md'] + sorted(glob.glob('docs/*.md')):

@@ -16,7 +16,7 @@
 #include "host/hot_rows.h"
 #include "host/minibatch.h"
 #include "host/sample_split.h"
-#include "host/stacking.h"
+#include "layout/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/sparsecore_stage.h"
@@ -40,7 +40,7 @@ model { num_dense_features: 1 bottom_mlp: 8 top_mlp: 1 }
 training { global_batch: 48 embedding_learning_rate: 0.5 seed: 5 }
 )pb";
 
-// Tables that stack (host/stacking.h): t0, t1 (dim 6 pads to 8) and t2 in
+// Tables that stack (layout/stacking.h): t0, t1 (dim 6 pads to 8) and t2 in
 // one stack, rotated by 1 SparseCore per member; t0 is read by three features.
 constexpr char kStackedConfig[] = R"pb(
 topology { sparse_cores_per_chip: 2 }
@@ -140,9 +140,9 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
   TableSerializer serializer(*plan);
   EXPECT_EQ(serializer.active(), serialized_tables > 0);
   // Every group runs whole stacks.
-  const host::StackingPlan stacks = host::StackingPlan::FromConfig(c);
+  const layout::StackingPlan stacks = layout::StackingPlan::FromConfig(c);
   for (const std::vector<char>& keep : serializer.groups()) {
-    for (const host::TableStack& s : stacks.stacks()) {
+    for (const layout::TableStack& s : stacks.stacks()) {
       for (int t : s.tables) EXPECT_EQ(keep[t], keep[s.tables[0]]) << "stack " << s.name;
     }
   }
@@ -188,9 +188,9 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
   mo.local_sparse_cores = c.topology().sparse_cores_per_chip();
   mo.total_sparse_cores = static_cast<int>(config::TotalSparseCores(c));
   // Partitions and limits per stacked table, as HostStage does.
-  const host::StackingPlan stacking = host::StackingPlan::FromConfig(c);
+  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(c);
   mo.stacking = stacking.tables();
-  mo.limits.tables.assign(stacking.num_stacks(), host::TableLimit{});
+  mo.limits.tables.assign(stacking.num_stacks(), layout::TableLimit{});
   mo.limits.table_names.assign(stacking.num_stacks(), "t");
   if (max_unique_ids > 0) {
     for (auto& l : mo.limits.tables) l.max_unique_ids = max_unique_ids;
@@ -201,7 +201,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
   host::MinibatchSplitter splitter(mo);
   host::SampleSplitter sample_splitter(mo);
   int64_t most_sample_ranges = 1;
-  std::vector<host::PartitionedCoo> minibatches, groups;
+  std::vector<layout::PartitionedCoo> minibatches, groups;
   std::vector<SparseStepBuffers> bufs;
   size_t max_minibatches = 0;
   for (int step = 0; step < 3; ++step) {
@@ -214,7 +214,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
         batch.offsets[f][i + 1] = static_cast<int64_t>(batch.ids[f].size());
       }
     }
-    host::PartitionedCoo coo;
+    layout::PartitionedCoo coo;
     ASSERT_TRUE(builder.Build(batch, &coo).ok());
     host::ExtractHotEntries(hot_set, &coo, &hot);
     hot_entries += static_cast<int64_t>(hot.size());
@@ -237,7 +237,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
       }
       MPI_Allreduce(MPI_IN_PLACE, ranges.data(), static_cast<int>(ranges.size()), MPI_INT64_T,
                     MPI_MAX, MPI_COMM_WORLD);
-      std::vector<host::PartitionedCoo> split;
+      std::vector<layout::PartitionedCoo> split;
       for (size_t m = 0; m < minibatches.size(); ++m) {
         most_sample_ranges = std::max(most_sample_ranges, ranges[m]);
         if (ranges[m] == 1) {
@@ -254,7 +254,7 @@ void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = 
     const absl::Status enforced = splitter.Enforce(&minibatches, &dropped, max_ids > 0);
     ASSERT_TRUE(enforced.ok()) << enforced;
     max_minibatches = std::max(max_minibatches, minibatches.size());
-    const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
+    const std::span<const layout::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
     EXPECT_EQ(runs.size(), minibatches.size() * serializer.num_groups());
     std::vector<float> act(LB * width, -1.0f);
     ASSERT_TRUE(stage.Forward(runs, &bufs, act).ok());

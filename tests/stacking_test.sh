@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Table stacking end to end (docs/preprocessing.md; host/stacking.h), on a
+# Table stacking end to end (docs/preprocessing.md; layout/stacking.h), on a
 # config whose tables stack (a+b+c, d+e):
 #  1. stacked (the default) and sparse_core.disable_table_stacking train the
 #     same model on 1 and 3 ranks (params_l2 and eval logloss within 1e-5

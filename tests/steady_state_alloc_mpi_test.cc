@@ -11,9 +11,8 @@
 // The counting operator new of this binary is process-wide (it must replace
 // the global one); it counts only while `g_counting` is set. C allocations
 // (MPI's internals, Eigen's aligned malloc) are not seen.
-#include <mpi.h>
-
 #include <execinfo.h>
+#include <mpi.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,14 +23,14 @@
 #include <vector>
 
 #include "device/optimizers/optimizer.h"
+#include "device/plan/memory_plan.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "host/batch.h"
 #include "host/coo.h"
 #include "host/data_source.h"
-#include "host/limits.h"
+#include "layout/limits.h"
 #include "proto/config_loader.h"
-#include "device/plan/memory_plan.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/host_prefetcher.h"
 #include "runtime/host_stage.h"
@@ -136,7 +135,7 @@ struct HostRig {
     auto d = host::CreateDataSource(config, rank, world);
     CHECK(d.ok()) << d.status();
     data = std::move(*d);
-    auto limits = host::ResolveLimits(config);
+    auto limits = layout::ResolveLimits(config);
     CHECK(limits.ok()) << limits.status();
     auto chosen = ChooseHotRows(config, *comm, nullptr);
     CHECK(chosen.ok()) << chosen.status();
@@ -176,13 +175,13 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
   CHECK(plan.ok()) << plan.status();
   const TableSerializer serializer(*plan);
   CHECK_EQ(serializer.active(), serialized);
-  std::vector<host::PartitionedCoo> groups;  // the trainer's StepSlot::table_groups
+  std::vector<layout::PartitionedCoo> groups;  // the trainer's StepSlot::table_groups
   size_t max_minibatches = 0;
 
   const int64_t local_batch = config->training().global_batch() / world;
   host::Batch batch;
-  host::PartitionedCoo coo;
-  std::vector<host::PartitionedCoo> minibatches;
+  layout::PartitionedCoo coo;
+  std::vector<layout::PartitionedCoo> minibatches;
   std::vector<SparseStepBuffers> bufs;
   std::vector<host::HotEntry> hot;
   int64_t hot_seen = 0;
@@ -194,7 +193,7 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
     if (!st.ok()) return st;
     max_minibatches = std::max(max_minibatches, minibatches.size());
     hot_seen += static_cast<int64_t>(hot.size());
-    const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
+    const std::span<const layout::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
     st = sparse.Forward(runs, &bufs, act);
     if (st.ok()) sparse.LookupHot(hot, act);
     if (st.ok()) st = (*dense)->Step(s, batch, act, d_act).status();
@@ -283,7 +282,7 @@ TEST(SteadyStateAllocTest, PrefetchedHostStepsAllocateNothing) {
   constexpr int kWarmPasses = 4;
   HostPrefetcher prefetcher(host, /*threads=*/2, /*depth=*/2, 0, kSteps);
   host::Batch batch;
-  std::vector<host::PartitionedCoo> minibatches;
+  std::vector<layout::PartitionedCoo> minibatches;
   auto pass = [&] {
     for (int s = 0; s < kSteps; ++s) {
       HostWork& w = prefetcher.Take(s);

@@ -17,7 +17,7 @@
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "host/data_source.h"
-#include "host/limits.h"
+#include "layout/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/host_stage.h"
@@ -64,7 +64,7 @@ Result Train(const std::string& config_text, bool reserve) {
   CHECK(comm.ok()) << comm.status();
   auto data = host::CreateDataSource(*config, rank, world);
   CHECK(data.ok()) << data.status();
-  auto limits = host::ResolveLimits(*config);
+  auto limits = layout::ResolveLimits(*config);
   CHECK(limits.ok()) << limits.status();
   HostStage host(*config, **comm, **data, std::move(*limits));
   std::vector<std::unique_ptr<device::Optimizer>> owned;
@@ -86,15 +86,15 @@ Result Train(const std::string& config_text, bool reserve) {
   const std::vector<const void*> reserved = StepBufferAddresses(bounds, bufs[0]);
   const int64_t local_batch = config->training().global_batch() / world;
   host::Batch batch;
-  host::PartitionedCoo coo;
-  std::vector<host::PartitionedCoo> minibatches, groups;
+  layout::PartitionedCoo coo;
+  std::vector<layout::PartitionedCoo> minibatches, groups;
   std::vector<float> act(local_batch * sparse.activation_width()), d_act(act.size());
   Result r;
   for (int s = 0; s < 6; ++s) {
     absl::Status st = host.PrepareTrain(s, &batch, &coo, &minibatches);
     CHECK(st.ok()) << st;
     r.max_minibatches = std::max(r.max_minibatches, minibatches.size());
-    const std::span<const host::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
+    const std::span<const layout::PartitionedCoo> runs = serializer.Expand(minibatches, &groups);
     st = sparse.Forward(runs, &bufs, act);
     if (st.ok()) st = (*dense)->Step(s, batch, act, d_act).status();
     if (st.ok()) st = sparse.Backward(runs, d_act, &bufs);

@@ -10,7 +10,7 @@
 #include "device/optimizers/optimizer.h"
 #include "device/tensorcore/dense_model.h"
 #include "glog/logging.h"
-#include "host/stacking.h"
+#include "layout/stacking.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::device {
@@ -85,7 +85,7 @@ std::string FormatBytes(int64_t b) {
 
 PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int64_t ids_per_sample,
                                            int64_t rows_per_sparse_core,
-                                           const host::TableLimit& configured) {
+                                           const layout::TableLimit& configured) {
   const int64_t n = config::TotalSparseCores(c);
   const int64_t samples_per_sc = c.training().global_batch() / n;
   PlanPartitionLimits l;
@@ -100,10 +100,10 @@ PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& c, int64_t i
 
 namespace {
 
-host::PartitionLimits LimitsWithoutFile(const config::RunConfig& c) {
+layout::PartitionLimits LimitsWithoutFile(const config::RunConfig& c) {
   CHECK(!c.sparse_core().has_limits_file())
       << "a config with a limits_file needs the plan overloads taking resolved limits";
-  auto limits = host::ResolveLimits(c);
+  auto limits = layout::ResolveLimits(c);
   CHECK(limits.ok()) << limits.status();  // only the file can fail on a validated config
   return std::move(*limits);
 }
@@ -121,7 +121,7 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params) {
 }
 
 MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
-                           const host::PartitionLimits& limits) {
+                           const layout::PartitionLimits& limits) {
   const auto& topo = c.topology();
   MemoryPlan p;
   p.num_chips = topo.num_chips();
@@ -137,7 +137,7 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   auto stack_backward = [&](int64_t padded_dim, int64_t nz) {
     return 3 * padded_dim * nz * replicas * kF32;
   };
-  const host::StackingPlan stacking = host::StackingPlan::FromConfig(c);
+  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(c);
   // HBM per original table.
   int64_t hot_floats = 0;  // hot rows x (dim + 1), all tables
   for (int t = 0; t < c.tables_size(); ++t) {
@@ -186,9 +186,9 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   // in place.
   p.hot_gradient_bytes = hot_floats * kF32;
   // Stack, SPMEM and gather operand per stack, with the stack's limits.
-  const host::PartitionLimits stack_limits = host::StackLimits(limits, stacking);
+  const layout::PartitionLimits stack_limits = layout::StackLimits(limits, stacking);
   for (int s = 0; s < stacking.num_stacks(); ++s) {
-    const host::TableStack& stack = stacking.stacks()[s];
+    const layout::TableStack& stack = stacking.stacks()[s];
     StackPlan sp;
     sp.name = stack.name;
     sp.tables = stack.tables;
@@ -248,7 +248,7 @@ absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& c) {
   // Counted from the model's description: a full-size model is not built.
   auto dense_params = CountDenseParams(DenseModelSpecFromConfig(c));
   if (!dense_params.ok()) return dense_params.status();
-  auto limits = host::ResolveLimits(c);
+  auto limits = layout::ResolveLimits(c);
   if (!limits.ok()) return limits.status();
   return BuildMemoryPlan(c, *dense_params, *limits);
 }

@@ -20,7 +20,7 @@
 //                     (slots alike); packing_saved_bytes = what that saves.
 //                     The stack and SPMEM terms keep feature_width =
 //                     padded_dim (a gathered row still occupies a line).
-//   Stacks: the SparseCore runs stacked tables (host/stacking.h; with
+//   Stacks: the SparseCore runs stacked tables (layout/stacking.h; with
 //   sparse_core.disable_table_stacking every table is its own stack): a
 //   stack's members share padded_dim and are looked up as one batch, so the
 //   stack, SPMEM and gather terms below are per stack; HBM for tables and
@@ -62,7 +62,7 @@
 //     gather operand (partial sums) = sample_count x feature_width x 4 / T,
 //                  sample_count = global_batch / N (samples per SparseCore)
 //                  x the stack's features.
-//   The per-partition limits of a stack are the stack's (host::StackLimits:
+//   The per-partition limits of a stack are the stack's (layout::StackLimits:
 //   the largest of its members'), capped by the conservative bound (every id
 //   of a source SparseCore's samples to one destination; unique ids at most
 //   the stack rows one SparseCore owns).
@@ -75,7 +75,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "host/limits.h"
+#include "layout/limits.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::device {
@@ -93,13 +93,13 @@ struct PlanPartitionLimits {
 // configured limits, conservatively every id of a source SparseCore's samples
 // (global_batch / N x ids_per_sample) may go to one destination, and unique
 // ids are further bounded by the rows one SparseCore owns; `configured` (an
-// entry of host::ResolveLimits, or of host::StackLimits for a stack: limits
+// entry of layout::ResolveLimits, or of layout::StackLimits for a stack: limits
 // file > max_ids_per_table / max_unique_ids_per_table over N partitions >
 // max_ids_per_partition / max_unique_ids_per_partition) lowers them. The one
 // place that turns limits into the plan's.
-PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& config,
-                                           int64_t ids_per_sample, int64_t rows_per_sparse_core,
-                                           const host::TableLimit& configured);
+PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& config, int64_t ids_per_sample,
+                                           int64_t rows_per_sparse_core,
+                                           const layout::TableLimit& configured);
 // Table `table` alone (as if it were its own stack), with the config's limits
 // resolved here. The config must not name a limits_file (CHECK).
 PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& config, int table);
@@ -130,7 +130,7 @@ struct TablePlan {
 // One stacked table as the SparseCore runs it: its HBM stack, its SPMEM per
 // tile and whether it is serialized.
 struct StackPlan {
-  std::string name;                   // host::TableStack::name
+  std::string name;                   // layout::TableStack::name
   std::vector<int> tables;            // member table indices, member order
   std::vector<std::string> table_names;
   int padded_dim = 0;                 // feature_width, floats
@@ -158,7 +158,7 @@ struct MemoryPlan {
   int64_t hbm_bytes = 0;              // capacity per chip
   int64_t spmem_bytes_per_tile_limit = 0;
   std::vector<TablePlan> tables;      // config order
-  std::vector<StackPlan> stacks;      // host::StackingPlan order
+  std::vector<StackPlan> stacks;      // layout::StackingPlan order
   int64_t tables_bytes = 0;           // per chip, tables + slots
   int64_t stack_bytes = 0;            // per chip, peak
   int64_t stack_bytes_unserialized = 0;
@@ -188,18 +188,18 @@ struct MemoryPlan {
 
 // Sizes every buffer. `dense_params` is the dense model's parameter count
 // (CountDenseParams); `limits` the config's resolved per-table partition
-// limits (host::ResolveLimits; the plan takes each stack's with
-// host::StackLimits, as host preprocessing does). The config must be
+// limits (layout::ResolveLimits; the plan takes each stack's with
+// layout::StackLimits, as host preprocessing does). The config must be
 // validated.
 MemoryPlan BuildMemoryPlan(const config::RunConfig& config, int64_t dense_params,
-                           const host::PartitionLimits& limits);
+                           const layout::PartitionLimits& limits);
 // As above, resolving limits here; the config must not name a limits_file.
 MemoryPlan BuildMemoryPlan(const config::RunConfig& config, int64_t dense_params);
 
 // As above, counting the dense parameters of the configured model from its
 // description (CountDenseParams, no model is built) and reading the limits
 // file; errors are the model's (InvalidArgument) and the limits file's
-// (host::ResolveLimits: NotFound, InvalidArgument).
+// (layout::ResolveLimits: NotFound, InvalidArgument).
 absl::StatusOr<MemoryPlan> BuildMemoryPlan(const config::RunConfig& config);
 
 // OK when the plan fits. InvalidArgument when a stack holds more rows than a

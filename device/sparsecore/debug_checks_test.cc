@@ -23,7 +23,7 @@ model { num_dense_features: 1 bottom_mlp: 3 top_mlp: 1 }
 training { global_batch: 2 embedding_learning_rate: 0.5 }
 )pb";
 
-using host::CooEntry;
+using layout::CooEntry;
 
 struct Fixture {
   config::RunConfig config;

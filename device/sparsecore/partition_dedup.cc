@@ -11,7 +11,7 @@ namespace {
 // Entries the dedup prefetches ahead of the one it numbers (3 KiB).
 constexpr int64_t kEntriesAhead = 128;
 
-uint64_t Key(const host::CooEntry& e) { return base::RowKey(e.table, e.col); }
+uint64_t Key(const layout::CooEntry& e) { return base::RowKey(e.table, e.col); }
 int KeyTable(uint64_t key) { return base::RowKeyTable(key); }
 int64_t KeyCol(uint64_t key) { return base::RowKeyRow(key); }
 
@@ -134,9 +134,8 @@ class SortedKeyNumbering {
 
 }  // namespace
 
-void DedupPartition(std::span<const std::span<const host::CooEntry>> segments,
-                    std::span<const int> dims,
-                    std::span<const std::unique_ptr<TableShard>> shards,
+void DedupPartition(std::span<const std::span<const layout::CooEntry>> segments,
+                    std::span<const int> dims, std::span<const std::unique_ptr<TableShard>> shards,
                     SparseCoreStepState* state) {
   // Entries whose keys already ascend (the SparseCore's own preprocessing
   // sorts them) are numbered in one pass straight from the segments;
@@ -151,7 +150,7 @@ void DedupPartition(std::span<const std::span<const host::CooEntry>> segments,
   {
     SortedKeyNumbering numbering(total, dims, shards, state);
     for (size_t k = 0; k < segments.size() && numbered; ++k) {
-      const host::CooEntry* seg = segments[k].data();
+      const layout::CooEntry* seg = segments[k].data();
       const int64_t size = static_cast<int64_t>(segments[k].size());
       const int32_t first = static_cast<int32_t>(state->segment_begin[k]);
       numbered = numbering.AddRange(size, [&](int64_t i) {
@@ -167,7 +166,7 @@ void DedupPartition(std::span<const std::span<const host::CooEntry>> segments,
     KeyIndex* p = pairs.data();
     int32_t index = 0;
     for (auto seg : segments) {
-      for (const host::CooEntry& e : seg) {
+      for (const layout::CooEntry& e : seg) {
         p[index] = {Key(e), index};
         ++index;
       }

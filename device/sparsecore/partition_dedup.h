@@ -13,7 +13,7 @@
 
 #include "device/sparsecore/step_state.h"
 #include "device/sparsecore/table_shard.h"
-#include "host/coo.h"
+#include "layout/coo_format.h"
 
 namespace lemrt::device {
 
@@ -33,9 +33,8 @@ namespace lemrt::device {
 // `dims[t]` and `shards[t]` are table t's dim and this SparseCore's shard;
 // every entry's table must index them and its col belong to that shard.
 // Reuses the state's vectors (and sort scratch) without shrinking them.
-void DedupPartition(std::span<const std::span<const host::CooEntry>> segments,
-                    std::span<const int> dims,
-                    std::span<const std::unique_ptr<TableShard>> shards,
+void DedupPartition(std::span<const std::span<const layout::CooEntry>> segments,
+                    std::span<const int> dims, std::span<const std::unique_ptr<TableShard>> shards,
                     SparseCoreStepState* state);
 
 }  // namespace lemrt::device

@@ -15,7 +15,7 @@
 namespace lemrt::device {
 namespace {
 
-using host::CooEntry;
+using layout::CooEntry;
 
 // Two tables (dims 3 and 16) sharded over 2 SparseCores; this is SparseCore
 // 1, which owns the odd columns (local row = col / 2).

@@ -136,11 +136,11 @@ TEST(QuantizationTest, LookupMatchesDenseReferenceOfQuantizedRows) {
     return std::vector<float>(sc.shard(t).row(j), sc.shard(t).row(j) + sc.shard(t).dim());
   };
   // Entries: (col, sample, feature, table, gain); groups per (feature, sample).
-  std::vector<host::CooEntry> seg = {{1, 0, 0, 0, 1.0f}, {4, 0, 0, 0, 2.0f}, {11, 0, 0, 0, 0.5f},
-                                     {2, 0, 1, 1, 1.0f}, {4, 1, 0, 0, 1.0f}, {7, 1, 1, 1, 3.0f}};
+  std::vector<layout::CooEntry> seg = {{1, 0, 0, 0, 1.0f}, {4, 0, 0, 0, 2.0f}, {11, 0, 0, 0, 0.5f},
+                                       {2, 0, 1, 1, 1.0f}, {4, 1, 0, 0, 1.0f}, {7, 1, 1, 1, 3.0f}};
   std::vector<std::vector<float>> f32_before;
   for (const auto& e : seg) f32_before.push_back(row(e.table, e.col));
-  std::vector<std::span<const host::CooEntry>> segs = {seg};
+  std::vector<std::span<const layout::CooEntry>> segs = {seg};
   std::vector<float> partials(PartialFloats(seg, sc.table_dims()));
   std::vector<float*> outs = {partials.data()};
   SparseCoreStepState state;
@@ -153,7 +153,7 @@ TEST(QuantizationTest, LookupMatchesDenseReferenceOfQuantizedRows) {
     const int dim = seg[i].table == 0 ? 5 : 3;
     std::vector<double> pooled(dim, 0.0);
     size_t j = i;
-    for (; j < seg.size() && host::SameGroup(seg[i], seg[j]); ++j) {
+    for (; j < seg.size() && layout::SameGroup(seg[i], seg[j]); ++j) {
       std::vector<float> r = row(seg[j].table, seg[j].col);
       if (seg[j].table == 0) {
         for (float x : r) some_clipped |= std::abs(x) > 0.3f;

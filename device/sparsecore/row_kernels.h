@@ -19,7 +19,7 @@
 #include <immintrin.h>
 #endif
 
-#include "host/coo.h"
+#include "layout/coo_format.h"
 
 namespace lemrt::device {
 
@@ -74,7 +74,7 @@ void GatherRowsFixed(const float* table, const int64_t* local_rows, int64_t n, f
 }
 
 template <int kDim>
-void PoolGroupFixed(const host::CooEntry* entries, const int32_t* entry_unique, int64_t n,
+void PoolGroupFixed(const layout::CooEntry* entries, const int32_t* entry_unique, int64_t n,
                     const float* rows, const int64_t* row_offsets, int64_t stride, float* out) {
   float acc[kDim] = {};
   for (int64_t j = 0; j < n; ++j) {
@@ -86,7 +86,7 @@ void PoolGroupFixed(const host::CooEntry* entries, const int32_t* entry_unique, 
 }
 
 template <int kDim>
-void ScatterGroupFixed(const host::CooEntry* entries, const int32_t* entry_unique,
+void ScatterGroupFixed(const layout::CooEntry* entries, const int32_t* entry_unique,
                        const uint8_t* role, int64_t n, const int64_t* unique_offsets,
                        const float* grad, float* acc) {
   float g[kDim];
@@ -154,7 +154,7 @@ inline void ScaleRowFixed(float gain, const float* src, float* out) {
 // the rows PrefetchRows(kDim) entries ahead are prefetched when they are of
 // the same table.
 template <int kDim, bool kStream>
-int64_t PoolSingleRunFixed(const host::CooEntry* entries, int64_t n, const int32_t* entry_unique,
+int64_t PoolSingleRunFixed(const layout::CooEntry* entries, int64_t n, const int32_t* entry_unique,
                            const int64_t* rows, const float* table, float* out) {
   constexpr int kAhead = PrefetchRows(kDim);
   const int32_t t = entries[0].table;
@@ -167,7 +167,7 @@ int64_t PoolSingleRunFixed(const host::CooEntry* entries, int64_t n, const int32
     out += kDim;
     ++i;
     if (i == n || entries[i].table != t) break;
-    if (i + 1 < n && host::SameGroup(entries[i], entries[i + 1])) break;
+    if (i + 1 < n && layout::SameGroup(entries[i], entries[i + 1])) break;
   }
   return i;
 }
@@ -198,9 +198,10 @@ inline void GatherRows(int dim, const float* table, const int64_t* local_rows, i
 // entries[j].gain * (entry j's row), where entry j's row starts at
 // rows + row_offsets[entry_unique[j]] * stride: the staging buffer with its
 // float offsets (stride 1), or a table with local row numbers (stride dim).
-__attribute__((always_inline)) inline void PoolGroup(int dim, const host::CooEntry* entries, const int32_t* entry_unique,
-                      int64_t n, const float* rows, const int64_t* row_offsets, int64_t stride,
-                      float* out) {
+__attribute__((always_inline)) inline void PoolGroup(int dim, const layout::CooEntry* entries,
+                                                     const int32_t* entry_unique, int64_t n,
+                                                     const float* rows, const int64_t* row_offsets,
+                                                     int64_t stride, float* out) {
   using namespace row_kernels_internal;
   const auto* e = entries;
   const auto* u = entry_unique;
@@ -225,7 +226,7 @@ __attribute__((always_inline)) inline void PoolGroup(int dim, const host::CooEnt
 // by role[j] (EntryRole): a kFirstEntry starts its accumulator (adds to 0
 // instead of the old value, which need not be initialised: the result is
 // that of clearing it first, bit for bit), a kOnlyEntry is skipped.
-inline void ScatterGroup(int dim, const host::CooEntry* entries, const int32_t* entry_unique,
+inline void ScatterGroup(int dim, const layout::CooEntry* entries, const int32_t* entry_unique,
                          const uint8_t* role, int64_t n, const int64_t* unique_offsets,
                          const float* grad, float* acc) {
   using namespace row_kernels_internal;
@@ -285,9 +286,9 @@ inline bool CanStreamRow(const float* out, int dim) {
 // another thread reads `out`.
 // Returns the entries consumed, 0 for other dims (nothing written: pool
 // them one group at a time).
-inline int64_t PoolSingleRun(int dim, bool stream, const host::CooEntry* entries, int64_t n,
-                             const int32_t* entry_unique, const int64_t* rows,
-                             const float* table, float* out) {
+inline int64_t PoolSingleRun(int dim, bool stream, const layout::CooEntry* entries, int64_t n,
+                             const int32_t* entry_unique, const int64_t* rows, const float* table,
+                             float* out) {
   using namespace row_kernels_internal;
   const bool nt = stream && CanStreamRow(out, dim);
   const auto* e = entries;

@@ -13,7 +13,7 @@ namespace lemrt::device {
 namespace {
 
 // Plain loops the kernels must match bit for bit.
-void PlainPool(int dim, const host::CooEntry* e, const int32_t* uniq, int64_t n,
+void PlainPool(int dim, const layout::CooEntry* e, const int32_t* uniq, int64_t n,
                const int64_t* offsets, const float* gathered, float* out) {
   for (int d = 0; d < dim; ++d) out[d] = 0.0f;
   for (int64_t j = 0; j < n; ++j) {
@@ -21,7 +21,7 @@ void PlainPool(int dim, const host::CooEntry* e, const int32_t* uniq, int64_t n,
   }
 }
 
-void PlainScatter(int dim, const host::CooEntry* e, const int32_t* uniq, int64_t n,
+void PlainScatter(int dim, const layout::CooEntry* e, const int32_t* uniq, int64_t n,
                   const int64_t* offsets, const float* grad, float* acc) {
   for (int64_t j = 0; j < n; ++j) {
     for (int d = 0; d < dim; ++d) acc[offsets[uniq[j]] + d] += e[j].gain * grad[d];
@@ -58,7 +58,7 @@ TEST_P(RowKernelsTest, PoolAndScatterMatchThePlainLoopsBitForBit) {
   std::vector<float> gathered(uniques * dim);
   for (float& v : gathered) v = u(rng);
   for (int64_t n : {1, 2, 5, 13}) {
-    std::vector<host::CooEntry> entries(n);
+    std::vector<layout::CooEntry> entries(n);
     std::vector<int32_t> uniq(n);
     for (int64_t j = 0; j < n; ++j) {
       entries[j].gain = u(rng);
@@ -134,7 +134,7 @@ TEST_P(RowKernelsTest, SingleRunsMatchThePlainLoopBitForBit) {
   for (int64_t r = 0; r < rows; ++r) local[r] = (r * 29 + 3) % rows;
   // Groups by sample row: mostly one entry of table 0, some of table 1, a
   // few with two entries; unique index j % rows for entry j.
-  std::vector<host::CooEntry> entries;
+  std::vector<layout::CooEntry> entries;
   std::vector<int32_t> uniq;
   for (int32_t sample = 0; sample < 150; ++sample) {
     const int32_t t = sample % 37 == 5 ? 1 : 0;

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/str_format.h"
 #include "base/row_key.h"
 #include "device/sparsecore/partition_dedup.h"
 #include "device/sparsecore/row_kernels.h"
-#include "absl/strings/str_format.h"
 #include "glog/logging.h"
-#include "host/stacking.h"
+#include "layout/stacking.h"
 #include "proto/config_loader.h"
 #include "proto/id_shuffle.h"
 
@@ -30,11 +30,11 @@ constexpr int kSingleRowFloats = 256;
 int KeyTable(uint64_t key) { return base::RowKeyTable(key); }
 int64_t KeyCol(uint64_t key) { return base::RowKeyRow(key); }
 
-using host::SameGroup;
+using layout::SameGroup;
 
 }  // namespace
 
-int64_t PartialFloats(std::span<const host::CooEntry> segment, std::span<const int> table_dims) {
+int64_t PartialFloats(std::span<const layout::CooEntry> segment, std::span<const int> table_dims) {
   int64_t floats = 0;
   for (size_t i = 0; i < segment.size(); ++i) {
     if (i == 0 || !SameGroup(segment[i - 1], segment[i])) floats += table_dims[segment[i].table];
@@ -51,8 +51,8 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
       quantization_(TableQuantization::FromConfig(config)) {
   const int total_sc = static_cast<int>(config::TotalSparseCores(config));
   // Table stacking rotates each stack member's ids across the SparseCores
-  // (host/stacking.h): this SparseCore holds the member's ids of one residue.
-  const host::StackingPlan stacking = host::StackingPlan::FromConfig(config);
+  // (layout/stacking.h): this SparseCore holds the member's ids of one residue.
+  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(config);
   for (int t = 0; t < config.tables_size(); ++t) {
     dims_.push_back(config.tables(t).dim());
     table_names_.push_back(config.tables(t).name());
@@ -76,7 +76,7 @@ void SparseCore::RunTiles(int64_t n, Fn&& fn) const {
   }
 }
 
-void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segments,
+void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segments,
                          std::span<float* const> partials, SparseCoreStepState* state) const {
   state->debug_status = absl::OkStatus();
   if (checks_.bounds) {
@@ -175,7 +175,7 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
     // a core's L2 gains from prefetching them.
     const bool prefetch_staged = offset * static_cast<int64_t>(sizeof(float)) > kStagedPrefetchBytes;
     for (int64_t k = begin; k < end; ++k) {
-      std::span<const host::CooEntry> seg = segments[k];
+      std::span<const layout::CooEntry> seg = segments[k];
       if (seg.empty()) continue;
       const int32_t* seg_unique = entry_unique + state->segment_begin[k];
       float* out = partials[k];
@@ -244,12 +244,12 @@ void SparseCore::Forward(std::span<const std::span<const host::CooEntry>> segmen
   }
 }
 
-void SparseCore::DedupForBackward(std::span<const std::span<const host::CooEntry>> segments,
+void SparseCore::DedupForBackward(std::span<const std::span<const layout::CooEntry>> segments,
                                   SparseCoreStepState* state) const {
   DedupPartition(segments, dims_, shards_, state);
 }
 
-void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segments,
+void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> segments,
                           std::span<const float* const> grads, SparseCoreStepState* state,
                           bool continue_step) {
   CHECK(!int8_lookups_) << "SparseCore::Backward with int8 lookups on (evaluation only)";
@@ -273,7 +273,7 @@ void SparseCore::Backward(std::span<const std::span<const host::CooEntry>> segme
   state->unique_grad.resize(state->unique_keys.size());
   int64_t entry = 0;
   for (size_t k = 0; k < segments.size(); ++k) {
-    std::span<const host::CooEntry> seg = segments[k];
+    std::span<const layout::CooEntry> seg = segments[k];
     const float* g = grads[k];
     for (size_t i = 0; i < seg.size();) {
       const int dim = dims_[seg[i].table];

@@ -25,13 +25,13 @@
 #include "device/sparsecore/step_state.h"
 #include "device/sparsecore/table_shard.h"
 #include "device/sparsecore/tile_pool.h"
-#include "host/coo.h"
+#include "layout/coo_format.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::device {
 
 // Floats of a segment's partials (see the layout above).
-int64_t PartialFloats(std::span<const host::CooEntry> segment, std::span<const int> table_dims);
+int64_t PartialFloats(std::span<const layout::CooEntry> segment, std::span<const int> table_dims);
 
 class SparseCore {
  public:
@@ -44,7 +44,7 @@ class SparseCore {
   // Lookup: `segments` are the partition's entries as received (any order of
   // segments, but the same order must be given to Backward). Writes segment
   // k's partials to partials[k] (PartialFloats(segments[k]) floats).
-  void Forward(std::span<const std::span<const host::CooEntry>> segments,
+  void Forward(std::span<const std::span<const layout::CooEntry>> segments,
                std::span<float* const> partials, SparseCoreStepState* state) const;
 
   // Tiles: the unique ids are split over tiles_per_sparse_core tiles (tile t
@@ -84,14 +84,14 @@ class SparseCore {
   // step). A step split into several Backward calls (vocabulary-dimension
   // minibatches, serialized table groups; each row in one call only) passes
   // `continue_step` true for every call but the first, so t advances once.
-  void Backward(std::span<const std::span<const host::CooEntry>> segments,
+  void Backward(std::span<const std::span<const layout::CooEntry>> segments,
                 std::span<const float* const> grads, SparseCoreStepState* state,
                 bool continue_step = false);
   // Numbers the unique ids of `segments` into `state` as Forward does
   // (partition_dedup.h), without a lookup: for one Backward over the
   // segments of several Forward calls that share rows (sample-dimension
   // minibatches), so each row's gradients are summed before its update.
-  void DedupForBackward(std::span<const std::span<const host::CooEntry>> segments,
+  void DedupForBackward(std::span<const std::span<const layout::CooEntry>> segments,
                         SparseCoreStepState* state) const;
 
   int global_sc() const { return global_sc_; }
@@ -119,8 +119,8 @@ class SparseCore {
   std::vector<std::string> table_names_;
   // Debug checks (sparse_core_checks.cc); the step named in errors is
   // updates_ (0-based).
-  absl::Status CheckBounds(std::span<const std::span<const host::CooEntry>> segments) const;
-  absl::Status CheckFiniteGroups(std::span<const std::span<const host::CooEntry>> segments,
+  absl::Status CheckBounds(std::span<const std::span<const layout::CooEntry>> segments) const;
+  absl::Status CheckFiniteGroups(std::span<const std::span<const layout::CooEntry>> segments,
                                  std::span<const float* const> values, const char* what,
                                  const char* stage, int64_t step) const;
   int64_t updates_ = 0;

@@ -7,11 +7,11 @@
 #include "absl/strings/str_format.h"
 #include "device/sparsecore/debug_checks.h"
 #include "device/sparsecore/sparse_core.h"
-#include "host/coo.h"
+#include "layout/coo_format.h"
 
 namespace lemrt::device {
 
-using host::SameGroup;
+using layout::SameGroup;
 
 absl::Status SparseCore::VerifyGuardWords(const SparseCoreStepState& state,
                                           std::string_view stage) const {
@@ -25,10 +25,10 @@ absl::Status SparseCore::VerifyGuardWords(const SparseCoreStepState& state,
 }
 
 absl::Status SparseCore::CheckBounds(
-    std::span<const std::span<const host::CooEntry>> segments) const {
+    std::span<const std::span<const layout::CooEntry>> segments) const {
   for (size_t k = 0; k < segments.size(); ++k) {
     for (size_t i = 0; i < segments[k].size(); ++i) {
-      const host::CooEntry& e = segments[k][i];
+      const layout::CooEntry& e = segments[k][i];
       if (e.table < 0 || e.table >= num_tables()) {
         return absl::OutOfRangeError(absl::StrFormat(
             "bounds check: sc_forward on SparseCore %d, segment %d entry %d: table index %d is "
@@ -51,11 +51,10 @@ absl::Status SparseCore::CheckBounds(
 }
 
 absl::Status SparseCore::CheckFiniteGroups(
-    std::span<const std::span<const host::CooEntry>> segments,
-    std::span<const float* const> values, const char* what, const char* stage,
-    int64_t step) const {
+    std::span<const std::span<const layout::CooEntry>> segments,
+    std::span<const float* const> values, const char* what, const char* stage, int64_t step) const {
   for (size_t k = 0; k < segments.size(); ++k) {
-    const std::span<const host::CooEntry> seg = segments[k];
+    const std::span<const layout::CooEntry> seg = segments[k];
     const float* v = values[k];
     for (size_t i = 0; i < seg.size();) {
       const int dim = dims_[seg[i].table];

@@ -25,7 +25,7 @@ model { num_dense_features: 1 bottom_mlp: 3 top_mlp: 1 }
 training { global_batch: 2 embedding_learning_rate: 0.5 }
 )pb";
 
-using host::CooEntry;
+using layout::CooEntry;
 
 TEST(SparseCoreTest, PartialFloatsCountsGroups) {
   std::vector<CooEntry> seg = {{1, 0, 0, 0, 1}, {3, 0, 0, 0, 1}, {1, 1, 0, 0, 1}, {5, 1, 1, 0, 1}};

@@ -34,8 +34,8 @@ training { global_batch: 4 embedding_learning_rate: 0.05 }
 )pb";
 
 // Segments of pseudo-random entries over both tables (a fixed LCG).
-std::vector<std::vector<host::CooEntry>> MakeSegments(int step) {
-  std::vector<std::vector<host::CooEntry>> segs(3);
+std::vector<std::vector<layout::CooEntry>> MakeSegments(int step) {
+  std::vector<std::vector<layout::CooEntry>> segs(3);
   uint64_t x = 12345 + step;
   auto next = [&] { return (x = x * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
   for (int k = 0; k < 3; ++k) {
@@ -43,7 +43,7 @@ std::vector<std::vector<host::CooEntry>> MakeSegments(int step) {
       for (int f = 0; f < 2; ++f) {
         const int n = 1 + next() % (f == 0 ? 8 : 3);
         for (int i = 0; i < n; ++i) {
-          host::CooEntry e{};
+          layout::CooEntry e{};
           e.col = static_cast<int64_t>(next() % (f == 0 ? 300 : 40));
           e.row = row;
           e.feature = f;
@@ -72,7 +72,7 @@ std::vector<float> RunSteps(TilePool* pool) {
   const std::vector<int> dims = {5, 12};
   for (int step = 0; step < 3; ++step) {
     auto segs = MakeSegments(step);
-    std::vector<std::span<const host::CooEntry>> views(segs.begin(), segs.end());
+    std::vector<std::span<const layout::CooEntry>> views(segs.begin(), segs.end());
     std::vector<std::vector<float>> partials(3), grads(3);
     std::vector<float*> outs;
     std::vector<const float*> ins;

@@ -81,7 +81,7 @@ absl::Status WriteLocalTables(const std::string& dir, const Manifest& m,
     for (int t = 0; t < m.tables_size(); ++t) {
       const device::TableShard& shard = sc->shard(t);
       // File g holds the placed rows p with p % N == g whichever SparseCore
-      // owns them (table stacking rotates them, host/stacking.h), each
+      // owns them (table stacking rotates them, layout/stacking.h), each
       // record naming its original row: layout-free.
       const int g = static_cast<int>(shard.GlobalRow(0));
       const TableEntry& e = m.tables(t);

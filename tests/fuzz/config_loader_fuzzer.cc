@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/limits.h"
+#include "layout/limits.h"
 #include "proto/config_loader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // A valid config must also resolve its limits without crashing (not
     // from a file the input names: that could be /dev/zero).
     config->mutable_sparse_core()->clear_limits_file();
-    (void)lemrt::host::ResolveLimits(*config);
+    (void)lemrt::layout::ResolveLimits(*config);
   }
-  (void)lemrt::host::ParseLimitsFile(text, "fuzz.limits");
+  (void)lemrt::layout::ParseLimitsFile(text, "fuzz.limits");
   return 0;
 }

@@ -1,4 +1,4 @@
-#include "host/limits.h"
+#include "layout/limits.h"
 
 #include <cstdio>
 #include <fstream>
@@ -7,21 +7,22 @@
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
 
-namespace lemrt::host {
+namespace lemrt::layout {
 namespace {
 
 using ::testing::HasSubstr;
 
 config::RunConfig Config(const std::string& sparse_core) {
   auto c = config::ParseConfig(absl::StrCat(R"pb(
-    topology { sparse_cores_per_chip: 4 }
-    tables { name: "a" vocab_size: 100 dim: 4 }
-    tables { name: "b" vocab_size: 100 dim: 4 }
-    tables { name: "c" vocab_size: 100 dim: 4 }
-    features { name: "fa" table: "a" }
-    model { bottom_mlp: 4 top_mlp: 1 }
-    training { global_batch: 8 }
-    sparse_core { )pb", sparse_core, " }"),
+                                              topology { sparse_cores_per_chip: 4 }
+                                              tables { name: "a" vocab_size: 100 dim: 4 }
+                                              tables { name: "b" vocab_size: 100 dim: 4 }
+                                              tables { name: "c" vocab_size: 100 dim: 4 }
+                                              features { name: "fa" table: "a" }
+                                              model { bottom_mlp: 4 top_mlp: 1 }
+                                              training { global_batch: 8 }
+                                              sparse_core {)pb",
+                                            sparse_core, " }"),
                                "test", "", 2);
   EXPECT_TRUE(c.ok()) << c.status();
   return *c;
@@ -42,8 +43,9 @@ TEST(LimitsTest, UnlimitedByDefault) {
 }
 
 TEST(LimitsTest, PrecedenceFileOverTableMapOverGlobal) {
-  const std::string path = TempFile(R"pb(tables { table: "a" max_ids_per_partition: 11 }
-                                         tables { table: "c" max_unique_ids_per_partition: 3 })pb");
+  const std::string path =
+      TempFile(R"pb(tables { table: "a" max_ids_per_partition: 11 }
+                    tables { table: "c" max_unique_ids_per_partition: 3 })pb");
   // 8 SparseCores in all: max_ids_per_table 80 -> 10 per partition, 81 -> 11.
   auto l = ResolveLimits(Config(absl::StrCat(
       "max_ids_per_partition: 50 max_unique_ids_per_partition: 40 ",
@@ -91,4 +93,4 @@ TEST(LimitsTest, WriteThenReadRoundTrips) {
 }
 
 }  // namespace
-}  // namespace lemrt::host
+}  // namespace lemrt::layout

@@ -1,4 +1,4 @@
-#include "host/stacking.h"
+#include "layout/stacking.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "glog/logging.h"
 #include "proto/config_loader.h"
 
-namespace lemrt::host {
+namespace lemrt::layout {
 namespace {
 
 // The reference's advice on stack sizes (section 10).
@@ -123,15 +123,15 @@ std::pair<int, int64_t> StackingPlan::Unstack(int stack, int64_t stacked_row) co
 }
 
 std::string StackingPlan::Describe(const std::vector<std::string>& table_names) const {
-  std::string out = absl::StrFormat(
-      "table stacking %s: %d tables in %d stacks, rotation %d SparseCores (N = %d)",
-      enabled_ ? "on" : "off (sparse_core.disable_table_stacking)", num_tables(), num_stacks(),
-      rotation_, n_);
+  std::string out =
+      absl::StrFormat("table stacking %s: %d tables in %d stacks, rotation %d SparseCores (N = %d)",
+                      enabled_ ? "on" : "off (sparse_core.disable_table_stacking)", num_tables(),
+                      num_stacks(), rotation_, n_);
   for (const TableStack& s : stacks_) {
     std::vector<std::string> members;
     for (int t : s.tables) {
-      members.push_back(absl::StrFormat("%s@%d>>%d", table_names[t], tables_[t].row_offset,
-                                        tables_[t].sc_shift));
+      members.push_back(
+          absl::StrFormat("%s@%d>>%d", table_names[t], tables_[t].row_offset, tables_[t].sc_shift));
     }
     absl::StrAppendFormat(&out,
                           "\n  stack '%s': %d tables, %d rows, padded dim %d, %d features; "
@@ -192,4 +192,4 @@ void FillStackingStats(const StackingPlan& plan, const config::RunConfig& config
   }
 }
 
-}  // namespace lemrt::host
+}  // namespace lemrt::layout

@@ -3,8 +3,8 @@
 // SparseCore may send to one destination SparseCore in one step. Resolved once
 // from the config (and its limits file) into an immutable PartitionLimits.
 // Thread-safe (immutable after construction).
-#ifndef LEMRT_HOST_LIMITS_H_
-#define LEMRT_HOST_LIMITS_H_
+#ifndef LEMRT_LAYOUT_LIMITS_H_
+#define LEMRT_LAYOUT_LIMITS_H_
 
 #include <cstdint>
 #include <limits>
@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "proto/config.pb.h"
 
-namespace lemrt::host {
+namespace lemrt::layout {
 
 // Limits of one table's partitions. kUnlimited when nothing sets them.
 struct TableLimit {
@@ -46,6 +46,6 @@ absl::StatusOr<config::LimitsFile> ParseLimitsFile(const std::string& text,
 // Writes `limits` as a text-format LimitsFile to `path` (Internal on failure).
 absl::Status WriteLimitsFile(const config::LimitsFile& limits, const std::string& path);
 
-}  // namespace lemrt::host
+}  // namespace lemrt::layout
 
-#endif  // LEMRT_HOST_LIMITS_H_
+#endif  // LEMRT_LAYOUT_LIMITS_H_

@@ -1,4 +1,4 @@
-#include "host/limits.h"
+#include "layout/limits.h"
 
 #include <fstream>
 #include <sstream>
@@ -11,14 +11,15 @@
 #include "google/protobuf/text_format.h"
 #include "proto/config_loader.h"
 
-namespace lemrt::host {
+namespace lemrt::layout {
 namespace {
 
 class FirstError : public google::protobuf::io::ErrorCollector {
  public:
   explicit FirstError(std::string source) : source_(std::move(source)) {}
   void AddError(int line, int column, const std::string& message) override {
-    if (first_.empty()) first_ = absl::StrFormat("%s:%d:%d: %s", source_, line + 1, column + 1, message);
+    if (first_.empty())
+      first_ = absl::StrFormat("%s:%d:%d: %s", source_, line + 1, column + 1, message);
   }
   const std::string& first() const { return first_; }
 
@@ -46,9 +47,9 @@ absl::StatusOr<config::LimitsFile> ParseLimitsFile(const std::string& text,
   parser.RecordErrorsTo(&errors);
   google::protobuf::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
   if (!parser.Parse(&input, &out)) {
-    return absl::InvalidArgumentError(
-        errors.first().empty() ? absl::StrCat(source, ": cannot parse the limits file")
-                               : errors.first());
+    return absl::InvalidArgumentError(errors.first().empty()
+                                          ? absl::StrCat(source, ": cannot parse the limits file")
+                                          : errors.first());
   }
   return out;
 }
@@ -87,7 +88,8 @@ absl::StatusOr<PartitionLimits> ResolveLimits(const config::RunConfig& config) {
   if (sc.limits_file().empty()) return out;
 
   const std::string& path = sc.limits_file();
-  absl::StatusOr<std::string> text = base::ReadTextFile(path, config::kMaxConfigBytes, "limits file");
+  absl::StatusOr<std::string> text =
+      base::ReadTextFile(path, config::kMaxConfigBytes, "limits file");
   if (!text.ok()) return text.status();
   absl::StatusOr<config::LimitsFile> file = ParseLimitsFile(*text, path);
   if (!file.ok()) return file.status();
@@ -113,4 +115,4 @@ absl::StatusOr<PartitionLimits> ResolveLimits(const config::RunConfig& config) {
   return out;
 }
 
-}  // namespace lemrt::host
+}  // namespace lemrt::layout

@@ -32,27 +32,27 @@
 // owner's dedup, the partition counts and the limits are per stack over all
 // its features, and the combine step splits the pooled vectors back per
 // feature (its (feature, row) groups).
-#ifndef LEMRT_HOST_STACKING_H_
-#define LEMRT_HOST_STACKING_H_
+#ifndef LEMRT_LAYOUT_STACKING_H_
+#define LEMRT_LAYOUT_STACKING_H_
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "host/limits.h"
+#include "layout/limits.h"
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 
-namespace lemrt::host {
+namespace lemrt::layout {
 
 // Where one original table sits in its stack.
 struct StackedTable {
-  int stack = 0;           // index into StackingPlan::stacks()
-  int member = 0;          // k: position in the stack
-  int64_t row_offset = 0;  // rows; a multiple of N
-  int64_t padded_rows = 0; // vocab_size rounded up to a multiple of N
-  int sc_shift = 0;        // (k x rotation) % N, in [0, N)
+  int stack = 0;            // index into StackingPlan::stacks()
+  int member = 0;           // k: position in the stack
+  int64_t row_offset = 0;   // rows; a multiple of N
+  int64_t padded_rows = 0;  // vocab_size rounded up to a multiple of N
+  int sc_shift = 0;         // (k x rotation) % N, in [0, N)
 };
 
 // Stacked row of id `id` (in [0, vocab_size)) of a member placed at `m`.
@@ -134,7 +134,7 @@ class StackingPlan {
 };
 
 // The partition limits of each stack from the per-table limits
-// (host/limits.h, indexed by table): a stack's limit of each kind is the
+// (layout/limits.h, indexed by table): a stack's limit of each kind is the
 // largest of its members' (a member without a limit leaves the stack
 // unlimited). A limit names the partition of the stacked table, which holds
 // all members' ids, so lemrt_limits writes the measured stack limit under
@@ -147,6 +147,6 @@ PartitionLimits StackLimits(const PartitionLimits& per_table, const StackingPlan
 void FillStackingStats(const StackingPlan& plan, const config::RunConfig& config,
                        summary::TableStackingStats* out);
 
-}  // namespace lemrt::host
+}  // namespace lemrt::layout
 
-#endif  // LEMRT_HOST_STACKING_H_
+#endif  // LEMRT_LAYOUT_STACKING_H_

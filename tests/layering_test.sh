@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The include graph follows the layers (docs/architecture.md, "Layers"):
+#   base <- proto <- layout <- {host, device} <- runtime <- {examples, tests, benchmarks}
+# A file may include its own folder's headers and those of lower layers
+# only: no include from a layer into a higher one (device -> runtime,
+# proto -> host, ...) and none sideways between host and device. Prints
+# every offending `#include` as FILE:LINE and fails; passes when none.
+set -euo pipefail
+: "${LEMRT_SRC:?}"
+cd "$LEMRT_SRC"
+python3 - <<'PY'
+import os, re, sys
+rank = {'base': 0, 'proto': 1, 'layout': 2, 'host': 3, 'device': 3, 'runtime': 4,
+        'examples': 5, 'tests': 5, 'benchmarks': 5}
+files = sorted(os.path.join(d, f) for top in rank for d, _, fs in os.walk(top)
+               for f in fs if f.endswith(('.h', '.cc', '.proto')))
+include = re.compile(r'^\s*(?:#\s*include|import)\s+"([a-z_]+)/[^"]*"')
+bad, checked = [], 0
+for path in files:
+    top = path.split('/')[0]
+    if top not in rank:
+        continue
+    for n, line in enumerate(open(path, encoding='utf-8', errors='replace'), 1):
+        m = include.match(line)
+        if not m or m.group(1) not in rank:
+            continue
+        checked += 1
+        dep = m.group(1)
+        if dep != top and rank[dep] >= rank[top]:
+            kind = 'sideways' if rank[dep] == rank[top] else 'upward'
+            bad.append(f'{path}:{n}: {top}/ includes {dep}/ ({kind}): {line.strip()}')
+if bad:
+    print('\n'.join(bad))
+    sys.exit(f'{len(bad)} includes break the layering (docs/architecture.md, "Layers")')
+if checked < 500:
+    sys.exit(f'only {checked} includes found: is the extraction broken?')
+print(f'PASS: {checked} includes follow base <- proto <- layout <- {{host, device}} <- runtime')
+PY
