@@ -15,6 +15,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "proto/config_check.h"
 #include "proto/config_loader.h"
+#include "proto/hot_row_rule.h"
 
 namespace lemrt::config {
 
@@ -63,7 +64,7 @@ void CheckHotRows(const RunConfig& c, ConfigErrors& errors) {
     const TableConfig& t = c.tables(i);
     if (t.hot_rows() == 0 && t.hot_row_ids_size() == 0) continue;
     auto at = [&](const char* f) { return FieldPath{{"tables", i}, {f}}; };
-    const int64_t k = t.hot_row_ids_size() > 0 ? t.hot_row_ids_size() : t.hot_rows();
+    const int64_t k = HotRowCount(t);
     if (t.hot_rows() < 0 || k > std::min(kMaxHotRows, std::max<int64_t>(t.vocab_size(), 0))) {
       errors.Fail(at("hot_rows"),
                   absl::StrFormat("table '%s': hot rows must be in [0, min(vocab_size %d, %d)], "

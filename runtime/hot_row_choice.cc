@@ -5,13 +5,14 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "host/coo.h"
+#include "proto/hot_row_rule.h"
 #include "proto/id_shuffle.h"
 
 namespace lemrt::runtime {
 
 bool AnyHotRows(const config::RunConfig& config) {
   for (const config::TableConfig& t : config.tables()) {
-    if (t.hot_rows() > 0 || t.hot_row_ids_size() > 0) return true;
+    if (config::HotRowSourceOf(t) != config::HotRowSource::kNone) return true;
   }
   return false;
 }
@@ -33,11 +34,12 @@ absl::StatusOr<HotRowChoice> ChooseHotRows(const config::RunConfig& config, Comm
   bool any_counted = false;
   for (int t = 0; t < tables; ++t) {
     const config::TableConfig& table = config.tables(t);
-    if (table.hot_row_ids_size() > 0) {
+    const config::HotRowSource source = config::HotRowSourceOf(table);
+    if (source == config::HotRowSource::kListed) {
       choice.rows[t].assign(table.hot_row_ids().begin(), table.hot_row_ids().end());
       std::sort(choice.rows[t].begin(), choice.rows[t].end());
       choice.share[t] = 1.0;
-    } else if (table.hot_rows() > 0) {
+    } else if (source == config::HotRowSource::kCounted) {
       counted[t] = 1;
       any_counted = true;
     }

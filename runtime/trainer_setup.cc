@@ -16,6 +16,7 @@
 #include "glog/logging.h"
 #include "layout/stacking.h"
 #include "proto/config_check.h"
+#include "proto/hot_row_rule.h"
 #include "runtime/checkpoint/checkpointer.h"
 #include "runtime/hot_row_choice.h"
 #include "runtime/step_buffer_reserve.h"
@@ -110,7 +111,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
     std::unique_ptr<host::DataSource> counting;
     bool counts = false;
     for (const config::TableConfig& tb : config.tables()) {
-      counts |= tb.hot_rows() > 0 && tb.hot_row_ids_size() == 0;
+      counts |= config::HotRowSourceOf(tb) == config::HotRowSource::kCounted;
     }
     if (counts) {
       auto source = host::CreateDataSource(config, comm.rank(), comm.size());

@@ -12,6 +12,7 @@
 #include "glog/logging.h"
 #include "layout/stacking.h"
 #include "proto/config_loader.h"
+#include "proto/hot_row_rule.h"
 
 namespace lemrt::device {
 namespace {
@@ -176,7 +177,7 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     tp.stack_backward_bytes = stack_backward(tp.padded_dim, tp.ids_per_sample);
     p.tables_bytes += tp.table_bytes + tp.slot_bytes;
     p.padding_bytes += tp.padding_bytes;
-    const int64_t hot = tc.hot_row_ids_size() > 0 ? tc.hot_row_ids_size() : tc.hot_rows();
+    const int64_t hot = config::HotRowCount(tc);
     p.hot_rows += hot;
     p.hot_replica_bytes += hot * (int64_t{tc.dim()} * (1 + tp.slots_per_param) + tp.row_slots) * kF32;
     hot_floats += hot * (tc.dim() + 1);
