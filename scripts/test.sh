@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds lemrt (Release, build/) and runs every test,
+# Installs dependencies, checks the formatting of the files listed in
+# scripts/format_files.txt, builds lemrt (Release, build/) and runs every test,
 # multi-rank tests through mpirun included; then the unit tests under
 # ASan+UBSan (build-asan/; LEMRT_CI_SANITIZE=0 skips them) and each fuzz
 # target for 20 s (build-fuzz/; LEMRT_CI_FUZZ=0 skips them).
@@ -7,6 +8,8 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 "$LEMRT_ROOT/scripts/install_deps.sh"
+# Formatting first: seconds, and a misformatted file fails before the build.
+"$LEMRT_ROOT/scripts/format_check.sh"
 lemrt_build "$LEMRT_ROOT/build"
 cd "$LEMRT_ROOT/build"
 ctest --output-on-failure --timeout 900 "$@"
