@@ -1,0 +1,29 @@
+#include "runtime/host_memory.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lemrt::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(HostMemoryTest, ReadsALimitOfThisMachine) {
+  const HostMemory m = AvailableHostMemory();
+  EXPECT_GT(m.available_bytes, 0);  // /proc/meminfo has MemAvailable on Linux
+  EXPECT_FALSE(m.limited_by.empty());
+}
+
+TEST(HostMemoryTest, RefusesAModelLargerThanWhatIsAvailable) {
+  const HostMemory m{.available_bytes = 1 << 20, .limited_by = "the address-space limit"};
+  EXPECT_TRUE(CheckHostMemory(1 << 20, m).ok());
+  const absl::Status st = CheckHostMemory((1 << 20) + 1, m);
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("needs 1048577 bytes (1.0 MiB) of host memory per rank"));
+  EXPECT_THAT(st.message(), HasSubstr("can allocate 1048576 bytes (1.0 MiB), bounded by the "
+                                      "address-space limit"));
+  EXPECT_TRUE(CheckHostMemory(int64_t{1} << 60, HostMemory{}).ok());  // unknown: passes
+}
+
+}  // namespace
+}  // namespace lemrt::runtime
