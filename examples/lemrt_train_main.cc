@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -251,7 +252,12 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, config.status()));
   if (FLAGS_dry_run) return DryRun(*config, sparse_comm);
   // An MPMD job may give ranks different configs: refused, naming the field.
-  LEMRT_RETURN_IF_ERROR(lemrt::runtime::AgreeOnConfig(sparse_comm, *config));
+  // Test hook: LEMRT_TEST_ALLOW_DIFFERENT_CONFIGS=1 in every rank's
+  // environment skips it, for tests that inject a fault into one rank's
+  // config (tests/fault_rank_error.sh).
+  if (std::getenv("LEMRT_TEST_ALLOW_DIFFERENT_CONFIGS") == nullptr) {
+    LEMRT_RETURN_IF_ERROR(lemrt::runtime::AgreeOnConfig(sparse_comm, *config));
+  }
   lemrt::runtime::ThreadPlan plan;
   absl::StatusOr<lemrt::runtime::CoreShare> share = PlanRunThreads(sparse_comm, &*config, &plan);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, share.status()));
