@@ -1,5 +1,8 @@
 #include "runtime/host_memory.h"
 
+#include <new>
+#include <thread>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -23,6 +26,16 @@ TEST(HostMemoryTest, RefusesAModelLargerThanWhatIsAvailable) {
   EXPECT_THAT(st.message(), HasSubstr("can allocate 1048576 bytes (1.0 MiB), bounded by the "
                                       "address-space limit"));
   EXPECT_TRUE(CheckHostMemory(int64_t{1} << 60, HostMemory{}).ok());  // unknown: passes
+}
+
+TEST(HostMemoryDeathTest, AnUncaughtBadAllocEndsWithOneSentence) {
+  EXPECT_EXIT(
+      {
+        InstallOutOfMemoryHandler("lemrt_test");
+        std::thread([] { throw std::bad_alloc(); }).join();
+      },
+      ::testing::ExitedWithCode(1),
+      "lemrt_test: error: out of host memory: an allocation failed \\(std::bad_alloc\\)");
 }
 
 }  // namespace
