@@ -9,20 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/regular_file.h"
 
 namespace lemrt::base {
-namespace {
-
-const char* KindOf(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
-}
-
-}  // namespace
 
 absl::StatusOr<std::string> ReadTextFile(const std::string& path, int64_t max_bytes,
                                          const std::string& what) {
@@ -32,7 +21,7 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, int64_t max_by
         absl::StrCat("cannot read ", what, " '", path, "': ", std::strerror(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "' is ", KindOf(st.st_mode),
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "' is ", FileKind(st.st_mode),
                                                    ", not a regular file."));
   }
   if (st.st_size > max_bytes) {

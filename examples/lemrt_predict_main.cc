@@ -13,7 +13,9 @@
 // label; NaN when absent). Malformed rows (strict off) are skipped with a
 // warning and counted.
 #include <mpi.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -24,9 +26,15 @@
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "base/status_macros.h"
+#include "host/record_file.h"
 #include "proto/config_loader.h"
+#include "runtime/checkpoint/config_match.h"
+#include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/step_dirs.h"
 #include "runtime/checkpoint/npy.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/host_memory.h"
 #include "runtime/trainer.h"
 
 DEFINE_string(config, "", "The run config the checkpoint was trained with (required).");
@@ -93,13 +101,52 @@ absl::Status Write(const std::vector<lemrt::runtime::Prediction>& predictions) {
       std::fprintf(f, "%ld,%.9g,%g\n", static_cast<long>(p.row), p.probability, p.label);
     }
   }
-  const bool ok = std::fflush(f) == 0 && std::ferror(f) == 0;
+  const bool written = std::fflush(f) == 0 && std::ferror(f) == 0;
+  const int write_error = errno;
   std::fclose(f);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!written) {
     std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write '", path, "' (disk full?)."));
+    return absl::ErrnoToStatus(write_error, absl::StrCat("cannot write '", tmp, "'"));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int rename_error = errno;
+    std::remove(tmp.c_str());
+    return absl::ErrnoToStatus(rename_error,
+                               absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
   }
   return absl::OkStatus();
+}
+
+// --out must not be one of the --data files (by name or by device and
+// inode): the predictions would replace the rows being scored.
+absl::Status CheckOutIsNotData() {
+  LEMRT_ASSIGN_OR_RETURN(const std::vector<std::string> inputs,
+                         lemrt::host::ExpandPaths(FLAGS_data, "--data"));
+  struct stat out;
+  const bool out_exists = stat(FLAGS_out.c_str(), &out) == 0;
+  for (const std::string& input : inputs) {
+    struct stat in;
+    const bool same_file = out_exists && stat(input.c_str(), &in) == 0 &&
+                           in.st_dev == out.st_dev && in.st_ino == out.st_ino;
+    if (input == FLAGS_out || same_file) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--out '", FLAGS_out, "' is the input '", input,
+          "' (--data); writing the predictions would replace the data they score. Name another "
+          "output file."));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The newest checkpoint under --checkpoint must have been trained with the
+// config's schema. A checkpoint that cannot be read passes here; the
+// restore names its problem.
+absl::Status CheckCheckpointSchema(const RunConfig& config) {
+  auto dir = lemrt::checkpoint::ResolveCheckpointDir(FLAGS_checkpoint);
+  if (!dir.ok()) return absl::OkStatus();
+  auto manifest = lemrt::checkpoint::ReadManifest(*dir);
+  if (!manifest.ok()) return absl::OkStatus();
+  return lemrt::checkpoint::CheckScoringSchema(*manifest, *dir, config);
 }
 
 // The scoring config from the flags on this rank (no collectives).
@@ -108,9 +155,11 @@ absl::StatusOr<RunConfig> LoadScoringConfig(int world_size) {
       FLAGS_out.empty()) {
     return absl::InvalidArgumentError("--config, --checkpoint, --data and --out are required");
   }
+  LEMRT_RETURN_IF_ERROR(CheckOutIsNotData());
   auto config = lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
   if (!config.ok()) return config.status();
   if (absl::Status st = ScoreData(&*config); !st.ok()) return st;
+  LEMRT_RETURN_IF_ERROR(CheckCheckpointSchema(*config));
   // Scoring needs no overlap of steps; one communicator serves both stages.
   config->mutable_sparse_core()->set_disable_full_embedding_pipelining(true);
   return config;
@@ -137,7 +186,11 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
   std::printf("scored %ld rows of %s with the checkpoint of step %ld on %d ranks -> %s\n",
               static_cast<long>(predictions.size()), FLAGS_data.c_str(),
               static_cast<long>(*step), world_size, FLAGS_out.c_str());
-  if (result->labelled > 0) {
+  if (result->labelled > 0 && result->one_class) {
+    std::printf("auc absent (%s)  logloss %.6f  (%ld labelled rows)\n",
+                lemrt::runtime::UndefinedMetricsReason(*result).c_str(), result->logloss,
+                static_cast<long>(result->labelled));
+  } else if (result->labelled > 0) {
     std::printf("auc %.6f  logloss %.6f  (%ld labelled rows)\n", result->auc, result->logloss,
                 static_cast<long>(result->labelled));
   } else {
@@ -150,6 +203,7 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  lemrt::runtime::InstallOutOfMemoryHandler("lemrt_predict");
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   gflags::SetUsageMessage(

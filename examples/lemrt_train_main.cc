@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -27,7 +28,9 @@
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/comm/mpi_watchdog.h"
 #include "runtime/comm/watched_communicator.h"
+#include "runtime/config_agreement.h"
 #include "runtime/core_share.h"
+#include "runtime/host_memory.h"
 #include "runtime/host_prefetcher.h"
 #include "runtime/output_paths.h"
 #include "runtime/quantized_eval.h"
@@ -248,6 +251,13 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   absl::StatusOr<lemrt::config::RunConfig> config = LoadRunConfig(world_size);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, config.status()));
   if (FLAGS_dry_run) return DryRun(*config, sparse_comm);
+  // An MPMD job may give ranks different configs: refused, naming the field.
+  // Test hook: LEMRT_TEST_ALLOW_DIFFERENT_CONFIGS=1 in every rank's
+  // environment skips it, for tests that inject a fault into one rank's
+  // config (tests/fault_rank_error.sh).
+  if (std::getenv("LEMRT_TEST_ALLOW_DIFFERENT_CONFIGS") == nullptr) {
+    LEMRT_RETURN_IF_ERROR(lemrt::runtime::AgreeOnConfig(sparse_comm, *config));
+  }
   lemrt::runtime::ThreadPlan plan;
   absl::StatusOr<lemrt::runtime::CoreShare> share = PlanRunThreads(sparse_comm, &*config, &plan);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, share.status()));
@@ -343,6 +353,7 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
 }  // namespace
 
 int main(int argc, char** argv) {
+  lemrt::runtime::InstallOutOfMemoryHandler("lemrt_train");
   MpiSession mpi(&argc, &argv);
   gflags::SetUsageMessage("mpirun -np N lemrt_train --config=FILE [--override=TEXT]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -228,14 +229,16 @@ absl::Status WriteVocabulary(const std::string& feature, const Counts& counts, i
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
+    if (!out) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write '", tmp, "'"));
     for (const Entry* e : kept) {
       out << e->text << '\t' << e->count << '\n';
       covered += e->count;
     }
-    if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write '", tmp, "'"));
+    if (!out.flush()) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write '", tmp, "'"));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
+    return absl::ErrnoToStatus(errno,
+                               absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
   }
   std::printf("%s: %zu of %zu distinct values kept (min frequency %ld): they cover %.2f%% of the "
               "%ld values in %ld rows (OOV rate %.2f%%) -> %s\n",

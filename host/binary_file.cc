@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/crc32c.h"
+#include "base/regular_file.h"
 #include "base/status_macros.h"
 #include "google/protobuf/text_format.h"
 
@@ -31,12 +32,13 @@ absl::Status BinaryFile::Map() {
     return absl::InvalidArgumentError(
         absl::StrCat("'", path_, "' is not a lemrt binary file: ", what, "."));
   };
-  const int fd = open(path_.c_str(), O_RDONLY);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open '", path_, "'"));
+  // A FIFO or device is refused, never blocked on.
+  LEMRT_ASSIGN_OR_RETURN(const int fd, base::OpenRegularFile(path_, "input file"));
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
     close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("'", path_, "' is not a regular file."));
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot stat '", path_, "'"));
   }
   bytes_ = st.st_size;
   if (bytes_ < kBinaryHeaderBytes) {

@@ -98,6 +98,13 @@ absl::StatusOr<std::unique_ptr<DelimitedParser>> DelimitedParser::Create(
           Quote(header)));
     }
     *out = static_cast<int>(it - names.begin());
+    const auto again = std::find(it + 1, names.end(), name);
+    if (again != names.end()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "the header of %s has two columns named '%s' (%s), columns %d and %d (1-based), so "
+          "which one holds %s is ambiguous; rename one of them",
+          source, name, what, *out + 1, static_cast<int>(again - names.begin()) + 1, what));
+    }
     return absl::OkStatus();
   };
   absl::Status st = resolve(schema->label_column, schema->label_key, "the label",

@@ -64,6 +64,7 @@ absl::Status FileSource::CheckHasValidRow(SplitReader& split) {
         absl::StrCat(split.records->Describe(), " has no rows (an empty file?)."));
   }
   Batch probe;
+  std::string first_problem;  // "where: why" of the first malformed record
   for (int64_t first = 0; first < n; first += kProbeRecords) {
     scratch_.Clear();
     const int64_t count = std::min(kProbeRecords, n - first);
@@ -79,9 +80,14 @@ absl::Status FileSource::CheckHasValidRow(SplitReader& split) {
         return absl::InvalidArgumentError(
             absl::StrCat(split.records->Where(first + i), ": ", st.message(), "."));
       }
+      if (first_problem.empty()) {
+        first_problem = absl::StrCat(split.records->Where(first + i), ": ", st.message());
+      }
     }
   }
-  return absl::InvalidArgumentError(absl::StrCat(split.records->Describe(), " has no valid line."));
+  return absl::InvalidArgumentError(absl::StrCat(split.records->Describe(),
+                                                 " has no valid line; the first one fails with ",
+                                                 first_problem, "."));
 }
 
 absl::Status FileSource::Fill(SplitReader& split, int64_t row, std::string_view record,

@@ -32,6 +32,11 @@ absl::StatusOr<SplitReader> OpenTextFiles(const std::string& patterns, std::stri
   std::string first_header;
   for (const std::string& path : paths) {
     LEMRT_ASSIGN_OR_RETURN(std::unique_ptr<TextFile> file, TextFile::Open(path, header));
+    if (header && file->header_line().empty() && file->num_records() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path, "' is empty: it has no header line (", std::string(field),
+          " files have one, data.text.header) and no rows."));
+    }
     if (files.empty()) {
       first_header = file->header_line();
     } else if (header && file->header_line() != first_header) {

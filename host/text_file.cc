@@ -1,12 +1,14 @@
 #include "host/text_file.h"
 
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/regular_file.h"
 #include "base/status_macros.h"
 #include "glog/logging.h"
 
@@ -28,16 +30,15 @@ TextFile::TextFile(std::string path, FILE* file, bool header)
 TextFile::~TextFile() { std::fclose(file_); }
 
 absl::StatusOr<std::unique_ptr<TextFile>> TextFile::Open(const std::string& path, bool header) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open '", path, "'"));
+  // A FIFO or device (/dev/zero) is refused here: it would block or never end.
+  LEMRT_ASSIGN_OR_RETURN(const int fd, base::OpenRegularFile(path, "input file"));
+  FILE* f = fdopen(fd, "rb");
+  if (f == nullptr) {
+    const int err = errno;
+    close(fd);
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot open '", path, "'"));
+  }
   auto file = std::unique_ptr<TextFile>(new TextFile(path, f, header));
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot stat '", path, "'"));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is a directory, not a text file."));
-  }
   LEMRT_RETURN_IF_ERROR(file->Index());
   return file;
 }
@@ -52,7 +53,9 @@ absl::Status TextFile::Index() {
   };
   index_.clear();
   line_starts(0);
-  int64_t offset = 0;  // of block[0] in the file
+  int64_t offset = 0;      // of block[0] in the file
+  int64_t line_start = 0;  // of the line being scanned
+  bool carriage_return = false;  // a '\r' before the first '\n'
   char last = '\n';
   while (true) {
     const size_t got = std::fread(block.data(), 1, block.size(), file_);
@@ -65,12 +68,18 @@ absl::Status TextFile::Index() {
     while (const void* nl = std::memchr(p, '\n', end - p)) {
       p = static_cast<const char*>(nl) + 1;
       ++lines;
-      line_starts(offset + (p - block.data()));
+      line_start = offset + (p - block.data());
+      line_starts(line_start);
     }
+    // A '\r' before the last byte (a CRLF file's '\r' is followed by '\n').
+    if (lines == 0 && std::memchr(block.data(), '\r', got - 1) != nullptr) carriage_return = true;
     last = block[got - 1];
     offset += static_cast<int64_t>(got);
+    if (offset - line_start > kMaxLineBytes) return LineTooLong(lines + 1, carriage_return);
   }
   const int64_t total_lines = lines + (last != '\n' ? 1 : 0);
+  // A short file with CR-only line ends reads as one line: say so.
+  if (lines == 0 && carriage_return) return LineTooLong(1, true);
   unterminated_ = last != '\n';
   num_records_ = std::max<int64_t>(0, total_lines - header_lines);
   // The entry made for the position just past a final '\n' names no record.
@@ -84,6 +93,19 @@ absl::Status TextFile::Index() {
   }
   next_record_ = -1;
   return absl::OkStatus();
+}
+
+absl::Status TextFile::LineTooLong(int64_t line, bool carriage_return) const {
+  if (carriage_return) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s:%d: the file has '\\r' but no '\\n' line ends (CR-only, classic Mac), so it reads "
+        "as one line; convert them with tr '\\r' '\\n'.",
+        path_, line));
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s:%d: the line is longer than %d bytes, the most a line may have (no line end: is it a "
+      "text file?).",
+      path_, line, kMaxLineBytes));
 }
 
 absl::Status TextFile::Seek(int64_t record) {

@@ -22,11 +22,16 @@ namespace lemrt::host {
 class TextFile : public RecordFile {
  public:
   static constexpr int64_t kIndexStride = 1024;  // records per index entry
+  // The longest line (bytes, without its '\n') a file may have: a bound on
+  // the read buffer, and what ends a file without line ends at once.
+  static constexpr int64_t kMaxLineBytes = int64_t{64} << 20;
 
   // Opens and indexes `path`. With `header`, line 1 is the header (not a
   // record; an empty file has none). Errors: NotFound / PermissionDenied
-  // naming the path, InvalidArgument for a directory, DataLoss for a read
-  // error.
+  // naming the path; InvalidArgument for anything but a regular file (a
+  // directory, FIFO or device: never blocked on), for a line longer than
+  // kMaxLineBytes ("path:LINE: ...") and for CR-only line ends; DataLoss for
+  // a read error.
   static absl::StatusOr<std::unique_ptr<TextFile>> Open(const std::string& path, bool header);
   ~TextFile() override;
 
@@ -41,6 +46,7 @@ class TextFile : public RecordFile {
  private:
   TextFile(std::string path, FILE* file, bool header);
   absl::Status Index();
+  absl::Status LineTooLong(int64_t line, bool carriage_return) const;
   absl::Status Seek(int64_t record);
   // The next line into `out`; false at the end of the file.
   absl::StatusOr<bool> NextLine(RecordBatch* out);

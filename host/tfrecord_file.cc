@@ -1,6 +1,6 @@
 #include "host/tfrecord_file.h"
 
-#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -9,7 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/crc32c.h"
+#include "base/regular_file.h"
 #include "base/status_macros.h"
+#include "host/gzip_members.h"
 #include "glog/logging.h"
 
 namespace lemrt::host {
@@ -26,17 +28,15 @@ TfRecordFile::~TfRecordFile() {
 }
 
 absl::StatusOr<std::unique_ptr<TfRecordFile>> TfRecordFile::Open(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open '", path, "'"));
-  }
-  if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a regular file."));
-  }
+  // Damage between gzip members would end gzread early without an error.
+  LEMRT_RETURN_IF_ERROR(CheckGzipMembers(path));
+  // A FIFO or device is refused, never blocked on.
+  LEMRT_ASSIGN_OR_RETURN(const int fd, base::OpenRegularFile(path, "input file"));
   auto file = std::unique_ptr<TfRecordFile>(new TfRecordFile(path));
-  file->file_ = gzopen(path.c_str(), "rb");
+  file->file_ = gzdopen(fd, "rb");
   if (file->file_ == nullptr) {
-    return absl::ErrnoToStatus(errno ? errno : ENOMEM, absl::StrCat("cannot open '", path, "'"));
+    close(fd);
+    return absl::ResourceExhaustedError(absl::StrCat("cannot open '", path, "': out of memory"));
   }
   gzbuffer(Gz(file->file_), 1 << 20);
   LEMRT_RETURN_IF_ERROR(file->Index());

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -17,10 +18,15 @@ namespace lemrt::host {
 
 class Vocabulary {
  public:
+  // The longest line (bytes) a vocabulary file may have.
+  static constexpr int64_t kMaxLineBytes = 65536;
+
   // Reads `path`; each line's value (the text before the first tab) is
   // parsed as `type` (host/value_key.h). Errors: NotFound / PermissionDenied
-  // naming the path; InvalidArgument "path:line: ..." for a value that is
-  // not a `type` or appears twice, or a file without values.
+  // naming the path; InvalidArgument for a path that is not a regular file
+  // (a FIFO is never blocked on), "path:line: ..." for a value that is not a
+  // `type` or appears twice, a NUL byte (a binary file) or a line longer than
+  // kMaxLineBytes, and for a file without values.
   static absl::StatusOr<std::unique_ptr<Vocabulary>> Load(const std::string& path, ValueType type,
                                                           int max_hex_digits);
 
@@ -33,6 +39,10 @@ class Vocabulary {
   const std::string& path() const { return path_; }
 
  private:
+  // Adds one line's value (its number `line_number`, 1-based, for messages).
+  absl::Status AddLine(std::string_view line, int64_t line_number, ValueType type,
+                       int max_hex_digits);
+
   std::string path_;
   absl::flat_hash_map<uint64_t, int64_t> index_;
 };

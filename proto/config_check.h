@@ -64,6 +64,10 @@ void CheckLearningRateSchedules(const TrainingConfig& t, int64_t steps, ConfigEr
 // features and data: the sources, the input schema against the features and
 // the model, shuffling (proto/data_checks.cc).
 void CheckFeatures(const RunConfig& c, ConfigErrors& errors);
+// data.schema.sparse vocabulary files: each a readable, non-empty regular
+// file (checked before the tables, whose unset vocab_size they would set),
+// and at most one vocabulary file per table.
+void CheckVocabularyFiles(const RunConfig& c, ConfigErrors& errors);
 void CheckData(const RunConfig& c, ConfigErrors& errors);
 
 // topology against the MPI world size; the emulated chip's knobs

@@ -99,6 +99,7 @@ Location Locate(const TextFormat::ParseInfoTree* tree, const FieldPath& path,
 std::optional<ConfigError> FirstConfigError(const RunConfig& c, int world_size) {
   ConfigErrors errors;
   CheckTopology(c, world_size, errors);
+  CheckVocabularyFiles(c, errors);
   CheckTables(c, errors);
   CheckFeatures(c, errors);
   CheckModel(c, errors);

@@ -1,6 +1,11 @@
 // The features and the data section: sources, the input schema against the
 // config's features and model, shuffling.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
 #include <fstream>
 #include <set>
 #include <string>
@@ -8,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/regular_file.h"
 #include "proto/config_check.h"
 #include "proto/config_loader.h"
 
@@ -17,6 +23,8 @@ namespace {
 // Lines of a text file (the last one may lack its newline); 0 when it cannot
 // be read (validation then names the table's missing vocab_size).
 int64_t CountLines(const std::string& path) {
+  struct stat st;  // a FIFO or device is never opened (CheckVocabularyFiles names it)
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) return 0;
   int64_t lines = 0;
@@ -219,6 +227,44 @@ void ApplyDataDefaults(RunConfig* c) {
       }
     }
     if (rows > 0) t.set_vocab_size(rows);
+  }
+}
+
+void CheckVocabularyFiles(const RunConfig& c, ConfigErrors& errors) {
+  const InputSchema& s = c.data().schema();
+  struct Use {
+    std::string file, feature;
+  };
+  std::map<std::string, Use> by_table;  // the first vocabulary feeding each table
+  for (int i = 0; i < s.sparse_size(); ++i) {
+    const SparseInput& in = s.sparse(i);
+    if (in.mapping() != SparseInput::VOCABULARY || in.vocabulary_file().empty()) continue;
+    const FieldPath at = {{"data"}, {"schema"}, {"sparse", i}, {"vocabulary_file"}};
+    const std::string& path = in.vocabulary_file();
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) {
+      errors.Fail(at, absl::StrCat("feature '", in.feature(), "': cannot read vocabulary '", path,
+                                   "': ", std::strerror(errno)));
+    } else if (!S_ISREG(st.st_mode)) {
+      errors.Fail(at, absl::StrCat("feature '", in.feature(), "': vocabulary '", path, "' is ",
+                                   base::FileKind(st.st_mode), ", not a regular file"));
+    } else if (st.st_size == 0) {
+      errors.Fail(at, absl::StrCat("feature '", in.feature(), "': vocabulary '", path,
+                                   "' is empty; a vocabulary has one value a line"));
+    }
+    std::string table;
+    for (const FeatureConfig& f : c.features()) {
+      if (f.name() == in.feature()) table = f.table();
+    }
+    if (table.empty()) continue;
+    const auto [it, first] = by_table.emplace(table, Use{path, in.feature()});
+    if (!first && it->second.file != path) {
+      errors.Fail(at, absl::StrFormat(
+                          "features '%s' and '%s' share table '%s' but map their values with "
+                          "different vocabulary files ('%s' and '%s'), so one row would stand "
+                          "for different values; give them one vocabulary file or separate tables",
+                          it->second.feature, in.feature(), table, it->second.file, path));
+    }
   }
 }
 

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/auc.h"
 #include "base/status_macros.h"
 
@@ -60,8 +63,9 @@ absl::StatusOr<EvalResult> EvalScores::Finish(Communicator& comm, bool has_teach
   // has_teacher is the same on every rank, so every rank joins this gather.
   if (has_teacher) LEMRT_RETURN_IF_ERROR(GatherToRoot<float>(comm, teacher_, kRoot, &teacher));
   const bool teacher_ok = has_teacher && teacher.size() == rows.size();
-  // auc, logloss, samples, teacher auc, labelled, teacher logloss
-  double values[6] = {0.5, 0, 0, -1, 0, -1};
+  // auc, logloss, samples, teacher auc, labelled, teacher logloss, one class
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  double values[7] = {kNaN, kNaN, 0, -1, 0, -1, 0};
   if (comm.rank() == kRoot) {
     // Row order, whatever the world size: the sums below then add in one order.
     std::vector<int64_t> order(rows.size());
@@ -85,8 +89,13 @@ absl::StatusOr<EvalResult> EvalScores::Finish(Communicator& comm, bool has_teach
       if (teacher_ok) teacher_scored.push_back(teacher[i]);
     }
     values[4] = static_cast<double>(scored.size());
+    const int64_t positives =
+        std::count_if(truth.begin(), truth.end(), [](float y) { return y > 0.5f; });
+    const bool one_class = positives == 0 || positives == static_cast<int64_t>(truth.size());
+    values[6] = one_class && !truth.empty() ? 1 : 0;
     if (!scored.empty()) {
-      values[0] = base::Auc(scored, truth);
+      // Base::Auc gives 0.5 for one class; it is undefined, reported absent.
+      values[0] = one_class ? kNaN : base::Auc(scored, truth);
       values[1] = base::LogLoss(scored, truth);
       if (teacher_ok) {
         values[3] = base::Auc(teacher_scored, truth);
@@ -111,7 +120,26 @@ absl::StatusOr<EvalResult> EvalScores::Finish(Communicator& comm, bool has_teach
   r.teacher_auc = values[3];
   r.labelled = static_cast<int64_t>(values[4]);
   r.teacher_logloss = values[5];
+  r.one_class = values[6] != 0;
   return r;
+}
+
+std::string UndefinedMetricsReason(const EvalResult& e) {
+  if (e.labelled == 0) {
+    return e.samples == 0 ? "the eval set has no rows" : "the eval set has no labelled rows";
+  }
+  if (e.one_class) return "AUC is undefined: the eval set has one class";
+  return "";
+}
+
+std::string FormatEvalMetrics(const EvalResult& e) {
+  const std::string auc =
+      e.labelled > 0 && !e.one_class ? absl::StrFormat("%.4f", e.auc) : std::string("absent");
+  const std::string logloss =
+      e.labelled > 0 ? absl::StrFormat("%.5f", e.logloss) : std::string("absent");
+  const std::string reason = UndefinedMetricsReason(e);
+  return absl::StrFormat("auc %s  logloss %s  (%d samples)%s", auc, logloss, e.samples,
+                         reason.empty() ? "" : absl::StrCat("; ", reason));
 }
 
 }  // namespace lemrt::runtime

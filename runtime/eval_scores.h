@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,14 +20,26 @@
 
 namespace lemrt::runtime {
 
+// AUC and log loss are NaN where they are undefined: both when no row is
+// labelled (an empty eval set, training.eval_samples: 0), the AUC when every
+// labelled row has one class (no positive, label > 0.5, or no negative).
 struct EvalResult {
-  double auc = 0.5;      // over the labelled rows
-  double logloss = 0;    // over the labelled rows
+  double auc = 0.5;      // over the labelled rows; NaN when undefined
+  double logloss = 0;    // over the labelled rows; NaN when undefined
   int64_t samples = 0;   // rows scored
   int64_t labelled = 0;  // rows with a label (all of them but for lemrt_predict)
+  bool one_class = false;  // the labelled rows have one class
   double teacher_auc = -1;  // < 0 when the data has no teacher
   double teacher_logloss = -1;
 };
+
+// Why the AUC is undefined ("AUC is undefined: the eval set has one class"),
+// or "" when it is defined; for log lines and tools.
+std::string UndefinedMetricsReason(const EvalResult& e);
+
+// "auc 0.7312  logloss 0.51234  (4096 samples)", with "auc absent" /
+// "logloss absent" and the reason where a metric is undefined.
+std::string FormatEvalMetrics(const EvalResult& e);
 
 // One scored eval row.
 struct Prediction {

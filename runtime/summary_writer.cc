@@ -1,5 +1,6 @@
 #include "runtime/summary_writer.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 
@@ -23,12 +24,14 @@ absl::Status WriteSummaryJson(const summary::RunSummary& summary, const std::str
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", tmp, "'"));
+    // errno names the cause (no such directory, permission, disk full).
+    if (!out) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write '", tmp, "'"));
     out << SummaryJson(summary);
-    if (!out.flush()) return absl::InternalError(absl::StrCat("write to '", tmp, "' failed"));
+    if (!out.flush()) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write '", tmp, "'"));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
+    return absl::ErrnoToStatus(errno,
+                               absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
   }
   return absl::OkStatus();
 }
@@ -52,8 +55,13 @@ std::string SummaryTable(const summary::RunSummary& s) {
                       s.breakdown_ms().sc_forward(), s.breakdown_ms().tc(),
                       s.breakdown_ms().sc_backward()));
   row("train loss (last)", absl::StrFormat("%.5f", s.train().loss_last()));
-  row("eval AUC / teacher", absl::StrFormat("%.4f / %s", s.eval().auc(), teacher));
-  row("eval logloss", absl::StrFormat("%.5f (%d samples)", s.eval().logloss(), s.eval().samples()));
+  // Absent metrics are undefined (an eval set without rows, or of one class).
+  const std::string auc = s.eval().has_auc() ? absl::StrFormat("%.4f", s.eval().auc())
+                                             : "absent (undefined for this eval set)";
+  const std::string logloss =
+      s.eval().has_logloss() ? absl::StrFormat("%.5f", s.eval().logloss()) : "absent";
+  row("eval AUC / teacher", absl::StrFormat("%s / %s", auc, teacher));
+  row("eval logloss", absl::StrFormat("%s (%d samples)", logloss, s.eval().samples()));
   row("ids total/dedup/unique", absl::StrFormat("%.0f / %.0f / %.0f", s.ids().total(),
                                                 s.ids().after_dedup(),
                                                 s.ids().unique_per_partition()));

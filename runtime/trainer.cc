@@ -57,6 +57,19 @@ void ReportPartitionEvidence(const host::MinibatchOptions& o, const HostWork& wo
 
 }  // namespace
 
+void Trainer::WarnAboutOutOfVocabulary(const summary::RunSummary& summary) const {
+  if (sparse_comm_.rank() != 0) return;
+  for (const summary::FeatureDataStats& f : summary.data().features()) {
+    if (f.values() > 0 && f.oov() >= f.values()) {
+      LOG(WARNING) << absl::StrFormat(
+          "feature '%s': every one of its %.0f values was out of its vocabulary, so it trained "
+          "only the OOV rows; check that data.schema.sparse.vocabulary_file was made from this "
+          "data (lemrt_vocab) and has the feature's type",
+          f.name(), f.values());
+    }
+  }
+}
+
 absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   slot.step = step;
   Mark(CollectiveMonitor::kSparseCore, step, "sc_forward");
@@ -287,8 +300,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
         LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
         recorder_->EvalDone(step, e.auc, e.logloss);
         if (leader) {
-          LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
-                                       step + 1, e.auc, e.logloss, e.samples);
+          LOG(INFO) << absl::StrFormat("eval at step %d: %s", step + 1, FormatEvalMetrics(e));
         }
         LEMRT_ASSIGN_OR_RETURN(const bool stop, AfterEvaluation(step + 1, e, /*final=*/false));
         if (stop) {
@@ -319,7 +331,17 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   prefetcher_.reset();  // every training step was taken
   Mark(CollectiveMonitor::kSparseCore, totals.end_step - 1, "summary");
   Mark(CollectiveMonitor::kTensorCore, totals.end_step - 1, "summary");
-  return Summarise(totals);
+  LEMRT_ASSIGN_OR_RETURN(summary::RunSummary summary, Summarise(totals));
+  // The loss is checked each step before the update; the last updates can
+  // still leave non-finite parameters (the same L2 on every rank).
+  if (!std::isfinite(summary.params_l2())) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "after step %d the model's parameters are not finite (params L2 %f): training diverged; "
+        "lower the learning rates",
+        totals.end_step, summary.params_l2()));
+  }
+  WarnAboutOutOfVocabulary(summary);
+  return summary;
 }
 
 }  // namespace lemrt::runtime

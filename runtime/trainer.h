@@ -156,6 +156,8 @@ class Trainer {
   // evaluation, model statistics and the run summary (trainer_summary.cc).
   struct LoopTotals;
   absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals);
+  // Rank 0 warns of each feature none of whose values was in its vocabulary.
+  void WarnAboutOutOfVocabulary(const summary::RunSummary& summary) const;
   // Collective, at a drain point after `steps_done` steps: records the
   // evaluation `e` in eval_tracker_, saves the checkpoint when one is due,
   // and with checkpoint.keep_best saves (if not just saved) and pins the

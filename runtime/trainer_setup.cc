@@ -18,6 +18,7 @@
 #include "proto/config_check.h"
 #include "proto/hot_row_rule.h"
 #include "runtime/checkpoint/checkpointer.h"
+#include "runtime/host_memory.h"
 #include "runtime/hot_row_choice.h"
 #include "runtime/step_buffer_reserve.h"
 #include "runtime/trainer.h"
@@ -65,6 +66,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   auto plan = device::BuildMemoryPlan(config);
   LEMRT_RETURN_IF_ERROR(
       AgreeOnStatus(comm, plan.ok() ? device::CheckMemoryPlan(*plan) : plan.status()));
+  // The emulated HBM is host memory: it must fit this host (and ulimit -v)
+  // too, checked before any allocation.
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(
+      comm, CheckHostMemory(plan->hbm_bytes_per_chip, AvailableHostMemory())));
   std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
   t->monitor_ = monitor;
   // The checkpoint directory first: a bad one fails before any table work.

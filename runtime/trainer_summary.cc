@@ -1,6 +1,7 @@
 // Trainer::Summarise: the final evaluation and the run summary, from the
 // step loop's totals and every component's statistics.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
   if (!stopped && totals.stopped_early_at == 0) {
     recorder_->EvalDone(steps_done - 1, eval.auc, eval.logloss);
     if (leader) {
-      LOG(INFO) << absl::StrFormat("eval at step %d: auc %.4f  logloss %.5f  (%d samples)",
-                                   steps_done, eval.auc, eval.logloss, eval.samples);
+      LOG(INFO) << absl::StrFormat("eval at step %d: %s", steps_done, FormatEvalMetrics(eval));
     }
     if (tc.eval_every() > 0) {
       LEMRT_RETURN_IF_ERROR(AfterEvaluation(steps_done, eval, /*final=*/true).status());
@@ -57,7 +57,9 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
   s.set_world_size(sparse_comm_.size());
   s.set_sparse_cores_per_chip(config_.topology().sparse_cores_per_chip());
   s.set_global_batch(tc.global_batch());
-  s.set_steps(tc.steps());
+  // An early stop reports the steps (and epochs) it ran, not those planned.
+  const int64_t steps_reported = totals.stopped_early_at > 0 ? totals.end_step : tc.steps();
+  s.set_steps(steps_reported);
   const int64_t steps_run = totals.end_step - totals.first_step;
   if (stopped) {
     s.mutable_stopped()->set_signal(totals.stop_signal_name);
@@ -84,7 +86,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
     s.mutable_train()->set_rows(static_cast<double>(epochs->rows()));
     s.mutable_train()->set_rows_per_epoch(static_cast<double>(epochs->rows_per_epoch()));
     s.mutable_train()->set_steps_per_epoch(static_cast<double>(epochs->steps_per_epoch()));
-    s.mutable_train()->set_epochs(static_cast<double>(tc.steps()) / epochs->steps_per_epoch());
+    s.mutable_train()->set_epochs(static_cast<double>(steps_reported) / epochs->steps_per_epoch());
   }
   int64_t skipped = data_->skipped_lines();
   LEMRT_RETURN_IF_ERROR(sparse_comm_.AllReduceSum(std::span<int64_t>(&skipped, 1)));
@@ -103,8 +105,9 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
       out->set_truncated(static_cast<double>(sums[3 * f + 2]));
     }
   }
-  s.mutable_eval()->set_auc(eval.auc);
-  s.mutable_eval()->set_logloss(eval.logloss);
+  // Undefined metrics (no rows, one class) are absent, not 0.5 / 0.
+  if (!std::isnan(eval.auc) || stopped) s.mutable_eval()->set_auc(eval.auc);
+  if (!std::isnan(eval.logloss) || stopped) s.mutable_eval()->set_logloss(eval.logloss);
   s.mutable_eval()->set_samples(eval.samples);
   if (eval.teacher_auc >= 0) {
     s.mutable_eval()->mutable_teacher_auc()->set_number_value(eval.teacher_auc);

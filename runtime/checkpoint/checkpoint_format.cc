@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +50,20 @@ absl::Status CheckTableFile(const std::string& path, std::span<const char> bytes
     }
   }
   return CheckChecksum(path, sum, file.checksum());
+}
+
+// "<what>, row R element E is nan" for the first non-finite float of
+// `values` (rows of `width` floats; 0: a flat array, "element E"), or "".
+std::string DescribeNonFinite(std::span<const float> values, int64_t width,
+                              const std::string& what) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isfinite(values[i])) continue;
+    const int64_t k = static_cast<int64_t>(i);
+    return width > 0 ? absl::StrFormat("%s, row %d element %d is %f", what, k / width, k % width,
+                                       values[i])
+                     : absl::StrFormat("%s, element %d is %f", what, k, values[i]);
+  }
+  return "";
 }
 
 }  // namespace
@@ -179,11 +194,19 @@ absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
 absl::Status VerifyCheckpoint(const std::string& dir, const Manifest& manifest) {
   std::vector<float> weights, slots;
   uint64_t row_hash_sum = 0;
+  std::string non_finite;  // the first non-finite float found, reported once intact
   for (int t = 0; t < manifest.tables_size(); ++t) {
     const TableEntry& e = manifest.tables(t);
     LEMRT_RETURN_IF_ERROR(ReadWholeTable(dir, manifest, e.name(), &weights, &slots));
     for (int64_t row = 0; row < e.vocab_size(); ++row) {
       row_hash_sum += runtime::ModelRowHash(t, row, weights.data() + row * e.dim(), e.dim());
+    }
+    if (non_finite.empty()) {
+      non_finite = DescribeNonFinite(weights, e.dim(), absl::StrCat("table '", e.name(), "'"));
+    }
+    if (non_finite.empty()) {
+      non_finite = DescribeNonFinite(slots, SlotFloatsPerRecord(e),
+                                     absl::StrCat("the optimizer slots of table '", e.name(), "'"));
     }
   }
   LEMRT_ASSIGN_OR_RETURN(MappedFile dense, OpenVerified(dir, manifest.dense().file()));
@@ -194,6 +217,21 @@ absl::Status VerifyCheckpoint(const std::string& dir, const Manifest& manifest) 
     return absl::DataLossError(absl::StrFormat(
         "checkpoint '%s': the saved model's checksum is %s, the manifest says %s.", dir, checksum,
         manifest.model_checksum()));
+  }
+  if (non_finite.empty()) non_finite = DescribeNonFinite(params, 0, "the dense parameters");
+  if (non_finite.empty()) {
+    std::vector<float> dense_slots((dense.bytes().size() - 4 * params.size()) / 4);
+    if (!dense_slots.empty()) {
+      std::memcpy(dense_slots.data(), dense.bytes().data() + 4 * params.size(),
+                  4 * dense_slots.size());
+    }
+    non_finite = DescribeNonFinite(dense_slots, 0, "the dense optimizer slots");
+  }
+  if (!non_finite.empty()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "checkpoint '%s' is intact but holds a diverged model: %s; it was saved after training "
+        "went non-finite (lower the learning rates and train again from an earlier checkpoint).",
+        dir, non_finite));
   }
   return absl::OkStatus();
 }

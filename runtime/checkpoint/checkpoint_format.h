@@ -125,8 +125,10 @@ absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
 
 // Verifies every file of checkpoint `dir` (single process): sizes, row ids,
 // checksums, and the model checksum of the rows and dense parameters
-// against the manifest's model_checksum (the check restore ends with).
-// DataLoss / NotFound errors name the file.
+// against the manifest's model_checksum (the check restore ends with), then
+// that every stored float (weights, optimizer slots, dense parameters and
+// slots) is finite. DataLoss / NotFound errors name the file;
+// FailedPrecondition names the first non-finite value (a diverged model).
 absl::Status VerifyCheckpoint(const std::string& dir, const Manifest& manifest);
 
 }  // namespace lemrt::checkpoint

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -41,8 +42,11 @@ std::string ReadAll(const std::string& path) {
 // SparseCores, written the way the trainer does, with row j = (j, -j) and
 // slot (j/10, j/10). With `shuffle_key`, as a run with id shuffling saves
 // it: files in placed-row order, each record naming its original row.
+// `poison` makes one stored float NaN, checksums and all (a saved diverged
+// model): 1 row 3's weight, 2 row 3's slot, 3 the second dense parameter.
 Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc,
-                             std::optional<uint64_t> shuffle_key = std::nullopt) {
+                             std::optional<uint64_t> shuffle_key = std::nullopt,
+                             int poison = 0) {
   Manifest m;
   m.set_format_version(kFormatVersion);
   m.set_step(7);
@@ -68,7 +72,8 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
     uint64_t sum = 0;
     for (int64_t k = 0; k < f->records(); ++k) {
       const int64_t row = permutation.Inverse(g + k * total_sc);
-      const float v[4] = {float(row), -float(row), row / 10.0f, row / 10.0f};
+      float v[4] = {float(row), -float(row), row / 10.0f, row / 10.0f};
+      if (row == 3 && (poison == 1 || poison == 2)) v[poison == 1 ? 1 : 3] = std::nanf("");
       std::memcpy(bytes.data() + k * rb, &row, 8);
       std::memcpy(bytes.data() + k * rb + 8, v, 16);
       sum += RecordHash(std::span<const char>(bytes.data() + k * rb, rb));
@@ -77,7 +82,7 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
     f->set_checksum(sum);
     EXPECT_TRUE(WriteFileAtomically(dir + "/" + f->name(), bytes).ok());
   }
-  const std::vector<float> dense = {1, 2, 3};
+  const std::vector<float> dense = {1, poison == 3 ? std::nanf("") : 2, 3};
   std::string dense_bytes(12, '\0');
   std::memcpy(dense_bytes.data(), dense.data(), 12);
   DenseEntry* d = m.mutable_dense();
@@ -207,6 +212,22 @@ TEST_P(FakeCheckpointTest, ShuffledTableReadsBackInOriginalRowOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SparseCores, FakeCheckpointTest, ::testing::Values(1, 2, 3, 4, 16));
+
+TEST(CheckpointFormatTest, VerifyRefusesNonFiniteWeightsSlotsAndDenseParameters) {
+  const char* kWant[] = {"", "table 't0', row 3 element 1 is nan",
+                         "the optimizer slots of table 't0', row 3 element 1 is nan",
+                         "the dense parameters, element 1 is nan"};
+  for (int poison = 1; poison <= 3; ++poison) {
+    const std::string dir = TempDir();
+    WriteFakeCheckpoint(dir, 11, 2, std::nullopt, poison);
+    auto m = ReadManifest(dir);
+    ASSERT_TRUE(m.ok()) << m.status();
+    const absl::Status st = VerifyCheckpoint(dir, *m);
+    EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << poison << ": " << st;
+    EXPECT_THAT(st.message(), HasSubstr("is intact but holds a diverged model"));
+    EXPECT_THAT(st.message(), HasSubstr(kWant[poison]));
+  }
+}
 
 TEST(CheckpointFormatTest, DetectsCorruptionTruncationAndMissingFiles) {
   const std::string dir = TempDir();

@@ -1,9 +1,11 @@
 // SaveCheckpoint (checkpoint.h): the save protocol.
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "device/optimizers/optimizer.h"
 #include "glog/logging.h"
@@ -159,6 +161,17 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const std::string& root_dir, int64_t s
   result.bytes = total_bytes;
   LEMRT_ASSIGN_OR_RETURN(runtime::ModelStats stats,
                          runtime::ComputeModelStats(comm, sparse, dense.model().params()));
+  if (!std::isfinite(stats.params_l2)) {
+    // The same stats on every rank: every rank refuses alike. A diverged
+    // model is never published, so a resume takes the last finite one.
+    return AgreeOrAbandon(
+        comm,
+        absl::FailedPreconditionError(absl::StrFormat(
+            "step %d: the model's parameters are not finite (params L2 %f): training diverged, "
+            "so its checkpoint is not saved; lower the learning rates",
+            step, stats.params_l2)),
+        work);
+  }
 
   if (comm.rank() == 0) {
     m.set_step(step);

@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "device/optimizers/optimizer.h"
 #include "google/protobuf/text_format.h"
-#include "google/protobuf/util/message_differencer.h"
+#include "proto/config_diff.h"
 
 namespace lemrt::checkpoint {
 namespace {
@@ -123,10 +123,11 @@ std::vector<std::string> ConfigChangesSince(const Manifest& manifest,
   }
   const config::DataConfig old_data = DataIdentity(saved.data());
   const config::DataConfig new_data = DataIdentity(config.data());
-  if (DataSourceName(saved) == DataSourceName(config) &&
-      !google::protobuf::util::MessageDifferencer::Equivalent(old_data, new_data)) {
-    changes.push_back(absl::StrCat("data {", old_data.ShortDebugString(), "} -> {",
-                                   new_data.ShortDebugString(), "}"));
+  if (DataSourceName(saved) == DataSourceName(config)) {
+    // The fields that changed, not both sections (~1,000 characters).
+    for (std::string& change : config::FieldDifferences(old_data, new_data, "data")) {
+      changes.push_back(std::move(change));
+    }
   }
   return changes;
 }
@@ -140,6 +141,27 @@ absl::Status CheckResumeConfig(const Manifest& manifest, const std::string& dir,
       absl::StrJoin(changes, "; "),
       "), so resuming would not continue that run; restore the old values, or pass "
       "--allow_config_change (checkpoint { allow_config_change: true }) to resume anyway."));
+}
+
+absl::Status CheckScoringSchema(const Manifest& manifest, const std::string& dir,
+                                const config::RunConfig& config) {
+  config::RunConfig saved;
+  if (!SavedConfig(manifest, &saved)) return absl::OkStatus();
+  // What turns a row into features: the schema and the features' tables.
+  auto inputs = [](const config::RunConfig& c) {
+    config::RunConfig out;
+    *out.mutable_data()->mutable_schema() = c.data().schema();
+    out.mutable_data()->mutable_schema()->mutable_label()->clear_required();
+    *out.mutable_features() = c.features();
+    return out;
+  };
+  const std::vector<std::string> changes = config::FieldDifferences(inputs(saved), inputs(config));
+  if (changes.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "checkpoint '", dir, "' was trained with another input schema (",
+      absl::StrJoin(changes, "; "),
+      "; the checkpoint's value first), so scoring would read the rows as other features than "
+      "training did; give the config the checkpoint was trained with."));
 }
 
 }  // namespace lemrt::checkpoint

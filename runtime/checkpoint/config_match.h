@@ -42,6 +42,14 @@ std::vector<std::string> ConfigChangesSince(const Manifest& manifest,
 absl::Status CheckResumeConfig(const Manifest& manifest, const std::string& dir,
                                const config::RunConfig& config);
 
+// For scoring with a checkpoint (lemrt_predict), which reads other files
+// than training did: OK when the config's data.schema (label.required aside)
+// and features equal those of the run that saved `manifest` (or the manifest
+// has no config text); else FailedPrecondition naming `dir` and the fields
+// that differ. Not waived by allow_config_change.
+absl::Status CheckScoringSchema(const Manifest& manifest, const std::string& dir,
+                                const config::RunConfig& config);
+
 }  // namespace lemrt::checkpoint
 
 #endif  // LEMRT_RUNTIME_CHECKPOINT_CONFIG_MATCH_H_
