@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -26,6 +27,7 @@
 #include "runtime/comm/collective_monitor.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/comm/mpi_watchdog.h"
+#include "runtime/comm/placement.h"
 #include "runtime/comm/watched_communicator.h"
 #include "runtime/core_share.h"
 #include "runtime/host_prefetcher.h"
@@ -96,6 +98,21 @@ void InstallStopHandlers() {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   for (int signal : {SIGTERM, SIGINT, SIGUSR1}) sigaction(signal, &action, nullptr);
+}
+
+// This rank's host. Test hooks: LEMRT_TEST_HOSTNAME and LEMRT_TEST_HOST_KEY
+// replace the hostname and the host key (runtime/comm/placement.h), so that
+// tests place the ranks of one machine on "hosts" (tests/fault_watchdog.sh)
+// or make two "hosts" share a name (tests/fault_start.sh).
+lemrt::runtime::HostIdentity ThisHost() {
+  lemrt::runtime::HostIdentity id = lemrt::runtime::LocalHostIdentity();
+  if (const char* name = std::getenv("LEMRT_TEST_HOSTNAME"); name != nullptr && name[0] != '\0') {
+    id.name = name;
+  }
+  if (const char* key = std::getenv("LEMRT_TEST_HOST_KEY"); key != nullptr && key[0] != '\0') {
+    id.key = key;
+  }
+  return id;
 }
 
 // The tracing and metrics flags as a text-format override.
@@ -244,6 +261,12 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
                  int* stop_signal) {
   const int rank = sparse_comm.rank();
   const int world_size = sparse_comm.size();
+  // Where the ranks run, first: two hosts sharing a hostname are an error
+  // before any other collective (runtime/comm/placement.h; Open MPI's own
+  // start-up and MPI_Comm_dup have used the transports already).
+  LEMRT_ASSIGN_OR_RETURN(const lemrt::runtime::Placement placement,
+                         lemrt::runtime::GatherPlacement(sparse_comm, ThisHost()));
+  if (rank == 0) LOG(INFO) << "placement: " << lemrt::runtime::DescribePlacement(placement);
   LEMRT_RETURN_IF_ERROR(AgreeOnModeFlags(sparse_comm));
   absl::StatusOr<lemrt::config::RunConfig> config = LoadRunConfig(world_size);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, config.status()));
@@ -285,6 +308,7 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
     // A healthy peer answers within a poll interval; short timeouts (tests)
     // need not wait the full 5 s for one that is stopped.
     options.answer_wait_s = std::clamp(timeout_s / 4, 1.0, 5.0);
+    options.placement = placement;
     options.on_stall = [](const std::string& sentence) {
       std::fprintf(stderr, "lemrt_train: error: %s\n", sentence.c_str());
       std::fflush(stderr);
@@ -298,7 +322,8 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   // Outputs written at the end are checked now, not after the whole run.
   LEMRT_RETURN_IF_ERROR(
       lemrt::runtime::CheckOutputPaths(*config, FLAGS_summary_json, sparse_watched));
-  auto trainer = lemrt::runtime::Trainer::Create(*config, sparse_watched, dense_watched, &monitor);
+  auto trainer = lemrt::runtime::Trainer::Create(*config, sparse_watched, dense_watched, &monitor,
+                                                 &placement);
   if (!trainer.ok()) return trainer.status();
   (*trainer)->set_stop_signal(&g_stop_signal);
   auto summary = (*trainer)->Run();
