@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -78,16 +80,34 @@ using lemrt::runtime::Communicator;
 // global state signal handling cannot avoid, written only by OnStopSignal
 // and read by the trainer once per step (Trainer::set_stop_signal).
 volatile std::sig_atomic_t g_stop_signal = 0;
+// Set by main once this rank's stop is complete (the trainer returned):
+// kStopDone, or kStopSaved when the stop saved a checkpoint. Read by
+// OnStopSignal only.
+enum StopPhase : int { kStopRunning = 0, kStopDone = 1, kStopSaved = 2 };
+volatile std::sig_atomic_t g_stop_phase = kStopRunning;
 
 // SIGTERM, SIGINT, SIGUSR1: the first asks every rank to finish its step,
-// save and exit (the trainer agrees on it over the ranks); a second aborts
-// at once. Only async-signal-safe calls.
+// save and exit (the trainer agrees on it over the ranks); a second exits
+// at once, saying whether the stop had saved its checkpoint (mpirun sends a
+// rank SIGTERM when another rank has exited non-zero, which a stopped rank
+// does right after its save). Only async-signal-safe calls.
 extern "C" void OnStopSignal(int signal) {
   if (g_stop_signal != 0) {
-    static const char kMessage[] =
+    static const char kUnsaved[] =
         "lemrt_train: a second stop signal: exiting now, without a checkpoint\n";
-    (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
-    _exit(128 + signal);
+    static const char kDone[] =
+        "lemrt_train: a second stop signal after the stop was complete: exiting now\n";
+    static const char kSaved[] =
+        "lemrt_train: a second stop signal after the stop's checkpoint was saved: exiting now\n";
+    const int phase = g_stop_phase;
+    const char* message = phase == kStopSaved ? kSaved : phase == kStopDone ? kDone : kUnsaved;
+    const size_t length = phase == kStopSaved  ? sizeof(kSaved) - 1
+                          : phase == kStopDone ? sizeof(kDone) - 1
+                                               : sizeof(kUnsaved) - 1;
+    (void)!write(STDERR_FILENO, message, length);
+    // After a complete stop the exit status is the first signal's, as the
+    // stop would have ended.
+    _exit(128 + (phase == kStopRunning ? signal : g_stop_signal));
   }
   g_stop_signal = signal;
 }
@@ -330,6 +350,7 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   if (!summary.ok()) return summary.status();
   summary->mutable_threads()->set_cores_owned(share->cores);
   if (summary->has_stopped()) {
+    g_stop_phase = summary->stopped().checkpoint().empty() ? kStopDone : kStopSaved;
     *stop_signal = (*trainer)->stopped_by();
     if (rank == 0) {
       std::printf("%s", lemrt::runtime::SummaryTable(*summary).c_str());
@@ -387,6 +408,13 @@ int main(int argc, char** argv) {
   if (!st.ok()) {
     std::fprintf(stderr, "lemrt_train: error: %s\n", std::string(st.message()).c_str());
     return 1;
+  }
+  // Test hook (tests/fault_preempt.sh): a stopped rank lingers this many
+  // seconds before it ends, so that a second signal surely comes after the
+  // stop.
+  if (const char* linger = std::getenv("LEMRT_TEST_STOPPED_LINGER_S");
+      linger != nullptr && stop_signal != 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(linger)));
   }
   // Stopped early (checkpoint saved, summary written): the shell's
   // "ended by this signal" status, so schedulers see an unfinished run.
