@@ -106,8 +106,8 @@ void MpiWatchdog::AbortStalled(int channel) {
     // The launcher is on the other side too: an abort would block. The
     // launcher and the other hosts see this rank's exit once they can.
     if (options_.on_stall) {
-      options_.on_stall(CutOffReport(rank_, channel, mine, options_.timeout_s, *placement,
-                                     options_.answer_wait_s));
+      options_.on_stall(CutOffReport(rank_, channel, mine, options_.timeout_s, peers,
+                                     options_.answer_wait_s, *placement));
     }
     _exit(kWatchdogExitCode);
   }

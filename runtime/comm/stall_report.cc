@@ -79,10 +79,14 @@ int StalledChannel(const CollectiveMonitor::Snapshot& s, double base_s) {
   return -1;
 }
 
-std::string StallReport(int my_rank, int channel, const CollectiveMonitor::Snapshot& mine,
-                        double base_s,
-                        std::span<const std::optional<CollectiveMonitor::Snapshot>> peers,
-                        double answer_wait_s, const Placement* placement) {
+namespace {
+
+// The stall sentence without its ending: where this rank waits and which
+// ranks did not arrive, doing what.
+std::string Findings(int my_rank, int channel, const CollectiveMonitor::Snapshot& mine,
+                     double base_s,
+                     std::span<const std::optional<CollectiveMonitor::Snapshot>> peers,
+                     double answer_wait_s, const Placement* placement) {
   const ChannelState& me = mine.channels[channel];
   std::vector<int> missing_ranks;
   std::vector<std::string> details;
@@ -116,8 +120,17 @@ std::string StallReport(int my_rank, int channel, const CollectiveMonitor::Snaps
     absl::StrAppend(&out, RanksAndHosts(missing_ranks, placement), " did not arrive (",
                     absl::StrJoin(details, "; "), ")");
   }
-  absl::StrAppend(&out, "; aborting the job.");
   return out;
+}
+
+}  // namespace
+
+std::string StallReport(int my_rank, int channel, const CollectiveMonitor::Snapshot& mine,
+                        double base_s,
+                        std::span<const std::optional<CollectiveMonitor::Snapshot>> peers,
+                        double answer_wait_s, const Placement* placement) {
+  return absl::StrCat(Findings(my_rank, channel, mine, base_s, peers, answer_wait_s, placement),
+                      "; aborting the job.");
 }
 
 bool CutOff(int my_rank, const Placement& placement,
@@ -131,17 +144,19 @@ bool CutOff(int my_rank, const Placement& placement,
 }
 
 std::string CutOffReport(int my_rank, int channel, const CollectiveMonitor::Snapshot& mine,
-                         double base_s, const Placement& placement, double answer_wait_s) {
+                         double base_s,
+                         std::span<const std::optional<CollectiveMonitor::Snapshot>> peers,
+                         double answer_wait_s, const Placement& placement) {
   const int my_host = placement.host_of_rank[my_rank];
   std::vector<int> others;
   for (int r = 0; r < placement.num_ranks(); ++r) {
     if (placement.host_of_rank[r] != my_host) others.push_back(r);
   }
-  return absl::StrFormat(
-      "watchdog: rank %d on host %s %s, and cannot reach %s (no answer within %.0f s: this host "
-      "is cut off from the others, or every other host stopped); ending this rank.",
-      my_rank, placement.hosts[my_host], Waiting(channel, mine, base_s),
-      RanksAndHosts(others, &placement), answer_wait_s);
+  return absl::StrCat(
+      Findings(my_rank, channel, mine, base_s, peers, answer_wait_s, &placement), "; rank ",
+      my_rank, " on host ", placement.hosts[my_host], " cannot reach ",
+      RanksAndHosts(others, &placement),
+      " (this host is cut off from the others, or every other host stopped); ending this rank.");
 }
 
 }  // namespace lemrt::runtime

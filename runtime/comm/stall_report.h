@@ -42,11 +42,13 @@ std::string StallReport(int my_rank, int channel, const CollectiveMonitor::Snaps
 bool CutOff(int my_rank, const Placement& placement,
             std::span<const std::optional<CollectiveMonitor::Snapshot>> peers);
 
-// The sentence of a cut-off rank: where it waits (as StallReport), that it
-// cannot reach the ranks on the other hosts (named with their hosts), and
-// that it ends itself.
+// The sentence of a cut-off rank: StallReport's findings (its ranks that
+// did not arrive named with their hosts), then that it cannot reach the
+// ranks on the other hosts and ends itself.
 std::string CutOffReport(int my_rank, int channel, const CollectiveMonitor::Snapshot& mine,
-                         double base_s, const Placement& placement, double answer_wait_s);
+                         double base_s,
+                         std::span<const std::optional<CollectiveMonitor::Snapshot>> peers,
+                         double answer_wait_s, const Placement& placement);
 
 }  // namespace lemrt::runtime
 

@@ -135,11 +135,15 @@ TEST(StallReportTest, TheCutOffSentenceNamesTheUnreachableRanksAndHosts) {
   const std::vector<std::string> names = {"a", "b", "b", "c"};
   const Placement p = PlacementFromNames(names);
   const Snapshot mine = State(7, true, 6, 20, "sc_backward");
-  EXPECT_EQ(CutOffReport(2, Monitor::kSparseCore, mine, 5, p, 1),
+  std::vector<std::optional<Snapshot>> peers(4);
+  peers[1] = State(7, true, 6, 20, "sc_backward");  // its host's other rank: arrived
+  EXPECT_EQ(CutOffReport(2, Monitor::kSparseCore, mine, 5, peers, 1, p),
             "watchdog: rank 2 on host b has waited 6 s (timeout 5 s) in the all-to-all-v on the "
-            "SparseCore communicator (its collective #7), in step 21, stage sc_backward, and "
-            "cannot reach rank 0 on host a and rank 3 on host c (no answer within 1 s: this host "
-            "is cut off from the others, or every other host stopped); ending this rank.");
+            "SparseCore communicator (its collective #7), in step 21, stage sc_backward: rank 0 "
+            "on host a and rank 3 on host c did not arrive (rank 0: no answer within 1 s "
+            "(stopped, hung or dead); rank 3: no answer within 1 s (stopped, hung or dead)); "
+            "rank 2 on host b cannot reach rank 0 on host a and rank 3 on host c (this host is "
+            "cut off from the others, or every other host stopped); ending this rank.");
 }
 
 }  // namespace
