@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -27,6 +29,7 @@
 #include "runtime/comm/collective_monitor.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/comm/mpi_watchdog.h"
+#include "runtime/comm/placement.h"
 #include "runtime/comm/watched_communicator.h"
 #include "runtime/config_agreement.h"
 #include "runtime/core_share.h"
@@ -79,16 +82,34 @@ using lemrt::runtime::Communicator;
 // global state signal handling cannot avoid, written only by OnStopSignal
 // and read by the trainer once per step (Trainer::set_stop_signal).
 volatile std::sig_atomic_t g_stop_signal = 0;
+// Set by main once this rank's stop is complete (the trainer returned):
+// kStopDone, or kStopSaved when the stop saved a checkpoint. Read by
+// OnStopSignal only.
+enum StopPhase : int { kStopRunning = 0, kStopDone = 1, kStopSaved = 2 };
+volatile std::sig_atomic_t g_stop_phase = kStopRunning;
 
 // SIGTERM, SIGINT, SIGUSR1: the first asks every rank to finish its step,
-// save and exit (the trainer agrees on it over the ranks); a second aborts
-// at once. Only async-signal-safe calls.
+// save and exit (the trainer agrees on it over the ranks); a second exits
+// at once, saying whether the stop had saved its checkpoint (mpirun sends a
+// rank SIGTERM when another rank has exited non-zero, which a stopped rank
+// does right after its save). Only async-signal-safe calls.
 extern "C" void OnStopSignal(int signal) {
   if (g_stop_signal != 0) {
-    static const char kMessage[] =
+    static const char kUnsaved[] =
         "lemrt_train: a second stop signal: exiting now, without a checkpoint\n";
-    (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
-    _exit(128 + signal);
+    static const char kDone[] =
+        "lemrt_train: a second stop signal after the stop was complete: exiting now\n";
+    static const char kSaved[] =
+        "lemrt_train: a second stop signal after the stop's checkpoint was saved: exiting now\n";
+    const int phase = g_stop_phase;
+    const char* message = phase == kStopSaved ? kSaved : phase == kStopDone ? kDone : kUnsaved;
+    const size_t length = phase == kStopSaved  ? sizeof(kSaved) - 1
+                          : phase == kStopDone ? sizeof(kDone) - 1
+                                               : sizeof(kUnsaved) - 1;
+    (void)!write(STDERR_FILENO, message, length);
+    // After a complete stop the exit status is the first signal's, as the
+    // stop would have ended.
+    _exit(128 + (phase == kStopRunning ? signal : g_stop_signal));
   }
   g_stop_signal = signal;
 }
@@ -99,6 +120,21 @@ void InstallStopHandlers() {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   for (int signal : {SIGTERM, SIGINT, SIGUSR1}) sigaction(signal, &action, nullptr);
+}
+
+// This rank's host. Test hooks: LEMRT_TEST_HOSTNAME and LEMRT_TEST_HOST_KEY
+// replace the hostname and the host key (runtime/comm/placement.h), so that
+// tests place the ranks of one machine on "hosts" (tests/fault_watchdog.sh)
+// or make two "hosts" share a name (tests/fault_start.sh).
+lemrt::runtime::HostIdentity ThisHost() {
+  lemrt::runtime::HostIdentity id = lemrt::runtime::LocalHostIdentity();
+  if (const char* name = std::getenv("LEMRT_TEST_HOSTNAME"); name != nullptr && name[0] != '\0') {
+    id.name = name;
+  }
+  if (const char* key = std::getenv("LEMRT_TEST_HOST_KEY"); key != nullptr && key[0] != '\0') {
+    id.key = key;
+  }
+  return id;
 }
 
 // The tracing and metrics flags as a text-format override.
@@ -247,6 +283,12 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
                  int* stop_signal) {
   const int rank = sparse_comm.rank();
   const int world_size = sparse_comm.size();
+  // Where the ranks run, first: two hosts sharing a hostname are an error
+  // before any other collective (runtime/comm/placement.h; Open MPI's own
+  // start-up and MPI_Comm_dup have used the transports already).
+  LEMRT_ASSIGN_OR_RETURN(const lemrt::runtime::Placement placement,
+                         lemrt::runtime::GatherPlacement(sparse_comm, ThisHost()));
+  if (rank == 0) LOG(INFO) << "placement: " << lemrt::runtime::DescribePlacement(placement);
   LEMRT_RETURN_IF_ERROR(AgreeOnModeFlags(sparse_comm));
   absl::StatusOr<lemrt::config::RunConfig> config = LoadRunConfig(world_size);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, config.status()));
@@ -295,6 +337,7 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
     // A healthy peer answers within a poll interval; short timeouts (tests)
     // need not wait the full 5 s for one that is stopped.
     options.answer_wait_s = std::clamp(timeout_s / 4, 1.0, 5.0);
+    options.placement = placement;
     options.on_stall = [](const std::string& sentence) {
       std::fprintf(stderr, "lemrt_train: error: %s\n", sentence.c_str());
       std::fflush(stderr);
@@ -308,13 +351,15 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
   // Outputs written at the end are checked now, not after the whole run.
   LEMRT_RETURN_IF_ERROR(
       lemrt::runtime::CheckOutputPaths(*config, FLAGS_summary_json, sparse_watched));
-  auto trainer = lemrt::runtime::Trainer::Create(*config, sparse_watched, dense_watched, &monitor);
+  auto trainer = lemrt::runtime::Trainer::Create(*config, sparse_watched, dense_watched, &monitor,
+                                                 &placement);
   if (!trainer.ok()) return trainer.status();
   (*trainer)->set_stop_signal(&g_stop_signal);
   auto summary = (*trainer)->Run();
   if (!summary.ok()) return summary.status();
   summary->mutable_threads()->set_cores_owned(share->cores);
   if (summary->has_stopped()) {
+    g_stop_phase = summary->stopped().checkpoint().empty() ? kStopDone : kStopSaved;
     *stop_signal = (*trainer)->stopped_by();
     if (rank == 0) {
       std::printf("%s", lemrt::runtime::SummaryTable(*summary).c_str());
@@ -373,6 +418,13 @@ int main(int argc, char** argv) {
   if (!st.ok()) {
     std::fprintf(stderr, "lemrt_train: error: %s\n", std::string(st.message()).c_str());
     return 1;
+  }
+  // Test hook (tests/fault_preempt.sh): a stopped rank lingers this many
+  // seconds before it ends, so that a second signal surely comes after the
+  // stop.
+  if (const char* linger = std::getenv("LEMRT_TEST_STOPPED_LINGER_S");
+      linger != nullptr && stop_signal != 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(linger)));
   }
   // Stopped early (checkpoint saved, summary written): the shell's
   // "ended by this signal" status, so schedulers see an unfinished run.

@@ -88,6 +88,8 @@ void RunRecorder::RetireIfCompleteLocked(StepTimes& t, bool final) {
     window_stage_ms_[k] += t.dur_ms[k];
   }
   series_[kExchange].Add(t.exchange_ms);
+  retired_within_host_ += t.sent_within_host;
+  retired_between_hosts_ += t.sent_between_hosts;
   series_[kHostWait].Add(t.host_wait_ms);
   series_[kStep].Add(t.step_ms);
   window_stage_ms_[kNumStages] += t.exchange_ms;
@@ -161,14 +163,16 @@ void RunRecorder::SparseDone(int64_t step, Stage stage, Clock::time_point begin,
     if (x.begin < begin) continue;  // an earlier evaluation's exchange
     if (slot != nullptr) {
       slot->exchange_ms += std::chrono::duration<double, std::milli>(x.end - x.begin).count();
+      slot->sent_within_host += x.bytes.sent_within_host;
+      slot->sent_between_hosts += x.bytes.sent_between_hosts;
     }
     if (traced) {
       const char* name = backward ? "alltoallv gradients" : kForwardExchanges[ordinal % 3];
       const int64_t minibatch = backward ? ordinal : ordinal / 3;
       trace_->AddSpan(threads.exchange(), name, step + 1, x.begin, x.end,
                       {{"minibatch", minibatch},
-                       {"bytes_sent", x.bytes_sent},
-                       {"bytes_received", x.bytes_received}});
+                       {"bytes_sent", x.bytes.sent},
+                       {"bytes_received", x.bytes.received}});
     }
     ++ordinal;
   }
@@ -224,10 +228,17 @@ void RunRecorder::OnHostQueueDepth(int64_t step, Clock::time_point t, int64_t re
   trace_->AddCounter("host queue", "steps", t, ready);
 }
 
-void RunRecorder::OnExchange(Clock::time_point begin, Clock::time_point end, int64_t bytes_sent,
-                             int64_t bytes_received) {
+void RunRecorder::OnExchange(Clock::time_point begin, Clock::time_point end,
+                             const ExchangeBytes& bytes) {
   TimedLock lock(*this);
-  pending_exchanges_.push_back({begin, end, bytes_sent, bytes_received});
+  pending_exchanges_.push_back({begin, end, bytes});
+}
+
+HostBytesPerStep RunRecorder::exchange_bytes_per_step() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (retired_steps_ == 0) return {};
+  return {static_cast<double>(retired_within_host_) / retired_steps_,
+          static_cast<double>(retired_between_hosts_) / retired_steps_};
 }
 
 MetricsRow RunRecorder::WindowRowLocked(int64_t step, double loss) const {

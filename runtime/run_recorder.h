@@ -47,6 +47,12 @@
 
 namespace lemrt::runtime {
 
+// Mean bytes per step (RunRecorder::exchange_bytes_per_step).
+struct HostBytesPerStep {
+  double within_host = 0;
+  double between_hosts = 0;
+};
+
 class RunRecorder : public ExchangeObserver, public HostQueueObserver {
  public:
   using Clock = std::chrono::steady_clock;
@@ -103,8 +109,13 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   void OnHostQueueDepth(int64_t step, Clock::time_point t, int64_t ready) override;
 
   // ExchangeObserver: an all-to-all of the SparseCore stage.
-  void OnExchange(Clock::time_point begin, Clock::time_point end, int64_t bytes_sent,
-                  int64_t bytes_received) override;
+  void OnExchange(Clock::time_point begin, Clock::time_point end,
+                  const ExchangeBytes& bytes) override;
+
+  // After Finish: the bytes this rank's exchanges sent per training step to
+  // other ranks on its host and to ranks on other hosts, means over the steps
+  // counted in the stage statistics (0 when none).
+  HostBytesPerStep exchange_bytes_per_step() const;
 
   // Collective, after the last step has drained: fills `s`'s stages, overlap,
   // tables and diagnosis (appending the diagnosis to any already there),
@@ -128,6 +139,7 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
     int64_t step = -1;  // the step held; -1 = none
     std::array<double, kNumStages> begin_ms{}, end_ms{}, dur_ms{};
     double exchange_ms = 0;
+    int64_t sent_within_host = 0, sent_between_hosts = 0;  // exchange bytes
     double host_wait_ms = 0;
     double step_ms = 0;
     int stages_mask = 0;     // bit k: stage k recorded
@@ -136,7 +148,7 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   };
   struct Exchange {
     Clock::time_point begin, end;
-    int64_t bytes_sent, bytes_received;
+    ExchangeBytes bytes;
   };
 
   // Locks mu_; on destruction adds the time since construction (lock wait
@@ -180,11 +192,12 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   int64_t trace_first_ = 0, trace_last_ = -1;  // traced steps, from 0, inclusive
   std::unique_ptr<MetricsCsv> csv_;     // rank 0 with --metrics_csv only
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<StepTimes> slots_;  // kStepSlots; step j in slot j % kStepSlots
   // Over the retired (complete) steps: per series, and the overlap.
   std::vector<base::QuantileSketch> series_;  // kNumSeries
   int64_t retired_steps_ = 0;
+  int64_t retired_within_host_ = 0, retired_between_hosts_ = 0;  // exchange bytes sent
   double stage_sum_ms_ = 0;
   BusyTimeAccumulator busy_;
   // Traced steps' (sc_forward end, tc begin), for the lookup-queue counter.

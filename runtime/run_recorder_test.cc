@@ -100,13 +100,18 @@ TEST(RunRecorderTest, StageStatsTablesAndTraceAgainstPlainCounts) {
     r.CountPartitions(in.coo);
     r.HostDone(step, At(base, t), At(base, t + 1), in.batch, in.coo);
     r.HostQueueWait(step, 0.25 * step);  // 0, 0.25, 0.5 ms
-    for (int x = 0; x < 3; ++x) r.OnExchange(At(base, t + 1 + 0.5 * x), At(base, t + 1.25 + 0.5 * x), 24, 48);
+    // An evaluation's exchange (before the forward began) is not the step's.
+    r.OnExchange(At(base, t + 0.5), At(base, t + 0.75), {1, 1, 1000, 1000});
+    for (int x = 0; x < 3; ++x) {
+      r.OnExchange(At(base, t + 1 + 0.5 * x), At(base, t + 1.25 + 0.5 * x),
+                   {24, 48, 10 * (step + 1), 6});
+    }
     for (int l = 0; l < 2; ++l) {
       in.buffers[0].sc_spans.push_back({l, false, At(base, t + 2.5), At(base, t + 2.75), 5, 2});
     }
     r.ForwardDone(step, At(base, t + 1), At(base, t + 3), in.buffers);
     r.DenseDone(step, At(base, t + 3), At(base, t + 6), 4);
-    r.OnExchange(At(base, t + 6), At(base, t + 6.5), 100, 100);
+    r.OnExchange(At(base, t + 6), At(base, t + 6.5), {100, 100, 30, 50});
     for (int l = 0; l < 2; ++l) {
       in.buffers[0].sc_spans.push_back({l, true, At(base, t + 6.5), At(base, t + 7), 5, 2});
     }
@@ -143,6 +148,10 @@ TEST(RunRecorderTest, StageStatsTablesAndTraceAgainstPlainCounts) {
   EXPECT_NEAR(stages["tc"].mean_ms(), 3, 1e-3);
   EXPECT_NEAR(stages["sc_backward"].mean_ms(), 1, 1e-3);
   EXPECT_NEAR(stages["exchange"].mean_ms(), 3 * 0.25 + 0.5, 1e-3);
+  // Per step: 3 forward exchanges of 10 * step (1, 2, 3: mean 20) bytes within
+  // the host and 6 between hosts, one backward of 30 and 50.
+  EXPECT_DOUBLE_EQ(r.exchange_bytes_per_step().within_host, 3 * 20 + 30);
+  EXPECT_DOUBLE_EQ(r.exchange_bytes_per_step().between_hosts, 3 * 6 + 50);
   EXPECT_NEAR(stages["step"].mean_ms(), 7, 1e-3);
   EXPECT_NEAR(stages["tc"].share(), 3.0 / 7, 1e-4);
   EXPECT_NEAR(s.overlap().fraction(), 0, 1e-6);  // sequential
@@ -252,7 +261,7 @@ TEST(RunRecorderTest, LongPipelinedRunInFlatMemoryMatchesPlainSort) {
       r.CountPartitions(in.coo);
       r.HostDone(step, At(base, t), At(base, t + host), in.batch, in.coo);
       r.HostQueueWait(step, wait);
-      r.OnExchange(At(base, t + host), At(base, t + host + x), 8, 8);
+      r.OnExchange(At(base, t + host), At(base, t + host + x), {8, 8});
       r.ForwardDone(step, At(base, t + host), At(base, t + host + fwd), in.buffers);
       want[RunRecorder::kHost].push_back(host);
       want[RunRecorder::kScForward].push_back(fwd);
@@ -263,7 +272,7 @@ TEST(RunRecorderTest, LongPipelinedRunInFlatMemoryMatchesPlainSort) {
       t += host + fwd;
     }
     if (step > 0) {  // step - 1's update, its exchange first
-      r.OnExchange(At(base, backward_begin), At(base, backward_begin + backward_exchange), 8, 8);
+      r.OnExchange(At(base, backward_begin), At(base, backward_begin + backward_exchange), {8, 8});
       r.BackwardDone(step - 1, At(base, backward_begin), At(base, backward_begin + backward_len),
                      in.buffers);
       intervals.push_back({backward_begin, backward_begin + backward_len});

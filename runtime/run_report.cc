@@ -1,13 +1,46 @@
 #include "runtime/run_report.h"
 
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/comm/placement.h"
 
 namespace lemrt::runtime {
 namespace {
 
 std::string ValueText(const google::protobuf::Value& v) {
   return v.has_number_value() ? absl::StrFormat("%.0f", v.number_value()) : "-";
+}
+
+// Each host's ranks and what they sent per step, within and between hosts.
+void AppendPlacement(const summary::PlacementStats& p, std::string* out) {
+  constexpr double kMB = 1e6;
+  absl::StrAppendFormat(out,
+                        "placement: %d ranks on %d %s; exchange sent per step: %.3f MB within "
+                        "hosts, %.3f MB between hosts\n",
+                        p.ranks_size(), p.hosts(), p.hosts() == 1 ? "host" : "hosts",
+                        p.exchange_bytes_within_host_per_step() / kMB,
+                        p.exchange_bytes_between_hosts_per_step() / kMB);
+  absl::StrAppendFormat(out, "  %-24s %-16s %14s %14s\n", "host", "ranks", "within MB",
+                        "between MB");
+  // Hosts in the order of their lowest rank.
+  std::vector<std::string> hosts;
+  std::map<std::string, std::vector<int>> ranks;
+  std::map<std::string, std::pair<double, double>> bytes;
+  for (const auto& r : p.ranks()) {
+    if (!ranks.contains(r.host())) hosts.push_back(r.host());
+    ranks[r.host()].push_back(r.rank());
+    bytes[r.host()].first += r.exchange_bytes_within_host_per_step();
+    bytes[r.host()].second += r.exchange_bytes_between_hosts_per_step();
+  }
+  for (const std::string& h : hosts) {
+    absl::StrAppendFormat(out, "  %-24s %-16s %14.3f %14.3f\n", h, RankRanges(ranks[h]),
+                          bytes[h].first / kMB, bytes[h].second / kMB);
+  }
 }
 
 }  // namespace
@@ -65,6 +98,7 @@ std::string RunReport(const summary::RunSummary& s) {
     absl::StrAppendFormat(&out, "  SPMEM per tile               %10.1f KiB\n",
                           m.spmem_bytes_per_tile() / 1024);
   }
+  if (s.placement().ranks_size() > 0) AppendPlacement(s.placement(), &out);
   if (s.has_preprocess()) {
     absl::StrAppendFormat(&out, "minibatches per step: mean %.2f, max %d; ids dropped: %.0f\n",
                           s.preprocess().mean_minibatches(), s.preprocess().max_minibatches(),

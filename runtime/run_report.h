@@ -2,7 +2,9 @@
 // step-time breakdown per stage (mean, p50, p99, share of the step), the
 // overlap achieved, per-table id counters (with limits, minibatches and
 // dropped ids when this build reports them), the memory plan per chip (HBM by
-// category, SPMEM per tile) when the summary has it, and the diagnosis lines.
+// category, SPMEM per tile) when the summary has it, the placement (each
+// host's ranks and the exchange's bytes per step sent within and between
+// hosts), and the diagnosis lines.
 // Stateless; thread-safe.
 #ifndef LEMRT_RUNTIME_RUN_REPORT_H_
 #define LEMRT_RUNTIME_RUN_REPORT_H_

@@ -1,6 +1,7 @@
 // A Communicator that forwards every call to another one and reports the
 // wall time and bytes of each all-to-all (the SparseCore exchanges) to an
-// observer, for the step-time breakdown and the trace's "Exchange" thread.
+// observer, for the step-time breakdown, the trace's "Exchange" thread and
+// the summary's within-host / between-host bytes (runtime/comm/placement.h).
 // Other collectives are forwarded untimed. Thread-compatible, like the
 // communicator it wraps; adds two clock reads per all-to-all.
 #ifndef LEMRT_RUNTIME_TIMED_COMMUNICATOR_H_
@@ -10,24 +11,32 @@
 #include <cstdint>
 
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/placement.h"
 
 namespace lemrt::runtime {
+
+// The bytes of one all-to-all on one rank.
+struct ExchangeBytes {
+  int64_t sent = 0, received = 0;  // including this rank's own block
+  int64_t sent_within_host = 0;    // to other ranks on this rank's host
+  int64_t sent_between_hosts = 0;  // to ranks on other hosts
+};
 
 class ExchangeObserver {
  public:
   using Clock = std::chrono::steady_clock;
   virtual ~ExchangeObserver() = default;
-  // One all-to-all took [begin, end); this rank sent and received the given
-  // bytes (including those to itself).
-  virtual void OnExchange(Clock::time_point begin, Clock::time_point end, int64_t bytes_sent,
-                          int64_t bytes_received) = 0;
+  // One all-to-all took [begin, end) and moved `bytes`.
+  virtual void OnExchange(Clock::time_point begin, Clock::time_point end,
+                          const ExchangeBytes& bytes) = 0;
 };
 
 class TimedCommunicator : public Communicator {
  public:
-  // `inner` and `observer` must outlive this object.
-  TimedCommunicator(Communicator& inner, ExchangeObserver& observer)
-      : inner_(inner), observer_(observer) {}
+  // `inner`, `observer` and `placement` (of inner's ranks) must outlive
+  // this object.
+  TimedCommunicator(Communicator& inner, ExchangeObserver& observer, const Placement& placement)
+      : inner_(inner), observer_(observer), placement_(placement) {}
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -59,6 +68,8 @@ class TimedCommunicator : public Communicator {
  private:
   Communicator& inner_;
   ExchangeObserver& observer_;
+  const Placement& placement_;
+  std::vector<int64_t> block_bytes_;  // AllToAll: bytes per peer (reused)
 };
 
 }  // namespace lemrt::runtime

@@ -32,6 +32,7 @@
 #include "proto/summary.pb.h"
 #include "runtime/comm/collective_monitor.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/placement.h"
 #include "runtime/eval_tracker.h"
 #include "runtime/eval_scores.h"
 #include "runtime/host_prefetcher.h"
@@ -63,11 +64,16 @@ class Trainer {
   // returns the same error. With `monitor` (optional; must outlive the
   // trainer), the trainer marks there which step and stage each
   // communicator's thread is in, and each step's time, for the collective
-  // watchdog (runtime/comm/mpi_watchdog.h).
+  // watchdog (runtime/comm/mpi_watchdog.h). `placement` (optional: of
+  // sparse_comm's ranks, copied) gives each rank's host for the summary and
+  // the exchange's within-host / between-host bytes; without it the trainer
+  // gathers it first (runtime/comm/placement.h, which fails when two hosts
+  // share a hostname).
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const config::RunConfig& config,
                                                          Communicator& sparse_comm,
                                                          Communicator& dense_comm,
-                                                         CollectiveMonitor* monitor = nullptr);
+                                                         CollectiveMonitor* monitor = nullptr,
+                                                         const Placement* placement = nullptr);
   ~Trainer();
 
   // Collective: trains training.steps steps and evaluates. Data errors on
@@ -176,6 +182,7 @@ class Trainer {
   config::RunConfig config_;
   const volatile std::sig_atomic_t* stop_signal_ = nullptr;
   CollectiveMonitor* monitor_ = nullptr;
+  Placement placement_;  // of sparse_comm_'s ranks
   // Seconds this rank's share of a checkpoint may take to write or read at
   // 10 MB/s: the watchdog's allowance while checkpoints are saved or restored.
   double checkpoint_io_allowance_s_ = 0;

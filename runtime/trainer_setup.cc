@@ -58,7 +58,8 @@ Trainer::~Trainer() = default;
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
                                                          Communicator& sparse_comm,
                                                          Communicator& dense_comm,
-                                                         CollectiveMonitor* monitor) {
+                                                         CollectiveMonitor* monitor,
+                                                         const Placement* placement) {
   Communicator& comm = sparse_comm;
   if (comm.rank() == 0) LogStackingPlan(config);
   // "Compilation": the plan is sized before any table is allocated. It reads
@@ -72,6 +73,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
       comm, CheckHostMemory(plan->hbm_bytes_per_chip, AvailableHostMemory())));
   std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
   t->monitor_ = monitor;
+  if (placement != nullptr) {
+    CHECK_EQ(placement->num_ranks(), comm.size()) << "the placement of another world";
+    t->placement_ = *placement;
+  } else {
+    LEMRT_ASSIGN_OR_RETURN(t->placement_, GatherPlacement(comm, LocalHostIdentity()));
+  }
   // The checkpoint directory first: a bad one fails before any table work.
   // (It reads the trainer's copy of the config, whose steps are resolved below.)
   LEMRT_ASSIGN_OR_RETURN(t->checkpointer_, checkpoint::Checkpointer::Open(t->config_, comm));
@@ -159,7 +166,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
     t->recorder_->ReportPartitionLimits(static_cast<int>(tb), or_null(l.max_ids),
                                         or_null(l.max_unique_ids));
   }
-  t->timed_sparse_comm_ = std::make_unique<TimedCommunicator>(sparse_comm, *t->recorder_);
+  t->timed_sparse_comm_ =
+      std::make_unique<TimedCommunicator>(sparse_comm, *t->recorder_, t->placement_);
   t->sparse_ = std::make_unique<SparseCoreStage>(config, *t->timed_sparse_comm_, optimizers,
                                                  /*initialize_tables=*/false);
   auto dense = TensorCoreStage::Create(config, dense_comm);

@@ -15,6 +15,7 @@
 #include "layout/stacking.h"
 #include "runtime/checkpoint/checkpointer.h"
 #include "runtime/model_stats.h"
+#include "runtime/placement_summary.h"
 #include "runtime/trainer.h"
 
 namespace lemrt::runtime {
@@ -169,6 +170,8 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals)
   }
   LEMRT_RETURN_IF_ERROR(host_->Summarise(s.mutable_preprocess()));
   LEMRT_RETURN_IF_ERROR(recorder_->Finish(sparse_comm_, &s));
+  LEMRT_RETURN_IF_ERROR(FillPlacement(sparse_comm_, placement_,
+                                      recorder_->exchange_bytes_per_step(), s.mutable_placement()));
   for (const auto& stage : s.stages()) {
     if (stage.name() == "exchange") b->set_exchange(stage.mean_ms());  // mean over chips
   }

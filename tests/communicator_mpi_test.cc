@@ -11,6 +11,7 @@
 // rank 1 with the default message size.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -22,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/comm/placement.h"
 #include "runtime/trainer.h"
 
 namespace lemrt::runtime {
@@ -173,16 +175,83 @@ TEST(MpiCommunicatorTest, TrainerWithSmallMessagesTrainsTheSameModel) {
   )pb", "small_messages_test", "", W);
   ASSERT_TRUE(config.ok()) << config.status();
   std::string checksum[2];
+  summary::PlacementStats placement[2];
+  // The second run places the ranks on two "hosts" (even and odd ranks).
+  std::vector<std::string> names;
+  for (int r = 0; r < W; ++r) names.push_back(absl::StrCat("host-", r % 2));
+  const Placement two_hosts = PlacementFromNames(names);
   for (int small = 0; small < 2; ++small) {
     auto sparse_comm = Comm(small ? 40 : int64_t{1} << 30);
     auto dense_comm = Comm(small ? 40 : int64_t{1} << 30);
-    auto trainer = Trainer::Create(*config, *sparse_comm, *dense_comm);
+    auto trainer =
+        Trainer::Create(*config, *sparse_comm, *dense_comm, nullptr, small ? &two_hosts : nullptr);
     ASSERT_TRUE(trainer.ok()) << trainer.status();
     auto summary = (*trainer)->Run();
     ASSERT_TRUE(summary.ok()) << summary.status();
     checksum[small] = summary->model_checksum();
+    placement[small] = summary->placement();
   }
   EXPECT_EQ(checksum[0], checksum[1]);
+  // One machine: every byte stays on its host; the same bytes, split by the
+  // two hosts of the second run.
+  ASSERT_EQ(placement[0].ranks_size(), W);
+  EXPECT_EQ(placement[0].hosts(), 1);
+  EXPECT_EQ(placement[0].exchange_bytes_between_hosts_per_step(), 0);
+  EXPECT_EQ(placement[0].exchange_bytes_within_host_per_step() > 0, W > 1);
+  EXPECT_EQ(placement[1].hosts(), std::min(W, 2));
+  EXPECT_EQ(placement[1].exchange_bytes_within_host_per_step() +
+                placement[1].exchange_bytes_between_hosts_per_step(),
+            placement[0].exchange_bytes_within_host_per_step());
+  EXPECT_EQ(placement[1].exchange_bytes_between_hosts_per_step() > 0, W > 1);
+  EXPECT_EQ(placement[1].exchange_bytes_within_host_per_step() > 0, W > 2);
+  for (int r = 0; r < placement[1].ranks_size(); ++r) {
+    EXPECT_EQ(placement[1].ranks(r).host(), names[r]);
+    EXPECT_EQ(placement[1].ranks(r).local_rank(), r / 2);
+  }
+}
+
+// Every rank's identity reaches every rank; the ranks group by hostname.
+TEST(PlacementMpiTest, GatherPlacementGroupsTheRanksByName) {
+  auto comm = Comm();
+  const int W = comm->size(), me = comm->rank();
+  // Keys of different lengths per rank; one key per name (no error).
+  const HostIdentity mine{absl::StrCat("host-", me % 2), std::string(1 + me % 2, 'k')};
+  auto all = GatherHostIdentities(*comm, mine);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(static_cast<int>(all->size()), W);
+  for (int r = 0; r < W; ++r) {
+    EXPECT_EQ((*all)[r].name, absl::StrCat("host-", r % 2));
+    EXPECT_EQ((*all)[r].key, std::string(1 + r % 2, 'k'));
+  }
+  auto placement = GatherPlacement(*comm, mine);
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  EXPECT_EQ(static_cast<int>(placement->hosts.size()), std::min(W, 2));
+  for (int r = 0; r < W; ++r) {
+    EXPECT_EQ(placement->host_of_rank[r], r % 2);
+    EXPECT_EQ(placement->local_rank[r], r / 2);
+  }
+}
+
+// Two "hosts" (keys) sharing one name fail on every rank with the same
+// sentence.
+TEST(PlacementMpiTest, ASharedHostnameFailsOnEveryRank) {
+  auto comm = Comm();
+  const int W = comm->size(), me = comm->rank();
+  auto placement = GatherPlacement(*comm, {"node", absl::StrCat("key-", me % 2)});
+  if (W == 1) {
+    EXPECT_TRUE(placement.ok());
+    return;
+  }
+  ASSERT_FALSE(placement.ok());
+  EXPECT_EQ(placement.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(placement.status().message(),
+            absl::StrCat("hostname \"node\" is shared by 2 different hosts (",
+                         W > 2 ? "ranks 0, 2" : "rank 0", " on one, ",
+                         W > 3 ? "ranks 1, 3" : "rank 1",
+                         " on another): Open MPI takes ranks with one hostname for one host, "
+                         "and its shared-memory transport fails between hosts; give every host "
+                         "its own hostname (ranks are on one host when they share the kernel "
+                         "boot id and the network, IPC, mount and PID namespaces)"));
 }
 
 TEST(MpiCommunicatorTest, ExchangeOverTwoGiB) {

@@ -9,6 +9,8 @@
 #    odls_base_sigkill_timeout s (30 here), sends SIGTERM, waits again, then
 #    SIGKILL; while it waits it reads no output, so this job logs little);
 #  - SIGUSR1 to mpirun (forwarded without a SIGKILL);
+#  - a signal after the stop's checkpoint was saved says so (not "without a
+#    checkpoint") and keeps the stop's exit status;
 #  - SIGINT without a checkpoint directory: summary and sentence, no save;
 #  - SIGTERM then SIGINT: the second one exits at once, without a checkpoint.
 # Needs LEMRT_BIN and LEMRT_SRC.
@@ -97,6 +99,25 @@ if ended usr1_mpirun 138 \
   pass "usr1_mpirun: every rank stopped and saved within ${secs}s, rc 138"
 else
   fail "usr1_mpirun: rc=$rc"; tail -n 15 "$work/usr1_mpirun.log"
+fi
+
+# --- A signal after the stop saved its checkpoint (mpirun sends SIGTERM to
+# the ranks left when one has exited non-zero, as a stopped rank does) says
+# so, and exits with the stop's status. Rank 1 lingers 30 s after its stop
+# (test hook LEMRT_TEST_STOPPED_LINGER_S), so the SIGTERM surely comes after.
+RUN_ARGS=(--checkpoint_dir="$work/ck5")
+start usr1_then_term -np 2 -x LEMRT_TEST_STOPPED_LINGER_S=30
+kill -USR1 "$mpirun_pid"
+for _ in $(seq 300); do grep -q "stopped by SIGUSR1" "$work/usr1_then_term.log" && break; sleep 0.1; done
+kill -TERM $(echo $ranks | awk '{print $2}')
+if ended usr1_then_term 138 && [ "$secs" -le 10 ] \
+   && grep -q "stopped by SIGUSR1 after step .*checkpoint saved: $work/ck5/step-" "$work/usr1_then_term.log" \
+   && grep -q "^lemrt_train: a second stop signal after the stop's checkpoint was saved: exiting now" "$work/usr1_then_term.log" \
+   && ! grep -q "without a checkpoint" "$work/usr1_then_term.log" \
+   && "$LEMRT_BIN/lemrt_ckpt" verify "$work/ck5" > "$work/verify5" 2>&1; then
+  pass "usr1_then_term: the late SIGTERM says the checkpoint was saved; rc 138 within ${secs}s"
+else
+  fail "usr1_then_term: rc=$rc after ${secs}s"; tail -n 15 "$work/usr1_then_term.log"
 fi
 
 # --- SIGINT without a checkpoint directory.

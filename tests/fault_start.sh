@@ -5,13 +5,25 @@
 # the same section; outputs written at the end of a run (--summary_json,
 # --trace_json, --metrics_csv) that cannot be written fail before step 0 (the
 # runs here have 10^6 steps, so a late check would time out). Every job ends
-# non-zero within 30 s with the same sentence on every rank.
+# non-zero within 30 s with the same sentence on every rank. Two hosts
+# sharing a hostname (here: ranks 0, 2 and ranks 1, 3 given one name and
+# two host keys through the test hooks of lemrt_train_main.cc) fail before
+# the config is even read.
 # Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
 source "$(dirname "$0")/fault_lib.sh"
 long='training { steps: 1000000 log_every: 0 eval_samples: 0 }'
 
 mkdir -p "$work/confdir"
+# Ranks 0, 2 and 1, 3: one name, two keys ("hosts").
+start=$SECONDS
+timeout "$deadline" "${MPIRUN[@]}" -np 4 -x LEMRT_TEST_HOSTNAME=node bash -c \
+  'LEMRT_TEST_HOST_KEY=machine-$((OMPI_COMM_WORLD_RANK % 2)) exec "$0" "$@"' \
+  "$LEMRT_BIN/lemrt_train" --config="$work/none.pbtxt" > "$work/out" 2>&1
+rc=$?
+check_same_error shared_hostname 4 "^lemrt_train: error: hostname \"node\" is shared by 2 different hosts (ranks 0, 2 on one, ranks 1, 3 on another): Open MPI takes ranks with one hostname for one host, and its shared-memory transport fails between hosts; give every host its own hostname" \
+  "$rc" $((SECONDS - start))
+
 expect_same_error config_is_a_directory 2 "config file '$work/confdir' is a directory, not a regular file" \
   --config="$work/confdir"
 mkfifo "$work/fifo"

@@ -17,6 +17,8 @@
 #  - with partition limits configured, every table's limit fields in the
 #    summary equal them, and its max unique ids / padded ids are filled;
 #  - scripts/plot_run.py writes its PNGs from these files;
+#  - the placement (each rank's host, the exchange's bytes per step within
+#    and between hosts) is in the start-up log, the report and the summary;
 #  - a malformed --trace_steps fails with a sentence naming the flag.
 # Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
 set -euo pipefail
@@ -36,6 +38,10 @@ timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$LEMRT_BIN/lemrt_train"
   || { cat "$work/run.log"; echo "FAILED: lemrt_train with tracing"; exit 1; }
 grep -q "step-time breakdown" "$work/run.log" || { cat "$work/run.log"; echo "FAILED: no breakdown table"; exit 1; }
 grep -q "step 50/50 .*ETA" "$work/run.log" || { cat "$work/run.log"; echo "FAILED: no progress line"; exit 1; }
+grep -q "placement: 2 ranks on 1 host: $(hostname) (ranks 0-1)" "$work/run.log" \
+  || { cat "$work/run.log"; echo "FAILED: no placement line at start-up"; exit 1; }
+grep -q "^placement: 2 ranks on 1 host; exchange sent per step: [0-9.]* MB within hosts, 0.000 MB between hosts" "$work/run.log" \
+  || { cat "$work/run.log"; echo "FAILED: no placement in the end-of-run report"; exit 1; }
 
 python3 - "$work" <<'PY'
 import collections, csv, json, sys
@@ -113,6 +119,26 @@ if sorted(stages) != sorted(["host", "sc_forward", "tc", "sc_backward", "exchang
     fails.append(f"stages {sorted(stages)}")
 if abs(stages["step"]["share"] - 1) > 1e-9 or not stages["tc"]["mean_ms"] > 0: fails.append("stage stats")
 if not 0 <= s["overlap"]["fraction"] < 1: fails.append(f"overlap {s['overlap']}")
+# Placement: both ranks on this machine; every exchange byte to the other
+# rank stays on the host, and the job's bytes are the ranks' sums.
+import socket
+p = s["placement"]
+want_ranks = [{"rank": r, "host": socket.gethostname(), "local_rank": r, "ranks_on_host": W}
+              for r in range(W)]
+got_ranks = [{k: x[k] for k in ("rank", "host", "local_rank", "ranks_on_host")} for x in p["ranks"]]
+if p["hosts"] != 1 or got_ranks != want_ranks: fails.append(f"placement {p}")
+within = [x["exchange_bytes_within_host_per_step"] for x in p["ranks"]]
+if not all(b > 0 for b in within) or any(x["exchange_bytes_between_hosts_per_step"] != 0 for x in p["ranks"]):
+    fails.append(f"placement bytes {p['ranks']}")
+if abs(p["exchange_bytes_within_host_per_step"] - sum(within)) > 1e-6 * sum(within) \
+   or p["exchange_bytes_between_hosts_per_step"] != 0:
+    fails.append(f"placement totals {p}")
+# The traced steps' exchanges sent the bytes to the other rank and, about as
+# many, each rank's block to itself (the trace's bytes_sent holds both).
+traced_sent = [sum(e["args"]["bytes_sent"] for e in ev if e["ph"] == "X" and e["pid"] == r
+                   and e["tid"] == tid["Exchange"]) / 4 for r in range(W)]
+if any(not 0.5 * within[r] < traced_sent[r] < 4 * within[r] for r in range(W)):
+    fails.append(f"traced bytes per step {traced_sent} vs placement {within}")
 print(f"trace: {len(ev)} events; csv: {len(rows)} rows; tables {names}; overlap {s['overlap']['fraction']:.3f}")
 if fails:
     print("FAILED:", "; ".join(fails)); sys.exit(1)

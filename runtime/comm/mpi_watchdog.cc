@@ -1,10 +1,14 @@
 #include "runtime/comm/mpi_watchdog.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/comm/exit_deadline.h"
 #include "runtime/comm/stall_report.h"
 
 namespace lemrt::runtime {
@@ -95,10 +99,26 @@ void MpiWatchdog::AbortStalled(int channel) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  const std::string sentence = StallReport(rank_, channel, monitor_.Take(), options_.timeout_s,
-                                           peers, options_.answer_wait_s);
-  if (options_.on_stall) options_.on_stall(sentence);
-  MPI_Abort(comm_, 3);
+  const Snapshot mine = monitor_.Take();
+  const Placement* placement =
+      options_.placement.num_ranks() == size_ ? &options_.placement : nullptr;
+  if (placement != nullptr && CutOff(rank_, *placement, peers)) {
+    // The launcher is on the other side too: an abort would block. The
+    // launcher and the other hosts see this rank's exit once they can.
+    if (options_.on_stall) {
+      options_.on_stall(CutOffReport(rank_, channel, mine, options_.timeout_s, peers,
+                                     options_.answer_wait_s, *placement));
+    }
+    _exit(kWatchdogExitCode);
+  }
+  if (options_.on_stall) {
+    options_.on_stall(StallReport(rank_, channel, mine, options_.timeout_s, peers,
+                                  options_.answer_wait_s, placement));
+  }
+  ExitAfter(options_.abort_grace_s, kWatchdogExitCode,
+            absl::StrFormat("watchdog: MPI_Abort did not end rank %d within %.0f s; exiting", rank_,
+                            options_.abort_grace_s));
+  MPI_Abort(comm_, kWatchdogExitCode);
   std::abort();
 }
 

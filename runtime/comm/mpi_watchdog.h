@@ -11,8 +11,14 @@
 // waiting for it with its monitor's snapshot, then checks its own channels.
 // A stalled rank sends a query to every other rank, collects answers for up
 // to 5 s (answering queries meanwhile), calls `on_stall` with the sentence
-// and MPI_Abort. Costs nothing on the training path but the monitor's
-// bookkeeping; the thread wakes 10 times a second.
+// and MPI_Abort; should the abort not end the process within
+// `abort_grace_s` (it blocks when the launcher cannot be reached), the rank
+// _exits. A rank cut off from the rest of the job (stall_report.h, CutOff:
+// the job spans hosts and no rank on another host answered) does not try
+// the abort: it calls `on_stall` with the cut-off sentence and _exits at
+// once, so the ranks of a host that lost its network end by themselves.
+// Both exits use status kWatchdogExitCode. Costs nothing on the training
+// path but the monitor's bookkeeping; the thread wakes 10 times a second.
 //
 // Needs MPI_THREAD_MULTIPLE (its thread calls MPI while the trainer's do).
 // Thread-safe to construct and destroy from main; destroy it before
@@ -30,13 +36,22 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/comm/collective_monitor.h"
+#include "runtime/comm/placement.h"
 
 namespace lemrt::runtime {
+
+// The exit status of a rank the watchdog ends (its MPI_Abort's error code).
+inline constexpr int kWatchdogExitCode = 3;
 
 struct WatchdogOptions {
   double timeout_s = 300;       // the configured collective timeout (> 0)
   double answer_wait_s = 5;     // how long a stalled rank waits for answers
   double poll_interval_s = 0.1;
+  double abort_grace_s = 10;    // MPI_Abort's time to end the process
+  // The ranks' hosts (of the parent communicator): the sentences name the
+  // hosts of the ranks that did not arrive, and a cut-off host's ranks end
+  // themselves. Empty: unknown (one host assumed, no host names).
+  Placement placement;
   // Called once, on the watchdog thread, with the sentence, before the abort
   // (e.g. to print it). Must not use MPI.
   std::function<void(const std::string&)> on_stall;

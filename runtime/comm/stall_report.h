@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/comm/collective_monitor.h"
+#include "runtime/comm/placement.h"
 
 namespace lemrt::runtime {
 
@@ -27,11 +28,27 @@ int StalledChannel(const CollectiveMonitor::Snapshot& s, double base_s);
 // ranks did not arrive (entered fewer collectives on that channel) with
 // what each is doing; `peers[r]` is rank r's snapshot, nullopt when it did
 // not answer within `answer_wait_s` (stopped, hung or dead). peers[my_rank]
-// is ignored.
+// is ignored. With `placement` (of the ranks of `peers`), the ranks that did
+// not arrive are named with their hosts ("ranks 2, 3 on host b").
 std::string StallReport(int my_rank, int channel, const CollectiveMonitor::Snapshot& mine,
                         double base_s,
                         std::span<const std::optional<CollectiveMonitor::Snapshot>> peers,
-                        double answer_wait_s);
+                        double answer_wait_s, const Placement* placement = nullptr);
+
+// Whether rank `my_rank` is cut off from the rest of the job: the job spans
+// more than one host and no rank on another host answered (`peers` as for
+// StallReport). Then the rank cannot reach the launcher either (an abort
+// through MPI may block), and ends itself.
+bool CutOff(int my_rank, const Placement& placement,
+            std::span<const std::optional<CollectiveMonitor::Snapshot>> peers);
+
+// The sentence of a cut-off rank: StallReport's findings (its ranks that
+// did not arrive named with their hosts), then that it cannot reach the
+// ranks on the other hosts and ends itself.
+std::string CutOffReport(int my_rank, int channel, const CollectiveMonitor::Snapshot& mine,
+                         double base_s,
+                         std::span<const std::optional<CollectiveMonitor::Snapshot>> peers,
+                         double answer_wait_s, const Placement& placement);
 
 }  // namespace lemrt::runtime
 

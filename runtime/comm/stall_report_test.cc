@@ -91,5 +91,60 @@ TEST(StallReportTest, EveryRankArrivedMeansTheCollectiveItselfIsStuck) {
   EXPECT_THAT(r, HasSubstr("every rank has arrived but the collective does not complete"));
 }
 
+// With a placement the ranks that did not arrive are named with their hosts.
+TEST(StallReportTest, NamesTheHostsOfTheRanksThatDidNotArrive) {
+  const std::vector<std::string> names = {"a", "a", "b", "b", "c"};
+  const Placement placement = PlacementFromNames(names);
+  const Snapshot mine = State(12, true, 31, 56, "sc_forward");
+  std::vector<std::optional<Snapshot>> peers(5);
+  peers[1] = State(12, true, 31, 56, "sc_forward");
+  peers[3] = State(11, false, 40, 55, "sc_backward");
+  const std::string r = StallReport(0, Monitor::kSparseCore, mine, 30, peers, 5, &placement);
+  EXPECT_THAT(r, HasSubstr("watchdog: rank 0 on host a has waited 31 s (timeout 30 s) in the "
+                           "all-to-all-v on the SparseCore communicator (its collective #12), in "
+                           "step 57, stage sc_forward: ranks 2, 3 on host b and rank 4 on host c "
+                           "did not arrive (rank 2: no answer within 5 s (stopped, hung or dead); "
+                           "rank 3: busy for 40 s"));
+  EXPECT_THAT(r, HasSubstr("; aborting the job."));
+}
+
+// The decision of a rank whose host is cut off: no rank on another host
+// answered. Ranks on its own host answering do not count.
+TEST(StallReportTest, CutOffWhenNoRankOnAnotherHostAnswers) {
+  const std::vector<std::string> two_hosts = {"a", "a", "b", "b"};
+  const Placement p = PlacementFromNames(two_hosts);
+  std::vector<std::optional<Snapshot>> peers(4);
+  peers[1] = State(1, true, 1, 1, "sc_forward");  // same host
+  EXPECT_TRUE(CutOff(0, p, peers));
+  EXPECT_TRUE(CutOff(1, p, peers));
+  peers[3] = State(1, true, 1, 1, "sc_forward");  // one rank of host b answered
+  EXPECT_FALSE(CutOff(0, p, peers));
+  // Three hosts, one of them silent: the others reach each other.
+  const std::vector<std::string> three_hosts = {"a", "b", "c"};
+  const Placement q = PlacementFromNames(three_hosts);
+  std::vector<std::optional<Snapshot>> answers(3);
+  answers[1] = State(1, true, 1, 1, "sc_forward");
+  EXPECT_FALSE(CutOff(0, q, answers));
+  EXPECT_TRUE(CutOff(2, q, std::vector<std::optional<Snapshot>>(3)));
+  // One host: a silent rank is stalled, not cut off.
+  const Placement one = SingleHostPlacement(3, "a");
+  EXPECT_FALSE(CutOff(0, one, std::vector<std::optional<Snapshot>>(3)));
+}
+
+TEST(StallReportTest, TheCutOffSentenceNamesTheUnreachableRanksAndHosts) {
+  const std::vector<std::string> names = {"a", "b", "b", "c"};
+  const Placement p = PlacementFromNames(names);
+  const Snapshot mine = State(7, true, 6, 20, "sc_backward");
+  std::vector<std::optional<Snapshot>> peers(4);
+  peers[1] = State(7, true, 6, 20, "sc_backward");  // its host's other rank: arrived
+  EXPECT_EQ(CutOffReport(2, Monitor::kSparseCore, mine, 5, peers, 1, p),
+            "watchdog: rank 2 on host b has waited 6 s (timeout 5 s) in the all-to-all-v on the "
+            "SparseCore communicator (its collective #7), in step 21, stage sc_backward: rank 0 "
+            "on host a and rank 3 on host c did not arrive (rank 0: no answer within 1 s "
+            "(stopped, hung or dead); rank 3: no answer within 1 s (stopped, hung or dead)); "
+            "rank 2 on host b cannot reach rank 0 on host a and rank 3 on host c (this host is "
+            "cut off from the others, or every other host stopped); ending this rank.");
+}
+
 }  // namespace
 }  // namespace lemrt::runtime
