@@ -9,13 +9,19 @@
 #  - a second SIGTERM: the job ends at once (within 10 s), without a
 #    checkpoint. (The launcher runs in the background here, where bash
 #    ignores SIGINT, so the test sends SIGTERM twice.)
-# The model here saves in well under a second (CI's budget); docs/cluster.md
-# gives the by-hand run of a model whose save takes over 10 s.
+# The model here saves in well under a second (CI's budget). By hand, with a
+# model whose save takes over 10 s (docs/cluster.md, "Preemption"):
+#   LEMRT_PREEMPT_CONFIG=examples/configs/dlrm_synthetic.pbtxt \
+#   LEMRT_PREEMPT_OVERRIDE='tables { name: "extra" vocab_size: 2000000 dim: 32
+#     optimizer { adagrad {} } } features { name: "extra_id" table: "extra" }' \
+#   ctest -R cluster_preempt_test -V
 # Needs root and network namespaces (skips with one line otherwise), LEMRT_BIN
 # and LEMRT_SRC.
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-long='training { steps: 1000000 log_every: 10 eval_samples: 0 }'
+config="$LEMRT_SRC/${LEMRT_PREEMPT_CONFIG:-tests/testdata/small_dlrm.pbtxt}"
+extra="${LEMRT_PREEMPT_OVERRIDE:-}"
+long="training { steps: 1000000 log_every: 10 eval_samples: 0 } $extra"
 cluster_up 2
 
 # start NAME ARGS...: a long run in the background ($bg: its `timeout`)
@@ -42,14 +48,14 @@ if [ "$rc" -eq 143 ] && [ -n "$stop" ] && [ -z "$left" ] \
    && grep -q "lemrt_train: stopped by SIGUSR1 after step $stop of 1000000 (every rank finished it); checkpoint saved: $work/ck/step-0*$stop; resume with --restore_from=$work/ck" "$work/term.log" \
    && grep -q "^lemrt_run: every rank stopped after SIGTERM" "$work/term.log" \
    && "$LEMRT_BIN/lemrt_ckpt" verify "$work/ck" > "$work/verify" 2>&1; then
-  pass "sigterm: every rank stopped after step $stop and saved it, lemrt_run exit 143 ${secs}s after the signal, no process left"
+  pass "sigterm: every rank stopped after step $stop and saved it ($(grep -o "checkpoint saved: [^;]*) *$" "$work/term.log" | tail -n 1)), lemrt_run exit 143 ${secs}s after the signal, no process left"
 else
   fail "sigterm: rc=$rc after ${secs}s, stopped at '$stop', left: $left"
   grep -v "^I2\|step [0-9]*/" "$work/term.log" | tail -n 20; cat "$work/verify" 2>/dev/null
   stop=""
 fi
 if [ -n "$stop" ]; then
-  over="training { steps: $((stop + 8)) log_every: 0 eval_samples: 0 }"
+  over="training { steps: $((stop + 8)) log_every: 0 eval_samples: 0 } $extra"
   timeout 120 mpirun --oversubscribe --bind-to none -np 4 "$LEMRT_BIN/lemrt_train" --config="$config" \
     --override="$over" --checkpoint_dir="$work/refck" --checkpoint_every="$stop" \
     --summary_json="$work/ref.json" > "$work/ref.log" 2>&1
