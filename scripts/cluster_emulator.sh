@@ -7,14 +7,16 @@
 #   scripts/cluster_emulator.sh up N [--prefix=lemrt] [--slots=2] [--rate=RATE]
 #                                    [--tcp-retries2=K]
 #   scripts/cluster_emulator.sh shape HOST|all --rate=RATE [--delay=MS] [--loss=PCT]
-#   scripts/cluster_emulator.sh cut HOST | heal HOST | kill HOST
+#   scripts/cluster_emulator.sh cut HOST [--data] | heal HOST [--data] | kill HOST
 #   scripts/cluster_emulator.sh exec HOST COMMAND [ARGS...]
-#   scripts/cluster_emulator.sh status | down          (all take --prefix)
+#   scripts/cluster_emulator.sh status | down [quiet]  (all take --prefix)
 #   scripts/cluster_emulator.sh check                  (exit 0 when it can run here)
 #
 # Host i is `PREFIX-hI`: a network namespace of that name and a UTS namespace
 # with that hostname (a bind mount under the state directory, so no holder
-# process), its eth0 at 10.213.0.(10+i)/24 on one bridge inside a private
+# process), its eth0 at 10.213.0.(10+i)/24 on one bridge and its eth1 at
+# 10.213.1.(10+i)/24 on a second one (a separate data network, for jobs that
+# put MPI's traffic there: `lemrt_run --data-network`), both inside a private
 # switch namespace PREFIX-sw. Nothing is added to the machine's own namespace:
 # no address, no route to outside, no NAT, so traffic stays among the hosts.
 # `up` writes STATE/hostfile (PREFIX-hI slots=S) and STATE/rsh, an rsh agent
@@ -26,9 +28,10 @@
 #
 # Links: `shape` puts a tbf (token bucket) of RATE (tc units: 100mbit, 1gbit)
 # on both directions of the host's link, and netem delay/loss where the kernel
-# has sch_netem (else it says so in one line and shapes the bandwidth only).
-# `cut` takes the host's switch port down (a dead NIC or switch port: packets
-# vanish, no error reaches the sockets), `heal` brings it back, `kill`
+# has sch_netem (else it says so in one line and shapes the bandwidth only),
+# on each of its two links. `cut` takes the host's switch ports down (a dead NIC or switch port: packets
+# vanish, no error reaches the sockets; `--data`: the data network's port
+# only), `heal` brings them back, `kill`
 # SIGKILLs every process in the host's network namespace.
 #
 # --tcp-retries2 sets the hosts' net.ipv4.tcp_retries2 (Linux's default 15
@@ -42,6 +45,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 state_root="${LEMRT_CLUSTER_STATE:-/run/lemrt-cluster}"
 subnet=10.213.0
+data_subnet=10.213.1
 prefix=lemrt
 
 die() { echo "cluster_emulator: $*" >&2; exit 1; }
@@ -118,6 +122,8 @@ cmd_shape() {
     i="$(host_index "$h")"
     shape_dev "$h" eth0 "$rate" "$delay" "$loss"          # host -> switch
     shape_dev "${prefix}-sw" "h$i" "$rate" "$delay" "$loss" # switch -> host
+    shape_dev "$h" eth1 "$rate" "$delay" "$loss"
+    shape_dev "${prefix}-sw" "d$i" "$rate" "$delay" "$loss"
   done
 }
 
@@ -157,6 +163,8 @@ cmd_up() {
   sw link set lo up
   sw link add name br0 type bridge
   sw link set br0 up
+  sw link add name br1 type bridge
+  sw link set br1 up
   for ((i = 0; i < n; i++)); do
     h="${prefix}-h$i"
     ip netns add "$h"
@@ -165,6 +173,10 @@ cmd_up() {
     sw link set "h$i" master br0 up
     ip -n "$h" addr add "$subnet.$((10 + i))/24" dev eth0
     ip -n "$h" link set eth0 up
+    sw link add name "d$i" type veth peer name eth1 netns "$h"
+    sw link set "d$i" master br1 up
+    ip -n "$h" addr add "$data_subnet.$((10 + i))/24" dev eth1
+    ip -n "$h" link set eth1 up
     [[ -z "$retries" ]] || ip netns exec "$h" sysctl -q -w net.ipv4.tcp_retries2="$retries"
     touch "$dir/uts/$h"
     unshare --uts="$dir/uts/$h" hostname "$h"
@@ -172,6 +184,7 @@ cmd_up() {
   done
   write_agent "$dir"
   echo "$subnet.0/24" > "$dir/subnet"
+  echo "$data_subnet.0/24" > "$dir/data_subnet"
   trap - EXIT
   [[ -n "$rate" ]] && cmd_shape all --rate="$rate"
   note "$n hosts up (${prefix}-h0..$((n - 1)), $subnet.10-$((9 + n)), $slots slots each); hostfile $dir/hostfile, rsh agent $dir/rsh"
@@ -193,18 +206,26 @@ cmd_kill() {
   note "killed $(echo $pids | wc -w) process(es) on $1"
 }
 
+# cmd_link up|down HOST [--data]: both of the host's switch ports, or the
+# data network's only.
 cmd_link() {
-  need_host "$2"
-  sw link set "h$(host_index "$2")" "$1"
-  note "$2: link $1"
+  local state="$1" h="$2" which="${3:-}" i
+  need_host "$h"
+  i="$(host_index "$h")"
+  case "$which" in
+    "") sw link set "h$i" "$state"; sw link set "d$i" "$state"; note "$h: links $state" ;;
+    --data) sw link set "d$i" "$state"; note "$h: data link $state" ;;
+    *) die "cut/heal: unknown argument '$which' (only --data)" ;;
+  esac
 }
 
 cmd_status() {
   local h i
   for h in $(hosts); do
     i="$(host_index "$h")"
-    printf '%s %s link %s, %s process(es), qdisc: %s\n' "$h" "$subnet.$((10 + i))" \
-      "$(sw -br link show "h$i" | awk '{print $2}')" "$(host_pids "$h" | wc -l)" \
+    printf '%s %s link %s, data link %s, %s process(es), qdisc: %s\n' "$h" "$subnet.$((10 + i))" \
+      "$(sw -br link show "h$i" | awk '{print $2}')" "$(sw -br link show "d$i" | awk '{print $2}')" \
+      "$(host_pids "$h" | wc -l)" \
       "$(ip netns exec "$h" tc qdisc show dev eth0 | awk '{print $2}' | paste -sd+)"
   done
 }
@@ -242,10 +263,10 @@ action="${1:-}"; shift || true
 case "$action" in
   check) why="$(check)"; [[ -z "$why" ]] || { echo "cluster_emulator: cannot run here: $why"; exit 1; } ;;
   up) [[ $# -ge 1 ]] || die "usage: up N"; cmd_up "$@" ;;
-  down) cmd_down ;;
+  down) cmd_down "${1:-}" ;;
   shape) [[ $# -ge 1 ]] || die "usage: shape HOST|all --rate=RATE"; cmd_shape "$@" ;;
-  cut) [[ $# -eq 1 ]] || die "usage: cut HOST"; cmd_link down "$1" ;;
-  heal) [[ $# -eq 1 ]] || die "usage: heal HOST"; cmd_link up "$1" ;;
+  cut) [[ $# -ge 1 && $# -le 2 ]] || die "usage: cut HOST [--data]"; cmd_link down "$@" ;;
+  heal) [[ $# -ge 1 && $# -le 2 ]] || die "usage: heal HOST [--data]"; cmd_link up "$@" ;;
   kill) [[ $# -eq 1 ]] || die "usage: kill HOST"; cmd_kill "$1" ;;
   exec) [[ $# -ge 2 ]] || die "usage: exec HOST COMMAND..."; cmd_exec "$@" ;;
   status) cmd_status ;;
