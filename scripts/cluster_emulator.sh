@@ -27,12 +27,12 @@
 # node, so the daemons it starts reach it over the bridge.
 #
 # Links: `shape` puts a tbf (token bucket) of RATE (tc units: 100mbit, 1gbit)
-# on both directions of the host's link, and netem delay/loss where the kernel
-# has sch_netem (else it says so in one line and shapes the bandwidth only),
-# on each of its two links. `cut` takes the host's switch ports down (a dead NIC or switch port: packets
-# vanish, no error reaches the sockets; `--data`: the data network's port
-# only), `heal` brings them back, `kill`
-# SIGKILLs every process in the host's network namespace.
+# on both directions of each of the host's two links, and netem delay/loss
+# where the kernel has sch_netem (else it says so in one line and shapes the
+# bandwidth only). `cut` takes the host's switch ports down (a dead NIC or
+# switch port: packets vanish, no error reaches the sockets; `--data`: the
+# data network's port only), `heal` brings them back, `kill` SIGKILLs every
+# process in the host's network namespace.
 #
 # --tcp-retries2 sets the hosts' net.ipv4.tcp_retries2 (Linux's default 15
 # keeps a TCP connection with unacknowledged data to a vanished peer open for
@@ -40,7 +40,7 @@
 #
 # `up` first removes what a crashed earlier run of the same prefix left, and
 # removes everything again if it fails half-way; `down` (idempotent) kills
-# the hosts' processes and removes the namespaces, the bridge and the state.
+# the hosts' processes and removes the namespaces, the bridges and the state.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 state_root="${LEMRT_CLUSTER_STATE:-/run/lemrt-cluster}"
@@ -270,6 +270,6 @@ case "$action" in
   kill) [[ $# -eq 1 ]] || die "usage: kill HOST"; cmd_kill "$1" ;;
   exec) [[ $# -ge 2 ]] || die "usage: exec HOST COMMAND..."; cmd_exec "$@" ;;
   status) cmd_status ;;
-  -h|--help|"") sed -n '2,36p' "$0" ;;
+  -h|--help|"") awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" ;;
   *) die "unknown action '$action' (see --help)" ;;
 esac

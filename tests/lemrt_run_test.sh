@@ -39,6 +39,8 @@ expect hostfile 0 "^lemrt_run: 4 ranks on hostfile .* \(2 ranks per host, --bind
   "--mca btl_tcp_if_include 10.1.0.0/16 --mca oob_tcp_if_include 10.1.0.0/16 " \
   " -x PATH prog --flag 'two words'$" \
   -- --hostfile "$work/hosts" --network 10.1.0.0/16 --dry-run prog --flag "two words"
+expect data_network 0 "--mca btl_tcp_if_include 10.2.0.0/16 --mca oob_tcp_if_include 10.1.0.0/16 " \
+  -- --hostfile "$work/hosts" --network 10.1.0.0/16 --data-network 10.2.0.0/16 --dry-run prog
 expect user_mca_wins 0 "--mca oob_tcp_keepalive_time 9 -x FOO prog$" "!oob_tcp_keepalive_time 5" \
   -- --hostfile "$work/hosts" --dry-run --mpirun-args --mca oob_tcp_keepalive_time 9 -x FOO -- prog
 expect bind_cores 0 "--map-by ppr:2:node:PE=4 --bind-to core " "!mpi_yield_when_idle" \
