@@ -11,6 +11,7 @@
 #   scripts/cluster_emulator.sh exec HOST COMMAND [ARGS...]
 #   scripts/cluster_emulator.sh status | down [quiet]  (all take --prefix)
 #   scripts/cluster_emulator.sh check                  (exit 0 when it can run here)
+#   scripts/cluster_emulator.sh has-netem              (exit 0 when delay/loss can be shaped)
 #
 # Host i is `PREFIX-hI`: a network namespace of that name and a UTS namespace
 # with that hostname (a bind mount under the state directory, so no holder
@@ -270,6 +271,7 @@ case "$action" in
   kill) [[ $# -eq 1 ]] || die "usage: kill HOST"; cmd_kill "$1" ;;
   exec) [[ $# -ge 2 ]] || die "usage: exec HOST COMMAND..."; cmd_exec "$@" ;;
   status) cmd_status ;;
+  has-netem) netem_available ;;
   -h|--help|"") awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" ;;
   *) die "unknown action '$action' (see --help)" ;;
 esac
