@@ -5,7 +5,7 @@
 # unshare and nsenter.
 #
 #   scripts/cluster_emulator.sh up N [--prefix=lemrt] [--slots=2] [--rate=RATE]
-#                                    [--tcp-retries2=K]
+#                                    [--tcp-retries2=K] [--hostname=NAME]
 #   scripts/cluster_emulator.sh shape HOST|all --rate=RATE [--delay=MS] [--loss=PCT]
 #   scripts/cluster_emulator.sh cut HOST [--data] | heal HOST [--data] | kill HOST
 #   scripts/cluster_emulator.sh exec HOST COMMAND [ARGS...]
@@ -35,6 +35,8 @@
 # data network's port only), `heal` brings them back, `kill` SIGKILLs every
 # process in the host's network namespace.
 #
+# --hostname=NAME gives every host the same hostname (a careless container
+# setup; the hosts keep their own namespaces and addresses).
 # --tcp-retries2 sets the hosts' net.ipv4.tcp_retries2 (Linux's default 15
 # keeps a TCP connection with unacknowledged data to a vanished peer open for
 # ~15 minutes; 5 ends it after ~13 s, the tuning docs/cluster.md suggests).
@@ -143,13 +145,14 @@ EOF
 }
 
 cmd_up() {
-  local n="$1" slots=2 rate="" retries=""; shift
+  local n="$1" slots=2 rate="" retries="" same_name=""; shift
   [[ "$n" =~ ^[1-9][0-9]?$ ]] || die "up: N must be 1..99 hosts, got '$n'"
   for a in "$@"; do
     case "$a" in
       --slots=*) slots="${a#*=}" ;;
       --rate=*) rate="${a#*=}" ;;
       --tcp-retries2=*) retries="${a#*=}" ;;
+      --hostname=*) same_name="${a#*=}" ;;
       *) die "up: unknown argument '$a'" ;;
     esac
   done
@@ -180,7 +183,7 @@ cmd_up() {
     ip -n "$h" link set eth1 up
     [[ -z "$retries" ]] || ip netns exec "$h" sysctl -q -w net.ipv4.tcp_retries2="$retries"
     touch "$dir/uts/$h"
-    unshare --uts="$dir/uts/$h" hostname "$h"
+    unshare --uts="$dir/uts/$h" hostname "${same_name:-$h}"
     echo "$h slots=$slots" >> "$dir/hostfile"
   done
   write_agent "$dir"

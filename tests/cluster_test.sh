@@ -3,9 +3,14 @@
 # the same model as the same ranks on one machine:
 #  - 2 hosts x 2 ranks through scripts/lemrt_run end with the model_checksum
 #    of 4 local ranks, and host 1's link carried the exchange (> 1 MB);
+#  - placement: the summary JSON and the end-of-run report name both hosts
+#    (each rank's host; the format is runtime/'s);
 #  - with every host link shaped to 1 Mbit/s by tbf (steps several times
 #    slower, their exchange queued behind a full link) with a watchdog of 3 s
 #    and the launcher's 5 s keepalive, no false alarm: the same checksum.
+#  - shared_hostname: two hosts with one hostname (a careless container setup;
+#    Open MPI's shared-memory transport then crashes) end with an error
+#    sentence naming the hostname before the first step, within 60 s.
 # Needs root and network namespaces (skips with one line otherwise), LEMRT_BIN
 # and LEMRT_SRC.
 set -uo pipefail
@@ -31,6 +36,14 @@ else
   tail -n 20 "$work/cluster.log"
 fi
 
+report="$(sed -n '/lemrt run summary/,$p' "$work/cluster.log")"
+if grep -q "$h0" "$work/cluster.json" && grep -q "$h1" "$work/cluster.json" \
+   && grep -q "$h0" <<< "$report" && grep -q "$h1" <<< "$report"; then
+  pass "placement: the summary JSON and the end-of-run report name $h0 and $h1"
+else
+  fail "placement: the summary JSON or the end-of-run report does not name both $h0 and $h1"
+fi
+
 "$emu" --prefix="$prefix" shape all --rate=1mbit
 slow="$steps watchdog { collective_timeout_s: 3 }"
 t0=$SECONDS
@@ -46,5 +59,19 @@ if [ "$rc" -eq 0 ] && [ "$got" = "$want" ] && ! grep -q "watchdog:" "$work/slow.
 else
   fail "slow_link: rc=$rc, checksum $got (want $want), step $slow_ms ms vs $fast_ms ms, $((SECONDS - t0)) s"
   grep -v "^I2" "$work/slow.log" | tail -n 20
+fi
+
+"$emu" --prefix="$prefix" down quiet
+cluster_up 2 --hostname=twin
+t0=$SECONDS
+run_timeout=60 cluster_run -- "$LEMRT_BIN/lemrt_train" --config="$config" \
+  --override='training { steps: 5 log_every: 1 }' > "$work/twin.log" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep "lemrt_train: error:" "$work/twin.log" | grep -q twin \
+   && ! grep -q "step [0-9]*/" "$work/twin.log"; then
+  pass "shared_hostname: $((SECONDS - t0))s, rc $rc: $(grep -m1 "lemrt_train: error:" "$work/twin.log")"
+else
+  fail "shared_hostname: rc=$rc after $((SECONDS - t0))s, no error sentence naming the shared hostname 'twin' before the first step"
+  grep -v "^I2\|^W2" "$work/twin.log" | grep -m3 "error\|Segmentation\|signal"
 fi
 finish
