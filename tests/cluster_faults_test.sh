@@ -53,7 +53,7 @@ UP_ARGS=()
 run_until_fault kill_host kill ''
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$secs" -le 30 ] && [ -z "$left" ] \
    && grep -q "$h1" <(grep -v "^lemrt_run: \|^I2" "$work/kill_host.log"); then
-  pass "kill_host: the job ended ${secs}s after host 1 was killed (rc $rc), naming it: $(grep -v "^lemrt_run: " "$work/kill_host.log" | grep -m1 "$h1")"
+  pass "kill_host: the job ended ${secs}s after host 1 was killed (rc $rc), naming it: $(grep -v "^lemrt_run: \|^I2" "$work/kill_host.log" | grep -m1 "$h1")"
 else
   fail "kill_host: rc=$rc after ${secs}s; left: $left"; grep -v "^I2\|step [0-9]*/" "$work/kill_host.log" | tail -n 15
 fi
@@ -61,7 +61,7 @@ fi
 run_until_fault cut_host cut ''
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$secs" -le 60 ] && [ -z "$left" ] \
    && grep -q "$h1" <(grep -v "^lemrt_run: \|^I2" "$work/cut_host.log"); then
-  pass "cut_host: the job ended ${secs}s after host 1 was cut (rc $rc), both hosts empty after ${clean_secs}s: $(grep -v "^lemrt_run: " "$work/cut_host.log" | grep -m1 "$h1")"
+  pass "cut_host: the job ended ${secs}s after host 1 was cut (rc $rc), both hosts empty after ${clean_secs}s: $(grep -v "^lemrt_run: \|^I2" "$work/cut_host.log" | grep -m1 "$h1")"
 else
   fail "cut_host: rc=$rc after ${secs}s; left after ${clean_secs}s: $left"
   grep -v "^I2\|step [0-9]*/" "$work/cut_host.log" | tail -n 15
