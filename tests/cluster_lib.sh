@@ -20,6 +20,12 @@ json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun on PATH"; exit 77; }
 why="$("$emu" check 2>&1)" || { echo "SKIP: ${why#cluster_emulator: }"; exit 77; }
 
+# Clusters of earlier tests that were killed before their exit trap ran (a
+# ctest timeout): their prefix is lc<pid of the test>, and that pid is gone.
+for stale in $(ip netns list | awk '{print $1}' | sed -n 's/^lc\([0-9]*\)-sw$/\1/p'); do
+  kill -0 "$stale" 2>/dev/null || "$emu" --prefix="lc$stale" down
+done
+
 work="$(mktemp -d)"
 # KEEP_WORK=1 keeps the work directory (logs, checkpoints) for debugging.
 trap '"$emu" --prefix="$prefix" down; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
@@ -37,13 +43,15 @@ on() { local h="$1"; shift; "$emu" --prefix="$prefix" exec "$h" "$@"; }
 # cluster_run [lemrt_run options] -- PROGRAM ARGS: lemrt_run inside host 0
 # with the emulator's rsh agent; between hosts TCP on the bridge only, within
 # a host shared memory (vader), as on a cluster. Under `timeout 120`
-# (run_timeout=S changes it), so a hang fails the test.
+# (run_timeout=S changes it), SIGKILL 15 s later (the launcher, given
+# SIGTERM, waits for the ranks to stop), so a hang fails the test; the exit
+# trap's `down` then ends what is left in the hosts.
 run_timeout=120
 cluster_run() {
   local opts=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
   shift
-  timeout "$run_timeout" "$emu" --prefix="$prefix" exec "$h0" "$launcher" --hostfile "$state/hostfile" --network "$(cat "$state/subnet")" "${opts[@]}" \
+  timeout -k 15 "$run_timeout" "$emu" --prefix="$prefix" exec "$h0" "$launcher" --hostfile "$state/hostfile" --network "$(cat "$state/subnet")" "${opts[@]}" \
     --mpirun-args --mca plm_rsh_agent "$state/rsh" --mca btl tcp,vader,self -- "$@"
 }
 
