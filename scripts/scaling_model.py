@@ -14,9 +14,16 @@ Assumptions (docs/performance.md, "Scaling experiments"):
       counts   8 B x S^2 x N
       entries  24 B x ids per sample (after dedup) x samples per chip
       partials 4 B x dim x ids per sample x samples per chip   (x2: gradients)
-    of which the fraction (N-1)/N leaves the chip (ids are spread uniformly by
-    the mod sharding). An all-to-all costs latency x (N-1) + bytes / bandwidth
-    (pairwise exchange; each chip's link is the bottleneck).
+    spread evenly over the N chips (the mod sharding).
+  * Topology (--ranks_per_host R, default 1): R chips share their host's one
+    link (--bandwidth_gbps is per host, each direction); their peers on the
+    same host are reached through shared memory, at no network cost, so the
+    fraction (N-R)/N of a chip's bytes leaves the host, and the link carries
+    R times that. Every byte costs --wire_overhead (1.05: TCP/IP and Ethernet
+    headers of 1500-byte frames) on the wire.
+  * Latency: an all-to-all's messages to all peers are in flight together,
+    so it costs one latency (not one per peer): an all-to-all takes
+    latency + R x bytes x (N-R)/N x overhead / bandwidth.
   * The dense gradients are all-reduced with a ring: 2 (N-1)/N x 4 B x params
     / bandwidth + 2 (N-1) x latency.
   * Stages run one after another (no pipelining overlap), so the step time is
@@ -26,12 +33,19 @@ Assumptions (docs/performance.md, "Scaling experiments"):
 Usage:
   scripts/scaling_model.py --summary=out/scaling/weak_np1.json \\
       [--dim=16] [--dense_params=N] [--batch_per_chip=1536 | --global_batch=G] \\
-      [--bandwidth_gbps=100] [--latency_us=5] [--out=model.csv]
+      [--bandwidth_gbps=100] [--latency_us=5] [--ranks_per_host=1] [--out=model.csv]
+  scripts/network_scaling.sh measures emulated hosts and prints this model's
+  exchange-stage prediction beside each measured cell (predict_exchange_ms).
 """
 import argparse
 import csv
 import json
+import re
 import sys
+
+# Wire bytes per payload byte on TCP over Ethernet with 1500-byte frames:
+# 1514 bytes on the wire (tbf counts the Ethernet header) carry 1448.
+WIRE_OVERHEAD = 1514 / 1448
 
 
 def parse_args(argv):
@@ -45,8 +59,13 @@ def parse_args(argv):
     p.add_argument("--batch_per_chip", type=int, default=None, help="weak scaling: samples per chip")
     p.add_argument("--global_batch", type=int, default=None, help="strong scaling: samples per step")
     p.add_argument("--bandwidth_gbps", type=float, default=100.0,
-                   help="per-chip network bandwidth, Gbit/s (default 100)")
-    p.add_argument("--latency_us", type=float, default=5.0, help="per-message latency, us")
+                   help="network bandwidth of each host's link, each way, Gbit/s (default 100)")
+    p.add_argument("--latency_us", type=float, default=5.0,
+                   help="one-way latency between hosts, us (once per collective round)")
+    p.add_argument("--ranks_per_host", type=int, default=1,
+                   help="chips (ranks) sharing one host link (default 1)")
+    p.add_argument("--wire_overhead", type=float, default=WIRE_OVERHEAD,
+                   help="wire bytes per payload byte (default 1.05)")
     p.add_argument("--sparse_cores_per_chip", type=int, default=None)
     p.add_argument("--overlap", action="store_true", help="pipelined SC / TC overlap")
     p.add_argument("--chips", default="8,16,32,64,128,256,512,1024,2048,4096")
@@ -56,7 +75,6 @@ def parse_args(argv):
 
 def config_shape(path):
     """(mean dim per feature, dense params) from a config's text."""
-    import re
     text = open(path).read()
     dims = {m.group(1): int(m.group(2)) for m in re.finditer(
         r'tables\s*\{[^}]*?name:\s*"([^"]+)"[^}]*?dim:\s*(\d+)', text)}
@@ -80,6 +98,49 @@ def config_shape(path):
             params += prev * w + w
             prev = w
     return dim, params
+
+
+def all_to_all_bytes(ids_per_chip, dim, sparse_cores, chips):
+    """Bytes one chip sends per step in each SparseCore all-to-all (counts,
+    COO entries, partials, gradients), to all chips itself included."""
+    return [8 * sparse_cores * sparse_cores * chips, 24 * ids_per_chip,
+            4 * dim * ids_per_chip, 4 * dim * ids_per_chip]
+
+
+def all_to_all_ms(chip_bytes, chips, ranks_per_host, bytes_per_ms, latency_ms, overhead):
+    """One all-to-all: one latency (the messages to all peers overlap) plus
+    the host link's share: its ranks' bytes to chips on other hosts."""
+    remote = (chips - ranks_per_host) / chips
+    if remote <= 0:
+        return 0.0
+    return latency_ms + ranks_per_host * chip_bytes * remote * overhead / bytes_per_ms
+
+
+def rate_mbit(text):
+    """tc's rate text ('100mbit', '1gbit', '400Mbit') in Mbit/s."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg]?)bit", text.strip().lower())
+    if not m:
+        raise ValueError(f"rate '{text}' is not NUMBER[k|m|g]bit")
+    return float(m.group(1)) * {"k": 1e-3, "": 1e-6, "m": 1.0, "g": 1e3}[m.group(2)]
+
+
+def predict_exchange_ms(summary, config, hosts, ranks_per_host, bandwidth_mbit, latency_ms,
+                        overhead=WIRE_OVERHEAD):
+    """The exchange stage per step of a measured run (its summary JSON) on
+    `hosts` hosts x `ranks_per_host` chips, each host with one link of
+    bandwidth_mbit each way and latency_ms one way. Returns a dict with
+    exchange_ms and remote_bytes_per_host (one direction, per step)."""
+    n = summary["world_size"]
+    if hosts * ranks_per_host != n:
+        raise ValueError(f"{hosts} hosts x {ranks_per_host} ranks is not the run's {n} ranks")
+    S = summary["sparse_cores_per_chip"]
+    ids = summary["ids"]["after_dedup"] / max(1, summary["steps"]) / n
+    dim = config_shape(config)[0]
+    bw = bandwidth_mbit * 1e6 / 8 / 1e3  # bytes per ms
+    a2a = all_to_all_bytes(ids, dim, S, n)
+    ms = sum(all_to_all_ms(x, n, ranks_per_host, bw, latency_ms, overhead) for x in a2a)
+    remote = sum(a2a) * (n - ranks_per_host) / n * ranks_per_host
+    return dict(exchange_ms=ms, remote_bytes_per_host=remote)
 
 
 def model(args):
@@ -111,10 +172,15 @@ def model(args):
         compute = {k: v * spc for k, v in per_sample_ms.items()}
         off = (n - 1) / n
         ids = ids_per_sample * spc
-        a2a_bytes = [8 * S * S * n, 24 * ids * off, 4 * dim * ids * off, 4 * dim * ids * off]
-        exchange_bytes = sum(a2a_bytes)
-        exchange_ms = sum(lat * (n - 1) + x / bw for x in a2a_bytes)
-        allreduce_ms = 2 * off * 4 * params / bw + 2 * (n - 1) * lat
+        a2a = all_to_all_bytes(ids, dim, S, n)
+        exchange_bytes = sum(a2a) * off
+        R = min(args.ranks_per_host, n)
+        exchange_ms = sum(all_to_all_ms(x, n, R, bw, lat, args.wire_overhead) for x in a2a)
+        # Ring all-reduce over the hosts (the ranks of a host reduce through
+        # shared memory first).
+        hosts = max(1, n // R)
+        allreduce_ms = (2 * (hosts - 1) / hosts * 4 * params * args.wire_overhead / bw
+                        + 2 * (hosts - 1) * lat)
         sc = compute["sc_forward"] + compute["sc_backward"] + exchange_ms
         tc = compute["tc"] + allreduce_ms
         step = compute["host"] + (max(sc, tc) if args.overlap else sc + tc)
