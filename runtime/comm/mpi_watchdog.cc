@@ -15,7 +15,11 @@ namespace lemrt::runtime {
 namespace {
 
 constexpr int kQueryTag = 1;
-constexpr int kAnswerTag = 2;
+// Answers to round R are tagged kFirstAnswerTag + R % kAnswerRounds, so an
+// answer that comes after its round was given up is never taken for the
+// next round's (MPI guarantees tags up to 32767).
+constexpr int kFirstAnswerTag = 2;
+constexpr int kAnswerRounds = 30000;
 using Snapshot = CollectiveMonitor::Snapshot;
 using Clock = std::chrono::steady_clock;
 
@@ -56,7 +60,7 @@ void MpiWatchdog::Loop() {
     AnswerQueries();
     const Snapshot mine = monitor_.Take();
     const int channel = StalledChannel(mine, options_.timeout_s);
-    if (channel >= 0) AbortStalled(channel);
+    if (channel >= 0) AbortStalled(channel, mine);
   }
 }
 
@@ -66,23 +70,23 @@ void MpiWatchdog::AnswerQueries() {
     MPI_Status status;
     MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, comm_, &waiting, &status);
     if (!waiting) return;
-    char query = 0;
-    MPI_Recv(&query, 1, MPI_CHAR, status.MPI_SOURCE, kQueryTag, comm_, MPI_STATUS_IGNORE);
+    int answer_tag = 0;
+    MPI_Recv(&answer_tag, 1, MPI_INT, status.MPI_SOURCE, kQueryTag, comm_, MPI_STATUS_IGNORE);
     const Snapshot answer = monitor_.Take();
     // Small: sent eagerly, so this returns without the asker's receive.
-    MPI_Send(&answer, sizeof(answer), MPI_BYTE, status.MPI_SOURCE, kAnswerTag, comm_);
+    MPI_Send(&answer, sizeof(answer), MPI_BYTE, status.MPI_SOURCE, answer_tag, comm_);
   }
 }
 
-void MpiWatchdog::AbortStalled(int channel) {
+void MpiWatchdog::AbortStalled(int channel, const Snapshot& stalled) {
   std::vector<std::optional<Snapshot>> peers(size_);
   std::vector<Snapshot> answers(size_);
   std::vector<MPI_Request> sends(size_, MPI_REQUEST_NULL), receives(size_, MPI_REQUEST_NULL);
-  const char query = 1;
+  const int answer_tag = kFirstAnswerTag + round_++ % kAnswerRounds;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
-    MPI_Isend(&query, 1, MPI_CHAR, r, kQueryTag, comm_, &sends[r]);
-    MPI_Irecv(&answers[r], sizeof(Snapshot), MPI_BYTE, r, kAnswerTag, comm_, &receives[r]);
+    MPI_Isend(&answer_tag, 1, MPI_INT, r, kQueryTag, comm_, &sends[r]);
+    MPI_Irecv(&answers[r], sizeof(Snapshot), MPI_BYTE, r, answer_tag, comm_, &receives[r]);
   }
   const Clock::time_point t0 = Clock::now();
   int answered = 0;
@@ -100,6 +104,17 @@ void MpiWatchdog::AbortStalled(int channel) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const Snapshot mine = monitor_.Take();
+  if (!StillStalled(stalled, mine, channel)) {
+    // The collective completed meanwhile: give the round up. Its queries are
+    // small and sent eagerly; late answers keep their round's tag.
+    for (MPI_Request& r : receives) {
+      if (r == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    MPI_Waitall(size_, sends.data(), MPI_STATUSES_IGNORE);
+    return;
+  }
   const Placement* placement =
       options_.placement.num_ranks() == size_ ? &options_.placement : nullptr;
   if (placement != nullptr && CutOff(rank_, *placement, peers)) {

@@ -74,14 +74,18 @@ class MpiWatchdog {
   void Loop();
   // Answers every query waiting for this rank.
   void AnswerQueries();
-  // Asks every rank, waits for the answers, reports and aborts.
-  [[noreturn]] void AbortStalled(int channel);
+  // Asks every rank, waits for the answers, reports and aborts; returns
+  // without a word when this rank's stalled collective (as in `stalled`)
+  // completed while it waited for the answers (a loaded machine, not a
+  // stuck job).
+  void AbortStalled(int channel, const CollectiveMonitor::Snapshot& stalled);
 
   MPI_Comm comm_;
   int rank_ = 0;
   int size_ = 1;
   const CollectiveMonitor& monitor_;
   const WatchdogOptions options_;
+  int round_ = 0;  // queries asked so far; answers carry it in their tag
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

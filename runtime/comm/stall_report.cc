@@ -125,6 +125,13 @@ std::string Findings(int my_rank, int channel, const CollectiveMonitor::Snapshot
 
 }  // namespace
 
+bool StillStalled(const CollectiveMonitor::Snapshot& before, const CollectiveMonitor::Snapshot& now,
+                  int channel) {
+  const ChannelState& b = before.channels[channel];
+  const ChannelState& n = now.channels[channel];
+  return n.in_collective && n.entered == b.entered;
+}
+
 std::string StallReport(int my_rank, int channel, const CollectiveMonitor::Snapshot& mine,
                         double base_s,
                         std::span<const std::optional<CollectiveMonitor::Snapshot>> peers,

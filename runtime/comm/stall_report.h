@@ -23,6 +23,13 @@ double CollectiveTimeout(const CollectiveMonitor::Snapshot& s, int channel, doub
 // The channel of `s` inside a collective for longer than its timeout, or -1.
 int StalledChannel(const CollectiveMonitor::Snapshot& s, double base_s);
 
+// Whether the collective `before` was stalled in on `channel` is still the
+// one `now` waits in (same count of collectives entered, still inside): false
+// when it completed between the two snapshots, e.g. while the watchdog asked
+// the other ranks on a loaded machine.
+bool StillStalled(const CollectiveMonitor::Snapshot& before, const CollectiveMonitor::Snapshot& now,
+                  int channel);
+
 // The sentence for rank `my_rank` stalled on `channel`: what it waits in,
 // for how long against which timeout, in which step and stage, and which
 // ranks did not arrive (entered fewer collectives on that channel) with

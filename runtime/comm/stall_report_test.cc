@@ -42,6 +42,15 @@ TEST(StallReportTest, TimeoutGrowsWithTheLongestStepAndTheStageAllowance) {
   EXPECT_EQ(StalledChannel(s, 300), -1);
 }
 
+TEST(StallReportTest, StillStalledOnlyWhileTheSameCollectiveWaits) {
+  const Snapshot before = State(12, true, 31, 5, "sc_forward");
+  EXPECT_TRUE(StillStalled(before, State(12, true, 31, 7, "sc_forward"), Monitor::kSparseCore));
+  // Completed and in the next one (the case a loaded machine produced).
+  EXPECT_FALSE(StillStalled(before, State(13, true, 31, 0, "sc_forward"), Monitor::kSparseCore));
+  // Completed, now computing.
+  EXPECT_FALSE(StillStalled(before, State(12, false, 31, 0, "sc_forward"), Monitor::kSparseCore));
+}
+
 // Rank 0 waits in its 12th SparseCore collective; rank 1 answered from
 // there too (arrived), rank 2 did not answer (SIGSTOPped), rank 3 is still
 // computing an earlier step, rank 4 waits in a TensorCore collective.
