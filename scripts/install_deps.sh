@@ -17,6 +17,7 @@ PACKAGES=(
   libisal-dev  # CRC-32C of the binary and TFRecord formats (Debian 12 has no libcrc32c-dev)
   zlib1g-dev   # gzip-compressed TFRecord files
   python3-matplotlib
+  iproute2 procps  # ip, tc, pgrep: the emulated cluster (scripts/cluster_emulator.sh) and its tests
   clang-format-14  # scripts/format_check.sh
   clang-14 libclang-rt-14-dev libomp-14-dev  # libFuzzer + sanitizers (scripts/fuzz.sh); OpenMP for oneDNN's calls under clang
 )
