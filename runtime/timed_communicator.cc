@@ -20,10 +20,10 @@ absl::Status TimedCommunicator::AllToAll(std::span<const int64_t> send, std::spa
   absl::Status st = inner_.AllToAll(send, recv);
   const auto end = ExchangeObserver::Clock::now();
   block_bytes_.assign(size(), static_cast<int64_t>(send.size_bytes()) / size());
-  observer_.OnExchange(begin, end,
-                       Bytes(static_cast<int64_t>(send.size_bytes()),
-                             static_cast<int64_t>(recv.size_bytes()),
-                             SplitByHost(placement_, rank(), block_bytes_)));
+  observer_.OnExchange(
+      begin, end,
+      Bytes(static_cast<int64_t>(send.size_bytes()), static_cast<int64_t>(recv.size_bytes()),
+            SplitByHost(placement_, rank(), block_bytes_)));
   return st;
 }
 
@@ -34,9 +34,9 @@ absl::Status TimedCommunicator::AllToAllv(const void* send, std::span<const int6
   const auto begin = ExchangeObserver::Clock::now();
   absl::Status st =
       inner_.AllToAllv(send, send_bytes, send_offsets, recv, recv_bytes, recv_offsets);
-  observer_.OnExchange(begin, ExchangeObserver::Clock::now(),
-                       Bytes(Sum(send_bytes), Sum(recv_bytes),
-                             SplitByHost(placement_, rank(), send_bytes)));
+  observer_.OnExchange(
+      begin, ExchangeObserver::Clock::now(),
+      Bytes(Sum(send_bytes), Sum(recv_bytes), SplitByHost(placement_, rank(), send_bytes)));
   return st;
 }
 
