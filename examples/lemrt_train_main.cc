@@ -376,10 +376,16 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
                                                         &*summary);
     if (!q.ok()) return q;
     const auto& e = summary->quantized_eval();
+    const auto metric = [](bool has, double value, bool has_change, double change) {
+      if (!has) return std::string("absent");
+      return has_change ? absl::StrFormat("%.6f (%+.2e vs f32)", value, change)
+                        : absl::StrFormat("%.6f", value);
+    };
     LOG(INFO) << absl::StrFormat(
-        "int8 tables (%s): auc %.6f (%+.2e vs f32), logloss %.6f (%+.2e); table bytes %.0f "
-        "-> %.0f, %.0f saved (%.1f%%); max abs error %.3g",
-        e.scheme(), e.auc(), e.auc_change(), e.logloss(), e.logloss_change(),
+        "int8 tables (%s): auc %s, logloss %s; table bytes %.0f -> %.0f, %.0f saved (%.1f%%); "
+        "max abs error %.3g",
+        e.scheme(), metric(e.has_auc(), e.auc(), e.has_auc_change(), e.auc_change()),
+        metric(e.has_logloss(), e.logloss(), e.has_logloss_change(), e.logloss_change()),
         e.table_bytes_fp32(), e.table_bytes_int8(), e.bytes_saved(),
         e.table_bytes_fp32() > 0 ? 100.0 * e.bytes_saved() / e.table_bytes_fp32() : 0.0,
         e.max_abs_error());

@@ -1,6 +1,7 @@
 #include "runtime/quantized_eval.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "base/status_macros.h"
@@ -65,10 +66,15 @@ absl::Status EvaluateInt8Tables(const config::RunConfig& config, Trainer& traine
   }
   summary::QuantizedEvalStats* q = summary->mutable_quantized_eval();
   q->set_scheme("int8 per row (uint8 codes, f32 scale and offset per row)");
-  q->set_auc(eval->auc);
-  q->set_logloss(eval->logloss);
-  q->set_auc_change(eval->auc - summary->eval().auc());
-  q->set_logloss_change(eval->logloss - summary->eval().logloss());
+  const summary::EvalStats& fp32 = summary->eval();
+  if (std::isfinite(eval->auc)) {
+    q->set_auc(eval->auc);
+    if (fp32.has_auc()) q->set_auc_change(eval->auc - fp32.auc());
+  }
+  if (std::isfinite(eval->logloss)) {
+    q->set_logloss(eval->logloss);
+    if (fp32.has_logloss()) q->set_logloss_change(eval->logloss - fp32.logloss());
+  }
   q->set_table_bytes_fp32(fp32_bytes);
   q->set_table_bytes_int8(int8_bytes);
   q->set_bytes_saved(fp32_bytes - int8_bytes);

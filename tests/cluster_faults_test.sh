@@ -50,6 +50,13 @@ run_until_fault() {
   left="$(job_processes)"
 }
 
+# watchdog_sentence LOG: the first watchdog sentence in LOG that names ranks
+# 2 and 3 (host 1's) as not arrived, and host 1.
+watchdog_sentence() {
+  grep "lemrt_train: error: watchdog: .*did not arrive" "$1" | grep -E "ranks ([0-9]+, )*2, 3" \
+    | grep -m1 "$h1"
+}
+
 UP_ARGS=()
 h1_addr='10\.213\.[01]\.11[^0-9]'  # host 1's addresses (scripts/cluster_emulator.sh)
 run_until_fault kill_host kill ''
@@ -74,8 +81,7 @@ fi
 UP_ARGS=(--tcp-retries2=5)
 run_until_fault cut_host_watchdog cut 'watchdog { collective_timeout_s: 2 }' --keepalive 30,2,3 --abort-grace 5
 # Some rank's sentence names ranks 2 and 3 (those of host 1) and the host.
-sentence="$(grep "lemrt_train: error: watchdog: .*did not arrive" "$work/cut_host_watchdog.log" \
-  | grep -E "ranks ([0-9]+, )*2, 3" | grep -m1 "$h1")"
+sentence="$(watchdog_sentence "$work/cut_host_watchdog.log")"
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$secs" -le 60 ] && [ -z "$left" ] \
    && [ -n "$sentence" ] \
    && grep -q "^lemrt_run: mpirun has not ended 5 s after the job failed" "$work/cut_host_watchdog.log"; then
@@ -88,8 +94,7 @@ fi
 
 UP_ARGS=()
 run_until_fault cut_data_path "cut --data" 'watchdog { collective_timeout_s: 2 }' --data-network @DATA
-sentence="$(grep "lemrt_train: error: watchdog: .*did not arrive" "$work/cut_data_path.log" \
-  | grep -E "ranks ([0-9]+, )*2, 3" | grep -m1 "$h1")"
+sentence="$(watchdog_sentence "$work/cut_data_path.log")"
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$secs" -le 60 ] && [ -z "$left" ] && [ -n "$sentence" ] \
    && grep -q "^lemrt_run: mpirun .*--mca btl_tcp_if_include 10.213.1.0/24 --mca oob_tcp_if_include 10.213.0.0/24" "$work/cut_data_path.log"; then
   pass "cut_data_path: the job ended ${secs}s after the data network's cut (rc $rc), both hosts empty after ${clean_secs}s: $sentence"
