@@ -12,7 +12,10 @@ source "$(dirname "$0")/env.sh"
 "$LEMRT_ROOT/scripts/format_check.sh"
 lemrt_build "$LEMRT_ROOT/build"
 cd "$LEMRT_ROOT/build"
-ctest --output-on-failure --timeout 900 "$@"
+# Several tests at a time (LEMRT_CTEST_JOBS, default 4 — on 2 cores: most
+# of a multi-rank test's time is start-up and waiting); tests whose timing
+# must not share the machine are RUN_SERIAL (tests/CMakeLists.txt).
+ctest --output-on-failure --timeout 900 -j "${LEMRT_CTEST_JOBS:-4}" "$@"
 
 # ASan+UBSan build of the unit tests (label `unit`: only their targets are
 # built, not the tools, MPI tests or benchmarks; UBSan findings are fatal,
@@ -30,7 +33,7 @@ if [ "${LEMRT_CI_SANITIZE:-1}" != 0 ]; then
   mapfile -t unit_targets < <(lemrt_unit_targets "$asan")
   cmake --build "$asan" -j "$LEMRT_JOBS" --target "${unit_targets[@]}"
   (cd "$asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-     ctest -L unit --output-on-failure --timeout 900)
+     ctest -L unit --output-on-failure --timeout 900 -j "$LEMRT_JOBS")
 fi
 if [ "${LEMRT_CI_FUZZ:-1}" != 0 ]; then
   LEMRT_JOBS=2 "$LEMRT_ROOT/scripts/fuzz.sh" "$LEMRT_ROOT/build-fuzz"
