@@ -42,7 +42,7 @@
 #include "device/tensorcore/thread_team.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "proto/config_loader.h"
-#include "runtime/thread_budget.h"
+#include "runtime/threads/thread_budget.h"
 
 #ifndef LEMRT_SOURCE_DIR
 #define LEMRT_SOURCE_DIR "."

@@ -29,8 +29,8 @@
 #include "host/data_source.h"
 #include "host/minibatch.h"
 #include "runtime/comm/self_communicator.h"
-#include "runtime/host_prefetcher.h"
-#include "runtime/host_stage.h"
+#include "runtime/step/host_prefetcher.h"
+#include "runtime/step/host_stage.h"
 
 namespace lemrt::host {
 namespace {

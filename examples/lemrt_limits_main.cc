@@ -30,7 +30,7 @@
 #include "layout/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
-#include "runtime/hot_row_choice.h"
+#include "runtime/hot_rows/hot_row_choice.h"
 
 DEFINE_string(config, "", "Run config in protobuf text format (required).");
 DEFINE_string(override, "", "Text proto merged into the config.");
@@ -67,7 +67,7 @@ absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = lemrt::runtime::AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
-  // Hot rows leave the partitions (runtime/hot_row_choice.h), as in training.
+  // Hot rows leave the partitions (runtime/hot_rows/hot_row_choice.h), as in training.
   lemrt::runtime::HotRowChoice hot;
   if (lemrt::runtime::AnyHotRows(config)) {
     auto counting = host::CreateDataSource(config, comm.rank(), comm.size());

@@ -32,16 +32,16 @@
 #include "runtime/comm/placement.h"
 #include "runtime/comm/watched_communicator.h"
 #include "runtime/config_agreement.h"
-#include "runtime/core_share.h"
+#include "runtime/threads/core_share.h"
 #include "runtime/host_memory.h"
-#include "runtime/host_prefetcher.h"
+#include "runtime/step/host_prefetcher.h"
 #include "runtime/output_paths.h"
-#include "runtime/quantized_eval.h"
-#include "runtime/run_report.h"
-#include "runtime/summary_writer.h"
-#include "runtime/thread_budget.h"
-#include "runtime/thread_plan.h"
-#include "runtime/trace_buffer.h"
+#include "runtime/eval/quantized_eval.h"
+#include "runtime/observability/run_report.h"
+#include "runtime/observability/summary_writer.h"
+#include "runtime/threads/thread_budget.h"
+#include "runtime/threads/thread_plan.h"
+#include "runtime/observability/trace_buffer.h"
 #include "runtime/trainer.h"
 
 DEFINE_string(config, "", "Run config in protobuf text format (required).");
@@ -250,7 +250,7 @@ std::string StopSentence(const lemrt::summary::RunSummary& summary,
 
 // Collective: measures the cores this rank owns (its affinity mask against
 // those of the other ranks on its node), fills the config's unset thread
-// fields from them (runtime/thread_plan.h) and logs the plan on rank 0.
+// fields from them (runtime/threads/thread_plan.h) and logs the plan on rank 0.
 absl::StatusOr<lemrt::runtime::CoreShare> PlanRunThreads(lemrt::runtime::Communicator& world,
                                                           lemrt::config::RunConfig* config,
                                                           lemrt::runtime::ThreadPlan* plan_out) {

@@ -2,8 +2,8 @@
 // each table every chip holds a replica of (HotRowSet), taking their entries
 // out of a partitioned COO so they leave the all-to-all (ExtractHotEntries),
 // and counting a rank's ids to choose them (RowIdCounter; the choice over
-// all ranks is runtime/hot_row_choice.h). The replicas themselves, their
-// lookup and their update live in runtime/hot_row_replicas.h.
+// all ranks is runtime/hot_rows/hot_row_choice.h). The replicas themselves, their
+// lookup and their update live in runtime/hot_rows/hot_row_replicas.h.
 //
 // A hot row keeps its owner (the SparseCore of the mod sharding) and its
 // place in checkpoints; only its lookups and updates move to the replicas.

@@ -72,8 +72,8 @@ void CheckData(const RunConfig& c, ConfigErrors& errors);
 
 // topology against the MPI world size; the emulated chip's knobs
 // (serialized tables, tile threads); host worker and GEMM threads and the
-// prefetch depth (runtime/host_prefetcher.h); the start-up reservation of the
-// step buffers (runtime/step_buffer_reserve.h) (proto/chip_checks.cc).
+// prefetch depth (runtime/step/host_prefetcher.h); the start-up reservation of the
+// step buffers (runtime/step/step_buffer_reserve.h) (proto/chip_checks.cc).
 void CheckTopology(const RunConfig& c, int world_size, ConfigErrors& errors);
 void CheckEmulatedChip(const RunConfig& c, ConfigErrors& errors);
 void CheckHostWorkers(const RunConfig& c, ConfigErrors& errors);

@@ -4,7 +4,7 @@
 // replicates exactly those, and hot_rows (when also set) must equal their
 // number (proto/table_checks.cc); a table with only hot_rows = K > 0
 // replicates its K most frequent rows, counted before the first step
-// (runtime/hot_row_choice.h). Config validation, the memory plan and the
+// (runtime/hot_rows/hot_row_choice.h). Config validation, the memory plan and the
 // choice all read the rule here. Stateless; thread-safe.
 #ifndef LEMRT_PROTO_HOT_ROW_RULE_H_
 #define LEMRT_PROTO_HOT_ROW_RULE_H_

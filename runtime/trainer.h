@@ -1,8 +1,8 @@
 // Trains the configured DLRM on this chip, in lockstep with the other chips.
 // A step is host preprocessing -> SparseCore forward -> TensorCore ->
 // SparseCore backward; each stage is its own component with its own buffers
-// (a StepSlot, runtime/step_slot.h). The trainer builds the stages, and its
-// step loop composes the step schedule (runtime/step_pipeline.h: which stage
+// (a StepSlot, runtime/step/step_slot.h). The trainer builds the stages, and its
+// step loop composes the step schedule (runtime/step/step_pipeline.h: which stage
 // runs where, pipelined or not, every error surfaced) with evaluation,
 // checkpoints and the summary. With pipelining the lookup of step j sees the
 // updates of steps <= j-2 (the reference's "gradients of step i may not be
@@ -33,18 +33,18 @@
 #include "runtime/comm/collective_monitor.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/placement.h"
-#include "runtime/eval_tracker.h"
-#include "runtime/eval_scores.h"
-#include "runtime/host_prefetcher.h"
-#include "runtime/host_stage.h"
-#include "runtime/run_recorder.h"
-#include "runtime/sparsecore_stage.h"
-#include "runtime/stall_hook.h"
-#include "runtime/step_pipeline.h"
-#include "runtime/step_slot.h"
-#include "runtime/table_serialization.h"
-#include "runtime/timed_communicator.h"
-#include "runtime/tensorcore_stage.h"
+#include "runtime/eval/eval_tracker.h"
+#include "runtime/eval/eval_scores.h"
+#include "runtime/step/host_prefetcher.h"
+#include "runtime/step/host_stage.h"
+#include "runtime/observability/run_recorder.h"
+#include "runtime/step/sparsecore_stage.h"
+#include "runtime/comm/stall_hook.h"
+#include "runtime/step/step_pipeline.h"
+#include "runtime/step/step_slot.h"
+#include "runtime/step/table_serialization.h"
+#include "runtime/comm/timed_communicator.h"
+#include "runtime/step/tensorcore_stage.h"
 
 namespace lemrt::checkpoint {
 class Checkpointer;
@@ -93,7 +93,7 @@ class Trainer {
   int stopped_by() const { return stopped_by_; }
 
   // Collective: evaluates the current model on the eval set, each eval row
-  // once (runtime/eval_scores.h). No step may be in flight (outside Run, or
+  // once (runtime/eval/eval_scores.h). No step may be in flight (outside Run, or
   // at Run's drain points). On rank 0, `predictions` (when not null)
   // receives every scored row in eval row order.
   absl::StatusOr<EvalResult> Evaluate(std::vector<Prediction>* predictions = nullptr);
@@ -115,7 +115,7 @@ class Trainer {
   bool executor_thread() const {
     return pipelining_ && !config_.sparse_core().pipeline_without_threads();
   }
-  // Where components report counters and spans (runtime/run_recorder.h).
+  // Where components report counters and spans (runtime/observability/run_recorder.h).
   RunRecorder& recorder() { return *recorder_; }
 
  private:
@@ -145,7 +145,7 @@ class Trainer {
   // (device/sparsecore/table_init.h) and records the slowest chip's time.
   absl::Status InitializeTables(std::span<const device::Optimizer* const> optimizers);
   // Reserves every StepSlot's SparseCore buffers to the plan's bounds and
-  // touches them when they fit (runtime/step_buffer_reserve.h).
+  // touches them when they fit (runtime/step/step_buffer_reserve.h).
   void ReserveStepBuffers();
 
   // The stages, each on its executor. HostAndForward and Backward run on the

@@ -19,8 +19,8 @@
 #include "proto/hot_row_rule.h"
 #include "runtime/checkpoint/checkpointer.h"
 #include "runtime/host_memory.h"
-#include "runtime/hot_row_choice.h"
-#include "runtime/step_buffer_reserve.h"
+#include "runtime/hot_rows/hot_row_choice.h"
+#include "runtime/step/step_buffer_reserve.h"
 #include "runtime/trainer.h"
 
 namespace lemrt::runtime {

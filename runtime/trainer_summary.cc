@@ -14,8 +14,8 @@
 #include "glog/logging.h"
 #include "layout/stacking.h"
 #include "runtime/checkpoint/checkpointer.h"
-#include "runtime/model_stats.h"
-#include "runtime/placement_summary.h"
+#include "runtime/observability/model_stats.h"
+#include "runtime/observability/placement_summary.h"
 #include "runtime/trainer.h"
 
 namespace lemrt::runtime {

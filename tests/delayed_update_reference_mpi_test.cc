@@ -22,10 +22,10 @@
 #include "layout/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
-#include "runtime/host_stage.h"
-#include "runtime/model_stats.h"
-#include "runtime/sparsecore_stage.h"
-#include "runtime/tensorcore_stage.h"
+#include "runtime/step/host_stage.h"
+#include "runtime/observability/model_stats.h"
+#include "runtime/step/sparsecore_stage.h"
+#include "runtime/step/tensorcore_stage.h"
 #include "runtime/trainer.h"
 
 namespace lemrt::runtime {

@@ -5,7 +5,7 @@
 # collective, the step, the stage and the ranks that did not arrive; slow
 # steps that still progress do not.
 #  - stuck_rank: rank 1 sleeps forever in step 31 (LEMRT_TEST_STALL,
-#    runtime/stall_hook.h); rank 0 names it, busy outside any collective;
+#    runtime/comm/stall_hook.h); rank 0 names it, busy outside any collective;
 #  - frozen_rank: rank 2 of 3 SIGSTOPped mid-run (a stuck disk or network);
 #    it cannot answer and is named as such (the other waiting rank may be
 #    named too, waiting for rank 2 in another collective: an all-to-all's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Hot-row replication end to end (docs/preprocessing.md#hot-row-replication;
-# runtime/hot_row_replicas.h): small_dlrm with tables a, b, c replicating
+# runtime/hot_rows/hot_row_replicas.h): small_dlrm with tables a, b, c replicating
 # their 32, 16 and 8 most frequent rows (counted over the first 8 batches):
 #  1. on 1, 2 and 4 ranks the model equals the run without replication up
 #     to summation order (params_l2 and eval logloss within 1e-5 relative),

@@ -19,8 +19,8 @@
 #include "layout/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
-#include "runtime/sparsecore_stage.h"
-#include "runtime/table_serialization.h"
+#include "runtime/step/sparsecore_stage.h"
+#include "runtime/step/table_serialization.h"
 
 namespace lemrt::runtime {
 namespace {
@@ -116,7 +116,7 @@ double Gain(const config::TableConfig& t, size_t n) {
 // sample ranges must be summed before its one update. In kConfig table t2
 // uses Adam, whose step count must advance once per step however the step
 // is split. `hot_rows` (per table, may be shorter than the tables): rows
-// replicated on every chip (runtime/hot_row_replicas.h), looked up and
+// replicated on every chip (runtime/hot_rows/hot_row_replicas.h), looked up and
 // updated there and written back to their owners' shards.
 void RunAgainstDenseReference(int32_t max_unique_ids, const char* config_text = kConfig,
                               int serialized_tables = 0,

@@ -4,7 +4,7 @@
 // and the SparseCore backward (gradient exchange and update) run the same
 // sequence as the trainer's step without one call to the C++ allocator
 // (operator new / new[], any alignment), on 1 and 2 ranks, also with
-// serialized stacks (runtime/table_serialization.h: each step split into
+// serialized stacks (runtime/step/table_serialization.h: each step split into
 // table groups with their own exchanges). Buffers may grow while warming up;
 // the measured steps replay the warm-up steps' data.
 //
@@ -32,12 +32,12 @@
 #include "layout/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
-#include "runtime/host_prefetcher.h"
-#include "runtime/host_stage.h"
-#include "runtime/hot_row_choice.h"
-#include "runtime/sparsecore_stage.h"
-#include "runtime/table_serialization.h"
-#include "runtime/tensorcore_stage.h"
+#include "runtime/step/host_prefetcher.h"
+#include "runtime/step/host_stage.h"
+#include "runtime/hot_rows/hot_row_choice.h"
+#include "runtime/step/sparsecore_stage.h"
+#include "runtime/step/table_serialization.h"
+#include "runtime/step/tensorcore_stage.h"
 
 namespace {
 std::atomic<bool> g_counting{false};
@@ -121,7 +121,7 @@ training { global_batch: 192 seed: 7 }
 )pb";
 
 // The host stage of a config on this rank, with what it needs, and the
-// config's hot rows (runtime/hot_row_choice.h; listed rows: no counting).
+// config's hot rows (runtime/hot_rows/hot_row_choice.h; listed rows: no counting).
 struct HostRig {
   explicit HostRig(const char* config_text = kConfig) {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -253,7 +253,7 @@ TEST(SteadyStateAllocTest, MinibatchedSerializedStepAllocatesNothing) {
   EXPECT_GT(max_minibatches, 1u);
 }
 
-// Hot-row replication (runtime/hot_row_replicas.h): the hot entries taken
+// Hot-row replication (runtime/hot_rows/hot_row_replicas.h): the hot entries taken
 // out of the COO, their lookup and their update with its all-reduce
 // allocate nothing once warm; also under partition limits (the split counts
 // by sorting, as the builder's counts would include the hot ids).
@@ -266,7 +266,7 @@ TEST(SteadyStateAllocTest, HotRowStepAllocatesNothing) {
   EXPECT_GT(ExpectReplayedStepsAllocateNothing(hot.c_str(), /*serialized=*/false), 1u);
 }
 
-// The host worker threads (runtime/host_prefetcher.h): with two workers and a
+// The host worker threads (runtime/step/host_prefetcher.h): with two workers and a
 // queue of two steps, the workers' local half (data read, COO, dedup,
 // partition, stats) and the consumer's collective half (agreement, split)
 // allocate nothing once warm. A step of one minibatch swaps its COO's

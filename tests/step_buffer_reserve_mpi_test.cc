@@ -1,4 +1,4 @@
-// Step buffers reserved at start-up (runtime/step_buffer_reserve.h): with
+// Step buffers reserved at start-up (runtime/step/step_buffer_reserve.h): with
 // the plan's bounds, no buffer of a reserved SparseStepBuffers moves (is
 // reallocated) in any step, with conservative bounds, with partition limits
 // that split steps into minibatches, and with stacked, serialized tables; the
@@ -20,11 +20,11 @@
 #include "layout/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
-#include "runtime/host_stage.h"
-#include "runtime/sparsecore_stage.h"
-#include "runtime/step_buffer_reserve.h"
-#include "runtime/table_serialization.h"
-#include "runtime/tensorcore_stage.h"
+#include "runtime/step/host_stage.h"
+#include "runtime/step/sparsecore_stage.h"
+#include "runtime/step/step_buffer_reserve.h"
+#include "runtime/step/table_serialization.h"
+#include "runtime/step/tensorcore_stage.h"
 
 namespace lemrt::runtime {
 namespace {

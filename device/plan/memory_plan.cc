@@ -183,7 +183,7 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     hot_floats += hot * (tc.dim() + 1);
     p.tables.push_back(std::move(tp));
   }
-  // The hot rows' gradient buffer (runtime/hot_row_replicas.h), all-reduced
+  // The hot rows' gradient buffer (runtime/hot_rows/hot_row_replicas.h), all-reduced
   // in place.
   p.hot_gradient_bytes = hot_floats * kF32;
   // Stack, SPMEM and gather operand per stack, with the stack's limits.

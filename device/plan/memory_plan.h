@@ -35,7 +35,7 @@
 //                     (= the sum of its members' terms, also shown per table).
 //   Peak stack: the stacks run concurrently, except that the
 //   xla_sc_num_serialized_tables_to_optimize_hbm stacks with the largest
-//   stack run one after another afterwards (runtime/table_serialization.h):
+//   stack run one after another afterwards (runtime/step/table_serialization.h):
 //   max(phase) of max(sum(concurrent), max(serialized)).
 //   heap = dense parameters x (1 + 1 gradient) x 4 + the dense optimizer's
 //          slot floats (SlotFloats(dense parameters)) x 4
@@ -45,7 +45,7 @@
 //            pipelining (step i on the TensorCore while step i + 1 is looked
 //            up), else 1;
 //          prefetch depth = host queue items (max(1,
-//            sparse_core.maximum_parallel_iterations): runtime/host_prefetcher;
+//            sparse_core.maximum_parallel_iterations): runtime/step/host_prefetcher;
 //            with 0 the one item is filled inline) + in-flight steps;
 //          host inputs per step = local batch x ((dense features + 1 label)
 //            x 4 + ids per sample x 24 B COO entry);
@@ -174,7 +174,7 @@ struct MemoryPlan {
   int prefetch_depth = 1;             // host_queue_items + in_flight_steps
   // Hot-row replication (TableConfig.hot_rows), per chip: every hot row's
   // replica (weights and slots) and the per-step gradient buffer
-  // (runtime/hot_row_replicas.h: hot rows x (dim + 1) floats over all
+  // (runtime/hot_rows/hot_row_replicas.h: hot rows x (dim + 1) floats over all
   // tables).
   int64_t hot_rows = 0;
   int64_t hot_replica_bytes = 0;

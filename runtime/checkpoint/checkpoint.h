@@ -24,8 +24,8 @@
 #include "proto/checkpoint.pb.h"
 #include "proto/config.pb.h"
 #include "runtime/comm/communicator.h"
-#include "runtime/sparsecore_stage.h"
-#include "runtime/tensorcore_stage.h"
+#include "runtime/step/sparsecore_stage.h"
+#include "runtime/step/tensorcore_stage.h"
 
 namespace lemrt::checkpoint {
 

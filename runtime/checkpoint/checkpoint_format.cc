@@ -14,7 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "base/random.h"
 #include "base/status_macros.h"
-#include "runtime/model_checksum.h"
+#include "runtime/observability/model_checksum.h"
 
 namespace lemrt::checkpoint {
 namespace {

@@ -19,7 +19,7 @@
 #include "runtime/checkpoint/durable_files.h"
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/step_dirs.h"
-#include "runtime/model_checksum.h"
+#include "runtime/observability/model_checksum.h"
 
 namespace lemrt::checkpoint {
 namespace {

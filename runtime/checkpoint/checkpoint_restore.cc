@@ -15,7 +15,7 @@
 #include "runtime/checkpoint/config_match.h"
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/step_dirs.h"
-#include "runtime/model_stats.h"
+#include "runtime/observability/model_stats.h"
 
 namespace lemrt::checkpoint {
 namespace {

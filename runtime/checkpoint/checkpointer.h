@@ -16,8 +16,8 @@
 #include "proto/config.pb.h"
 #include "runtime/checkpoint/dir_lock.h"
 #include "runtime/comm/communicator.h"
-#include "runtime/sparsecore_stage.h"
-#include "runtime/tensorcore_stage.h"
+#include "runtime/step/sparsecore_stage.h"
+#include "runtime/step/tensorcore_stage.h"
 
 namespace lemrt::checkpoint {
 

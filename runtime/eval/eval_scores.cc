@@ -1,0 +1,145 @@
+#include "runtime/eval/eval_scores.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/auc.h"
+#include "base/status_macros.h"
+
+namespace lemrt::runtime {
+namespace {
+
+// Collective: rank `root` receives every rank's `send` in rank order.
+template <typename T>
+absl::Status GatherToRoot(Communicator& comm, std::span<const T> send, int root,
+                          std::vector<T>* recv) {
+  const int world = comm.size();
+  std::vector<int64_t> send_bytes(world, 0), recv_bytes(world, 0);
+  send_bytes[root] = static_cast<int64_t>(send.size() * sizeof(T));
+  LEMRT_RETURN_IF_ERROR(comm.AllToAll(send_bytes, recv_bytes));
+  std::vector<int64_t> send_offsets(world, 0), recv_offsets(world, 0);
+  int64_t total = 0;
+  for (int r = 0; r < world; ++r) {
+    recv_offsets[r] = total;
+    total += recv_bytes[r];
+  }
+  recv->resize(static_cast<size_t>(total) / sizeof(T));
+  return comm.AllToAllv(send.data(), send_bytes, send_offsets, recv->data(), recv_bytes,
+                        recv_offsets);
+}
+
+}  // namespace
+
+void EvalScores::Clear() {
+  rows_.clear();
+  probs_.clear();
+  labels_.clear();
+  teacher_.clear();
+}
+
+void EvalScores::Add(const host::Batch& batch, std::span<const float> probs, int64_t first_row) {
+  for (int64_t i = 0; i < batch.num_samples; ++i) {
+    if (!batch.real(i)) continue;
+    rows_.push_back(first_row + i);
+    probs_.push_back(probs[i]);
+    labels_.push_back(batch.labels[i]);
+    if (!batch.teacher_prob.empty()) teacher_.push_back(batch.teacher_prob[i]);
+  }
+}
+
+absl::StatusOr<EvalResult> EvalScores::Finish(Communicator& comm, bool has_teacher,
+                                              std::vector<Prediction>* predictions) const {
+  constexpr int kRoot = 0;
+  std::vector<int64_t> rows;
+  std::vector<float> probs, labels, teacher;
+  LEMRT_RETURN_IF_ERROR(GatherToRoot<int64_t>(comm, rows_, kRoot, &rows));
+  LEMRT_RETURN_IF_ERROR(GatherToRoot<float>(comm, probs_, kRoot, &probs));
+  LEMRT_RETURN_IF_ERROR(GatherToRoot<float>(comm, labels_, kRoot, &labels));
+  // has_teacher is the same on every rank, so every rank joins this gather.
+  if (has_teacher) LEMRT_RETURN_IF_ERROR(GatherToRoot<float>(comm, teacher_, kRoot, &teacher));
+  const bool teacher_ok = has_teacher && teacher.size() == rows.size();
+  // auc, logloss, samples, teacher auc, labelled, teacher logloss, one class
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  double values[7] = {kNaN, kNaN, 0, -1, 0, -1, 0};
+  if (comm.rank() == kRoot) {
+    // Row order, whatever the world size: the sums below then add in one order.
+    std::vector<int64_t> order(rows.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return rows[a] < rows[b]; });
+    auto permute = [&](std::vector<float>& v) {
+      std::vector<float> out(order.size());
+      for (size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
+      v.swap(out);
+    };
+    permute(probs);
+    permute(labels);
+    if (teacher_ok) permute(teacher);
+    values[2] = static_cast<double>(probs.size());
+    // The metrics cover the labelled rows (every row outside lemrt_predict).
+    std::vector<float> scored, truth, teacher_scored;
+    for (size_t i = 0; i < probs.size(); ++i) {
+      if (std::isnan(labels[i])) continue;
+      scored.push_back(probs[i]);
+      truth.push_back(labels[i]);
+      if (teacher_ok) teacher_scored.push_back(teacher[i]);
+    }
+    values[4] = static_cast<double>(scored.size());
+    const int64_t positives =
+        std::count_if(truth.begin(), truth.end(), [](float y) { return y > 0.5f; });
+    const bool one_class = positives == 0 || positives == static_cast<int64_t>(truth.size());
+    values[6] = one_class && !truth.empty() ? 1 : 0;
+    if (!scored.empty()) {
+      // Base::Auc gives 0.5 for one class; it is undefined, reported absent.
+      values[0] = one_class ? kNaN : base::Auc(scored, truth);
+      values[1] = base::LogLoss(scored, truth);
+      if (teacher_ok) {
+        values[3] = base::Auc(teacher_scored, truth);
+        values[5] = base::LogLoss(teacher_scored, truth);
+      }
+    }
+    if (predictions != nullptr) {
+      predictions->resize(order.size());
+      for (size_t i = 0; i < order.size(); ++i) {
+        (*predictions)[i] = {rows[order[i]], probs[i], labels[i]};
+      }
+    }
+  }
+  std::string payload(sizeof(values), '\0');
+  std::memcpy(payload.data(), values, sizeof(values));
+  LEMRT_RETURN_IF_ERROR(comm.Broadcast(&payload, kRoot));
+  std::memcpy(values, payload.data(), sizeof(values));
+  EvalResult r;
+  r.auc = values[0];
+  r.logloss = values[1];
+  r.samples = static_cast<int64_t>(values[2]);
+  r.teacher_auc = values[3];
+  r.labelled = static_cast<int64_t>(values[4]);
+  r.teacher_logloss = values[5];
+  r.one_class = values[6] != 0;
+  return r;
+}
+
+std::string UndefinedMetricsReason(const EvalResult& e) {
+  if (e.labelled == 0) {
+    return e.samples == 0 ? "the eval set has no rows" : "the eval set has no labelled rows";
+  }
+  if (e.one_class) return "AUC is undefined: the eval set has one class";
+  return "";
+}
+
+std::string FormatEvalMetrics(const EvalResult& e) {
+  const std::string auc =
+      e.labelled > 0 && !e.one_class ? absl::StrFormat("%.4f", e.auc) : std::string("absent");
+  const std::string logloss =
+      e.labelled > 0 ? absl::StrFormat("%.5f", e.logloss) : std::string("absent");
+  const std::string reason = UndefinedMetricsReason(e);
+  return absl::StrFormat("auc %s  logloss %s  (%d samples)%s", auc, logloss, e.samples,
+                         reason.empty() ? "" : absl::StrCat("; ", reason));
+}
+
+}  // namespace lemrt::runtime

@@ -1,0 +1,31 @@
+// Post-training int8 quantization (reference section 13; lemrt_train
+// --eval_quantized): the trained model is evaluated again with every table
+// row read as its int8 round trip (device::Int8RoundTripRow: uint8 codes
+// with an f32 scale and offset per row), and the AUC / logloss change and the
+// table bytes int8 storage saves are reported. The lookups round-trip each
+// gathered row in the staging buffer (SparseCore::set_int8_lookups): the
+// tables are neither changed nor copied, so the model (checksum,
+// checkpoints) is unchanged and the extra memory is one row of scratch plus
+// the staging buffers the lookup already has. Thread-compatible; call after
+// Trainer::Run.
+#ifndef LEMRT_RUNTIME_EVAL_QUANTIZED_EVAL_H_
+#define LEMRT_RUNTIME_EVAL_QUANTIZED_EVAL_H_
+
+#include "absl/status/status.h"
+#include "proto/config.pb.h"
+#include "proto/summary.pb.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/trainer.h"
+
+namespace lemrt::runtime {
+
+// Collective (every rank, after Run, with the pipeline drained). Fills
+// summary->quantized_eval, comparing with summary->eval (the f32 eval of
+// Run). Bytes are over all tables and chips, unpadded: f32 = vocab x dim x 4,
+// int8 = vocab x (dim + 8). `comm` spans the same ranks as the trainer's.
+absl::Status EvaluateInt8Tables(const config::RunConfig& config, Trainer& trainer,
+                                Communicator& comm, summary::RunSummary* summary);
+
+}  // namespace lemrt::runtime
+
+#endif  // LEMRT_RUNTIME_EVAL_QUANTIZED_EVAL_H_

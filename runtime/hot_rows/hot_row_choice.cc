@@ -1,0 +1,137 @@
+#include "runtime/hot_rows/hot_row_choice.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "host/coo.h"
+#include "proto/hot_row_rule.h"
+#include "proto/id_shuffle.h"
+
+namespace lemrt::runtime {
+
+bool AnyHotRows(const config::RunConfig& config) {
+  for (const config::TableConfig& t : config.tables()) {
+    if (config::HotRowSourceOf(t) != config::HotRowSource::kNone) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Candidates each rank offers per hot row asked for.
+constexpr int64_t kCandidatesPerRow = 4;
+
+}  // namespace
+
+absl::StatusOr<HotRowChoice> ChooseHotRows(const config::RunConfig& config, Communicator& comm,
+                                           host::DataSource* source) {
+  const int tables = config.tables_size();
+  HotRowChoice choice;
+  choice.rows.resize(tables);
+  choice.share.assign(tables, 0.0);
+  std::vector<char> counted(tables, 0);
+  bool any_counted = false;
+  for (int t = 0; t < tables; ++t) {
+    const config::TableConfig& table = config.tables(t);
+    const config::HotRowSource source = config::HotRowSourceOf(table);
+    if (source == config::HotRowSource::kListed) {
+      choice.rows[t].assign(table.hot_row_ids().begin(), table.hot_row_ids().end());
+      std::sort(choice.rows[t].begin(), choice.rows[t].end());
+      choice.share[t] = 1.0;
+    } else if (source == config::HotRowSource::kCounted) {
+      counted[t] = 1;
+      any_counted = true;
+    }
+  }
+  if (any_counted) {
+    const host::CooOptions coo = host::MakeCooOptions(config);
+    std::vector<int> feature_tables;
+    for (const host::FeatureSpec& f : coo.features) feature_tables.push_back(f.table);
+    std::vector<int64_t> vocab(tables);
+    for (int t = 0; t < tables; ++t) vocab[t] = config.tables(t).vocab_size();
+    host::RowIdCounter counter(feature_tables, vocab, counted, !coo.id_bound_check);
+    absl::Status st = source == nullptr
+                          ? absl::InternalError("ChooseHotRows: a table counts but no source")
+                          : absl::OkStatus();
+    const int64_t steps = std::min<int64_t>(config.sparse_core().hot_row_count_steps(),
+                                            config.training().steps());
+    host::Batch batch;
+    for (int64_t s = 0; s < steps && st.ok(); ++s) {
+      st = source->TrainBatch(s, &batch);
+      if (!st.ok()) {
+        st = absl::Status(st.code(), absl::StrFormat("choosing hot rows, step %d: %s", s,
+                                                     st.message()));
+      } else {
+        counter.Add(batch);
+      }
+    }
+    LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, st));
+    // 1. Every rank's candidates (id + 1; 0 = none) in its own slice.
+    std::vector<int64_t> offer_begin(tables + 1, 0);
+    for (int t = 0; t < tables; ++t) {
+      offer_begin[t + 1] =
+          offer_begin[t] + (counted[t] ? kCandidatesPerRow * config.tables(t).hot_rows() : 0);
+    }
+    const int64_t per_rank = offer_begin[tables];
+    std::vector<int64_t> offers(per_rank * comm.size(), 0);
+    for (int t = 0; t < tables; ++t) {
+      if (!counted[t]) continue;
+      const auto top = counter.Top(t, offer_begin[t + 1] - offer_begin[t]);
+      for (size_t i = 0; i < top.size(); ++i) {
+        offers[comm.rank() * per_rank + offer_begin[t] + static_cast<int64_t>(i)] = top[i].first + 1;
+      }
+    }
+    LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(offers)));
+    // 2. The union's exact counts over all ranks, and each table's total.
+    std::vector<std::vector<int64_t>> candidates(tables);
+    std::vector<int64_t> counts;
+    for (int t = 0; t < tables; ++t) {
+      if (!counted[t]) continue;
+      for (int r = 0; r < comm.size(); ++r) {
+        for (int64_t i = offer_begin[t]; i < offer_begin[t + 1]; ++i) {
+          if (offers[r * per_rank + i] > 0) candidates[t].push_back(offers[r * per_rank + i] - 1);
+        }
+      }
+      std::sort(candidates[t].begin(), candidates[t].end());
+      candidates[t].erase(std::unique(candidates[t].begin(), candidates[t].end()),
+                          candidates[t].end());
+    }
+    for (int t = 0; t < tables; ++t) {
+      for (int64_t id : candidates[t]) counts.push_back(counter.Count(t, id));
+    }
+    for (int t = 0; t < tables; ++t) {
+      counts.push_back(counted[t] ? counter.Total(t) : 0);
+    }
+    LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(counts)));
+    // 3. The K hottest of the union.
+    int64_t at = 0;
+    const int64_t totals_at = static_cast<int64_t>(counts.size()) - tables;
+    for (int t = 0; t < tables; ++t) {
+      std::vector<std::pair<int64_t, int64_t>> ranked;
+      for (int64_t id : candidates[t]) ranked.push_back({id, counts[at++]});
+      if (!counted[t]) continue;
+      std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+        return a.second != b.second ? a.second > b.second : a.first < b.first;
+      });
+      int64_t held = 0;
+      for (const auto& [id, n] : ranked) {
+        if (static_cast<int64_t>(choice.rows[t].size()) == config.tables(t).hot_rows()) break;
+        choice.rows[t].push_back(id);
+        held += n;
+      }
+      std::sort(choice.rows[t].begin(), choice.rows[t].end());
+      const int64_t total = counts[totals_at + t];
+      choice.share[t] = total > 0 ? static_cast<double>(held) / static_cast<double>(total) : 0.0;
+    }
+  }
+  std::vector<std::vector<int64_t>> placed(tables);
+  for (int t = 0; t < tables; ++t) {
+    const base::IdPermutation p = config::TableIdPermutation(config, t);
+    for (int64_t id : choice.rows[t]) placed[t].push_back(p.Forward(id));
+  }
+  choice.placed = host::HotRowSet(std::move(placed));
+  return choice;
+}
+
+}  // namespace lemrt::runtime

@@ -1,0 +1,137 @@
+#include "runtime/hot_rows/hot_row_replicas.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "device/sparsecore/quantization.h"
+#include "glog/logging.h"
+
+namespace lemrt::runtime {
+
+HotRowReplicas::HotRowReplicas(host::HotRowSet set, std::span<const int> table_dims,
+                               std::span<const device::Optimizer* const> optimizers)
+    : set_(std::move(set)),
+      dims_(table_dims.begin(), table_dims.end()),
+      optimizers_(optimizers.begin(), optimizers.end()) {
+  CHECK_LE(set_.num_tables(), static_cast<int>(dims_.size()));
+  int64_t weights = 0, slots = 0;
+  for (int t = 0; t < set_.num_tables(); ++t) {
+    for (size_t i = 0; i < set_.rows(t).size(); ++i) {
+      slot_table_.push_back(t);
+      weight_offset_.push_back(weights);
+      slot_offset_.push_back(slots);
+      weights += dims_[t];
+      slots += optimizers_[t]->SlotFloats(dims_[t]);
+    }
+  }
+  weights_.assign(weights, 0.0f);
+  slots_.assign(slots, 0.0f);
+  local_.resize(weights + set_.slots());
+}
+
+int64_t HotRowReplicas::bytes() const {
+  return static_cast<int64_t>(weights_.size() + slots_.size()) * sizeof(float);
+}
+
+void HotRowReplicas::FindOwned(std::span<const std::unique_ptr<device::SparseCore>> scs) {
+  owned_.clear();
+  for (size_t l = 0; l < scs.size(); ++l) {
+    for (int t = 0; t < set_.num_tables(); ++t) {
+      const device::TableShard& shard = scs[l]->shard(t);
+      const std::span<const int64_t> rows = set_.rows(t);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const int64_t local = shard.LocalRow(rows[i]);
+        if (local < shard.local_rows() && shard.GlobalRow(local) == rows[i]) {
+          owned_.push_back({set_.first_slot(t) + static_cast<int32_t>(i), static_cast<int>(l), local});
+        }
+      }
+    }
+  }
+}
+
+absl::Status HotRowReplicas::Refresh(Communicator& comm,
+                                     std::span<const std::unique_ptr<device::SparseCore>> scs) {
+  FindOwned(scs);
+  // Owners contribute their rows, everyone else -0.0f: x + -0 == x for
+  // every x, so the sum is each row's bits whatever the reduction order.
+  const size_t w = weights_.size();
+  std::vector<float> all(w + slots_.size(), -0.0f);
+  for (const Owned& o : owned_) {
+    const device::TableShard& shard = scs[o.sc]->shard(TableOf(o.slot));
+    const float* src = shard.row(o.local_row);
+    std::copy(src, src + shard.dim(), all.begin() + weight_offset_[o.slot]);
+    const std::span<const float> s = shard.row_slots(o.local_row);
+    std::copy(s.begin(), s.end(), all.begin() + w + slot_offset_[o.slot]);
+  }
+  absl::Status st = comm.AllReduceSum(std::span<float>(all));
+  if (!st.ok()) return st;
+  std::copy(all.begin(), all.begin() + w, weights_.begin());
+  std::copy(all.begin() + w, all.end(), slots_.begin());
+  return absl::OkStatus();
+}
+
+void HotRowReplicas::Lookup(std::span<const host::HotEntry> hot,
+                            std::span<const int> feature_offsets, int width,
+                            std::span<float> activations, bool int8) const {
+  std::vector<float> rounded;
+  for (const host::HotEntry& e : hot) {
+    const int dim = dims_[TableOf(e.slot)];
+    const float* r = row(e.slot);
+    if (int8) {
+      rounded.assign(r, r + dim);
+      device::Int8RoundTripRow(rounded);
+      r = rounded.data();
+    }
+    float* out = activations.data() + int64_t{e.row} * width + feature_offsets[e.feature];
+    for (int k = 0; k < dim; ++k) out[k] += e.gain * r[k];
+  }
+}
+
+absl::Status HotRowReplicas::Update(std::span<const host::HotEntry> hot,
+                                    std::span<const int> feature_offsets, int width,
+                                    std::span<const float> d_activations, int64_t step,
+                                    Communicator& comm,
+                                    std::span<const std::unique_ptr<device::SparseCore>> scs) {
+  const int64_t g = static_cast<int64_t>(weights_.size());
+  std::fill(local_.begin(), local_.end(), 0.0f);
+  for (const host::HotEntry& e : hot) {
+    const int dim = dims_[TableOf(e.slot)];
+    const float* d = d_activations.data() + int64_t{e.row} * width + feature_offsets[e.feature];
+    float* acc = local_.data() + weight_offset_[e.slot];
+    for (int k = 0; k < dim; ++k) acc[k] += e.gain * d[k];
+    local_[g + e.slot] = 1.0f;  // touched
+  }
+  // One all-reduce: every chip gets the same sum, as the dense gradients'
+  // all-reduce relies on (runtime/step/tensorcore_stage.h), in place.
+  absl::Status st = comm.AllReduceSum(std::span<float>(local_));
+  if (!st.ok()) return st;
+  const std::vector<float>& total = local_;
+  for (int t = 0; t < set_.num_tables(); ++t) {
+    if (set_.rows(t).empty()) continue;
+    const float lr = optimizers_[t]->LearningRateAt(step);
+    const int dim = dims_[t];
+    const int64_t slot_floats = optimizers_[t]->SlotFloats(dim);
+    const int32_t first = set_.first_slot(t);
+    for (int32_t s = first; s < first + static_cast<int32_t>(set_.rows(t).size()); ++s) {
+      if (total[g + s] == 0.0f) continue;  // no chip looked it up this step
+      optimizers_[t]->Apply(std::span<float>(row(s), dim),
+                            std::span<float>(slots_.data() + slot_offset_[s], slot_floats),
+                            std::span<const float>(total.data() + weight_offset_[s], dim), step,
+                            lr);
+    }
+  }
+  // Write-back: the owners' shards hold the model. The replicas of untouched rows did not change.
+  for (const Owned& o : owned_) {
+    if (total[g + o.slot] == 0.0f) continue;
+    const int t = TableOf(o.slot);
+    device::TableShard& shard = scs[o.sc]->mutable_shard(t);
+    const float* src = row(o.slot);
+    std::copy(src, src + dims_[t], shard.mutable_row(o.local_row).begin());
+    const std::span<float> dst = shard.mutable_row_slots(o.local_row);
+    std::copy(slots_.begin() + slot_offset_[o.slot],
+              slots_.begin() + slot_offset_[o.slot] + static_cast<int64_t>(dst.size()), dst.begin());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lemrt::runtime

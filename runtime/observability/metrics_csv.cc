@@ -1,0 +1,53 @@
+#include "runtime/observability/metrics_csv.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace lemrt::runtime {
+namespace {
+
+std::string Optional(const std::optional<double>& v) {
+  return v.has_value() ? absl::StrFormat("%.6f", *v) : std::string();
+}
+
+std::string Duration(double sec) {
+  if (!(sec >= 0) || !std::isfinite(sec)) return "?";
+  const int64_t s = static_cast<int64_t>(sec + 0.5);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s / 60 % 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+}  // namespace
+
+std::string MetricsCsvLine(const MetricsRow& r) {
+  return absl::StrFormat("%d,%.6f,%.1f,%s,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.6g,%.6g", r.step,
+                         r.loss, r.samples_per_sec, Optional(r.eval_auc),
+                         Optional(r.eval_logloss), r.host_ms, r.sc_forward_ms, r.tc_ms,
+                         r.sc_backward_ms, r.exchange_ms, r.step_ms, r.dense_lr, r.embedding_lr);
+}
+
+absl::StatusOr<std::unique_ptr<MetricsCsv>> MetricsCsv::Open(const std::string& path) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out || !(out << kMetricsCsvHeader << "\n") || !out.flush()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write the metrics file '", path, "' (--metrics_csv)"));
+  }
+  return std::unique_ptr<MetricsCsv>(new MetricsCsv(path, std::move(out)));
+}
+
+absl::Status MetricsCsv::Append(const MetricsRow& row) {
+  out_ << MetricsCsvLine(row) << "\n";
+  if (!out_.flush()) return absl::InternalError(absl::StrCat("write to '", path_, "' failed"));
+  return absl::OkStatus();
+}
+
+std::string ProgressLine(int64_t step, int64_t total_steps, double loss, double samples_per_sec,
+                         double mean_step_sec) {
+  return absl::StrFormat("step %d/%d  loss %.5f  samples/s %.0f  ETA %s", step, total_steps, loss,
+                         samples_per_sec, Duration((total_steps - step) * mean_step_sec));
+}
+
+}  // namespace lemrt::runtime

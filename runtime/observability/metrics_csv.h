@@ -1,0 +1,68 @@
+// Metrics over time: one CSV row per logged or evaluated step, written by rank
+// 0 while the run goes (each row flushed, so a live run can be plotted), and
+// the progress line printed at the same steps. Thread-compatible.
+//
+// Columns (kMetricsCsvHeader): step (counted from 1), loss (global mean BCE of
+// that step), samples_per_sec (over the steps since the previous row, eval
+// excluded), eval_auc and eval_logloss (empty when the step was not
+// evaluated), then mean ms per step since the previous row of host,
+// sc_forward, tc, sc_backward, exchange (inside the SparseCore stages) and the
+// whole step, on rank 0; then the learning rates that step ran at (after the
+// schedules: device/optimizers/lr_schedule.h): the dense optimizer's, and
+// training.embedding_learning_rate's (tables with their own learning_rate
+// are scaled by the same factor).
+#ifndef LEMRT_RUNTIME_OBSERVABILITY_METRICS_CSV_H_
+#define LEMRT_RUNTIME_OBSERVABILITY_METRICS_CSV_H_
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace lemrt::runtime {
+
+inline constexpr char kMetricsCsvHeader[] =
+    "step,loss,samples_per_sec,eval_auc,eval_logloss,host_ms,sc_forward_ms,tc_ms,"
+    "sc_backward_ms,exchange_ms,step_ms,dense_lr,embedding_lr";
+
+struct MetricsRow {
+  int64_t step = 0;
+  double loss = 0;
+  double samples_per_sec = 0;
+  std::optional<double> eval_auc;
+  std::optional<double> eval_logloss;
+  double host_ms = 0, sc_forward_ms = 0, tc_ms = 0, sc_backward_ms = 0, exchange_ms = 0;
+  double step_ms = 0;
+  double dense_lr = 0, embedding_lr = 0;
+};
+
+// The row as CSV text (no newline).
+std::string MetricsCsvLine(const MetricsRow& row);
+
+class MetricsCsv {
+ public:
+  // Creates (truncates) `path` and writes the header. PermissionDenied naming
+  // the path when it cannot be written.
+  static absl::StatusOr<std::unique_ptr<MetricsCsv>> Open(const std::string& path);
+
+  // Appends and flushes one row. Internal naming the path on a write error.
+  absl::Status Append(const MetricsRow& row);
+
+ private:
+  MetricsCsv(std::string path, std::ofstream out) : path_(std::move(path)), out_(std::move(out)) {}
+  std::string path_;
+  std::ofstream out_;
+};
+
+// "step 50/500  loss 0.61234  samples/s 123456  ETA 1m05s": the progress line
+// after `step` of `total_steps` steps, the ETA from `mean_step_sec` (eval
+// time not included).
+std::string ProgressLine(int64_t step, int64_t total_steps, double loss, double samples_per_sec,
+                         double mean_step_sec);
+
+}  // namespace lemrt::runtime
+
+#endif  // LEMRT_RUNTIME_OBSERVABILITY_METRICS_CSV_H_

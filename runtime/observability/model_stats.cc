@@ -1,0 +1,60 @@
+#include "runtime/observability/model_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "base/random.h"
+#include "runtime/observability/model_checksum.h"
+
+namespace lemrt::runtime {
+
+absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCoreStage& sparse,
+                                             std::span<const float> dense_params) {
+  uint64_t row_hash_sum = 0;
+  double sum_sq = 0;
+  // Rows are hashed (ModelRowHash) kLanes at a time (independent Mix64
+  // chains interleaved: the same hashes, several times faster than one chain
+  // after another);
+  // the squares are summed row after row in the original order.
+  constexpr int64_t kLanes = 8;
+  for (const auto& sc : sparse.sparse_cores()) {
+    for (int t = 0; t < sc->num_tables(); ++t) {
+      const device::TableShard& shard = sc->shard(t);
+      const int dim = shard.dim();
+      for (int64_t r0 = 0; r0 < shard.local_rows(); r0 += kLanes) {
+        const int64_t lanes = std::min(kLanes, shard.local_rows() - r0);
+        uint64_t h[kLanes];
+        const float* rows[kLanes];
+        for (int64_t l = 0; l < lanes; ++l) {
+          h[l] = base::HashKeys(
+              {static_cast<uint64_t>(t), static_cast<uint64_t>(shard.OriginalRow(r0 + l))});
+          rows[l] = shard.row(r0 + l);
+        }
+        for (int d = 0; d < dim; ++d) {
+          for (int64_t l = 0; l < lanes; ++l) {
+            uint32_t bits;
+            std::memcpy(&bits, rows[l] + d, sizeof(bits));
+            h[l] = base::Mix64(h[l] ^ bits);
+          }
+        }
+        for (int64_t l = 0; l < lanes; ++l) {
+          row_hash_sum += h[l];
+          for (int d = 0; d < dim; ++d) sum_sq += double{rows[l][d]} * rows[l][d];
+        }
+      }
+    }
+  }
+  absl::Status st = comm.AllReduceSum(std::span<uint64_t>(&row_hash_sum, 1));
+  if (!st.ok()) return st;
+  st = comm.AllReduceSum(std::span<double>(&sum_sq, 1));
+  if (!st.ok()) return st;
+  for (float v : dense_params) sum_sq += double{v} * v;
+  ModelStats stats;
+  stats.params_l2 = std::sqrt(sum_sq);
+  stats.checksum = ModelChecksum(row_hash_sum, dense_params);
+  return stats;
+}
+
+}  // namespace lemrt::runtime

@@ -1,0 +1,320 @@
+#include "runtime/step/sparsecore_stage.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "proto/config_loader.h"
+
+namespace lemrt::runtime {
+namespace {
+
+using layout::CooEntry;
+using layout::SameGroup;
+
+// Per-rank sums of `per_segment` values over blocks of `block` segments, and
+// their prefix offsets, both scaled by `unit` bytes.
+void BlockBytes(std::span<const int64_t> offsets, int ranks, int block, int64_t unit,
+                std::vector<int64_t>* bytes, std::vector<int64_t>* offs) {
+  bytes->resize(ranks);
+  offs->resize(ranks);
+  for (int q = 0; q < ranks; ++q) {
+    (*offs)[q] = offsets[int64_t{q} * block] * unit;
+    (*bytes)[q] = (offsets[int64_t{q + 1} * block] - offsets[int64_t{q} * block]) * unit;
+  }
+}
+
+}  // namespace
+
+template <typename Fn>
+void SparseCoreStage::ForEachGroup(const layout::PartitionedCoo& coo, Fn&& fn) const {
+  // Groups never span segments: two segments may hold the same (feature, row)
+  // when S == 1, so walk segment by segment.
+  for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
+    for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1];) {
+      const CooEntry& e = coo.entries[i];
+      fn(e, feature_dims_[e.feature]);
+      ++i;
+      while (i < coo.segment_offsets[k + 1] && SameGroup(e, coo.entries[i])) ++i;
+    }
+  }
+}
+
+SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& comm,
+                                 std::span<const device::Optimizer* const> optimizers,
+                                 bool initialize_tables)
+    : comm_(comm), S_(config.topology().sparse_cores_per_chip()), W_(comm.size()) {
+  for (const auto& t : config.tables()) table_dims_.push_back(t.dim());
+  for (const auto& f : config.features()) {
+    const int dim = table_dims_[config::FindTable(config, f.table())];
+    feature_offsets_.push_back(activation_width_);
+    feature_dims_.push_back(dim);
+    activation_width_ += dim;
+  }
+  for (int l = 0; l < S_; ++l) {
+    scs_.push_back(
+        std::make_unique<device::SparseCore>(config, comm.rank() * S_ + l, optimizers,
+                                             initialize_tables));
+  }
+}
+
+void SparseCoreStage::SetHotRows(host::HotRowSet set,
+                                 std::span<const device::Optimizer* const> optimizers) {
+  if (set.empty()) {
+    hot_.reset();
+    return;
+  }
+  hot_ = std::make_unique<HotRowReplicas>(std::move(set), table_dims_, optimizers);
+}
+
+absl::Status SparseCoreStage::RefreshHotRows() {
+  return hot_ == nullptr ? absl::OkStatus() : hot_->Refresh(comm_, scs_);
+}
+
+void SparseCoreStage::LookupHot(std::span<const host::HotEntry> hot,
+                                std::span<float> activations) const {
+  if (hot_ == nullptr) return;
+  hot_->Lookup(hot, feature_offsets_, activation_width_, activations,
+               scs_.front()->int8_lookups());
+}
+
+absl::Status SparseCoreStage::UpdateHot(std::span<const host::HotEntry> hot,
+                                        std::span<const float> d_activations) {
+  if (hot_ == nullptr) return absl::OkStatus();
+  return hot_->Update(hot, feature_offsets_, activation_width_, d_activations,
+                      scs_.front()->updates(), comm_, scs_);
+}
+
+void SparseCoreStage::SegmentsOf(const SparseStepBuffers& buf, int l,
+                                 std::vector<std::span<const CooEntry>>* segs) const {
+  segs->clear();
+  for (int q = 0; q < W_; ++q) {
+    for (int s = 0; s < S_; ++s) {
+      const int64_t k = (int64_t{q} * S_ + l) * S_ + s;
+      segs->emplace_back(buf.recv_entries.data() + buf.recv_offsets[k],
+                         buf.recv_offsets[k + 1] - buf.recv_offsets[k]);
+    }
+  }
+}
+
+absl::Status SparseCoreStage::Forward(const layout::PartitionedCoo& coo, SparseStepBuffers* buf,
+                                      std::span<float> activations) {
+  std::fill(activations.begin(), activations.end(), 0.0f);
+  return ForwardAccumulate(coo, buf, activations);
+}
+
+absl::Status SparseCoreStage::Forward(std::span<const layout::PartitionedCoo> minibatches,
+                                      std::vector<SparseStepBuffers>* bufs,
+                                      std::span<float> activations) {
+  if (bufs->size() < minibatches.size()) bufs->resize(minibatches.size());
+  std::fill(activations.begin(), activations.end(), 0.0f);
+  for (size_t m = 0; m < minibatches.size(); ++m) {
+    absl::Status st = ForwardAccumulate(minibatches[m], &(*bufs)[m], activations);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseCoreStage::Backward(std::span<const layout::PartitionedCoo> minibatches,
+                                       std::span<const float> d_activations,
+                                       std::vector<SparseStepBuffers>* bufs) {
+  // Row groups in the order of their first minibatch (the same list, so the
+  // same exchanges, on every rank).
+  group_done_.assign(minibatches.size(), 0);
+  bool continue_step = false;
+  for (size_t m = 0; m < minibatches.size(); ++m) {
+    if (group_done_[m]) continue;
+    group_members_.clear();
+    for (size_t n = m; n < minibatches.size(); ++n) {
+      if (group_done_[n] || minibatches[n].row_group != minibatches[m].row_group) continue;
+      group_members_.push_back(n);
+      group_done_[n] = 1;
+    }
+    absl::Status st =
+        group_members_.size() == 1
+            ? Backward(minibatches[m], d_activations, &(*bufs)[m], continue_step)
+            : BackwardRowGroup(minibatches, d_activations, bufs, continue_step);
+    if (!st.ok()) return st;
+    continue_step = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseCoreStage::BackwardRowGroup(std::span<const layout::PartitionedCoo> minibatches,
+                                               std::span<const float> d_activations,
+                                               std::vector<SparseStepBuffers>* bufs,
+                                               bool continue_step) {
+  for (size_t n : group_members_) {
+    absl::Status st = ExchangeGradients(minibatches[n], d_activations, &(*bufs)[n]);
+    if (!st.ok()) return st;
+  }
+  // One update per local SparseCore over the group's received segments, in
+  // minibatch order: each row's gradient is the sum over the group.
+  SparseStepBuffers& first = (*bufs)[group_members_.front()];
+  for (int l = 0; l < S_; ++l) {
+    group_segs_.clear();
+    ins_.clear();
+    for (size_t n : group_members_) {
+      const SparseStepBuffers& buf = (*bufs)[n];
+      SegmentsOf(buf, l, &segs_);
+      group_segs_.insert(group_segs_.end(), segs_.begin(), segs_.end());
+      AppendGradientViews(buf, l);
+    }
+    segs_.assign(group_segs_.begin(), group_segs_.end());
+    const auto begin = std::chrono::steady_clock::now();
+    scs_[l]->DedupForBackward(segs_, &first.sc_states[l]);
+    scs_[l]->Backward(segs_, ins_, &first.sc_states[l], continue_step);
+    if (scs_[l]->debug_checks().any()) {
+      absl::Status checked = AgreeOnStatus(comm_, first.sc_states[l].debug_status);
+      if (!checked.ok()) return checked;
+    }
+    RecordSpan(first, l, /*backward=*/true, begin);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& coo,
+                                                SparseStepBuffers* buf,
+                                                std::span<float> activations) {
+  const int64_t segs = int64_t{W_} * S_ * S_;
+  // 1. Segment sizes: our segments to rank q are coo's [q*S, q*S+S) x [0, S).
+  buf->send_counts.resize(segs);
+  buf->recv_counts.resize(segs);
+  for (int64_t k = 0; k < segs; ++k) {
+    buf->send_counts[k] = coo.segment_offsets[k + 1] - coo.segment_offsets[k];
+  }
+  absl::Status st = comm_.AllToAll(buf->send_counts, buf->recv_counts);
+  if (!st.ok()) return st;
+
+  // 2. Entries.
+  buf->recv_offsets.assign(segs + 1, 0);
+  for (int64_t k = 0; k < segs; ++k) {
+    buf->recv_offsets[k + 1] = buf->recv_offsets[k] + buf->recv_counts[k];
+  }
+  buf->recv_entries.resize(buf->recv_offsets[segs]);
+  const int block = S_ * S_;
+  BlockBytes(coo.segment_offsets, W_, block, sizeof(CooEntry), &buf->bytes_a, &buf->offs_a);
+  BlockBytes(buf->recv_offsets, W_, block, sizeof(CooEntry), &buf->bytes_b, &buf->offs_b);
+  st = comm_.AllToAllv(coo.entries.data(), buf->bytes_a, buf->offs_a, buf->recv_entries.data(),
+                       buf->bytes_b, buf->offs_b);
+  if (!st.ok()) return st;
+
+  // 3. Lookup on each local SparseCore; partials in received-segment order.
+  buf->owner_offsets.assign(segs + 1, 0);
+  for (int64_t k = 0; k < segs; ++k) {
+    std::span<const CooEntry> seg(buf->recv_entries.data() + buf->recv_offsets[k],
+                                  buf->recv_counts[k]);
+    buf->owner_offsets[k + 1] = buf->owner_offsets[k] + device::PartialFloats(seg, table_dims_);
+  }
+  buf->owner_partials.resize(buf->owner_offsets[segs]);
+  buf->sc_states.resize(S_);
+  buf->sc_spans.clear();
+  for (int l = 0; l < S_; ++l) {
+    SegmentsOf(*buf, l, &segs_);
+    outs_.clear();
+    for (int q = 0; q < W_; ++q) {
+      for (int s = 0; s < S_; ++s) {
+        outs_.push_back(buf->owner_partials.data() +
+                        buf->owner_offsets[(int64_t{q} * S_ + l) * S_ + s]);
+      }
+    }
+    const auto begin = std::chrono::steady_clock::now();
+    scs_[l]->Forward(segs_, outs_, &buf->sc_states[l]);
+    if (scs_[l]->debug_checks().any()) {  // agreed, so no rank hangs
+      absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
+      if (!checked.ok()) return checked;
+    }
+    RecordSpan(*buf, l, /*backward=*/false, begin);
+  }
+
+  // 4. Partials back to the sources.
+  buf->source_offsets.assign(segs + 1, 0);
+  for (int64_t k = 0; k < segs; ++k) {
+    std::span<const CooEntry> seg(coo.entries.data() + coo.segment_offsets[k],
+                                  coo.segment_offsets[k + 1] - coo.segment_offsets[k]);
+    buf->source_offsets[k + 1] = buf->source_offsets[k] + device::PartialFloats(seg, table_dims_);
+  }
+  buf->source_partials.resize(buf->source_offsets[segs]);
+  BlockBytes(buf->owner_offsets, W_, block, sizeof(float), &buf->bytes_a, &buf->offs_a);
+  BlockBytes(buf->source_offsets, W_, block, sizeof(float), &buf->bytes_b, &buf->offs_b);
+  st = comm_.AllToAllv(buf->owner_partials.data(), buf->bytes_a, buf->offs_a,
+                       buf->source_partials.data(), buf->bytes_b, buf->offs_b);
+  if (!st.ok()) return st;
+
+  // 5. Sum partials into activations, destination SparseCores in order.
+  const float* p = buf->source_partials.data();
+  ForEachGroup(coo, [&](const CooEntry& e, int dim) {
+    float* out = activations.data() + int64_t{e.row} * activation_width_ + feature_offsets_[e.feature];
+    for (int d = 0; d < dim; ++d) out[d] += p[d];
+    p += dim;
+  });
+  return absl::OkStatus();
+}
+
+absl::Status SparseCoreStage::ExchangeGradients(const layout::PartitionedCoo& coo,
+                                                std::span<const float> d_activations,
+                                                SparseStepBuffers* buf) {
+  const int block = S_ * S_;
+  buf->grads_out.resize(buf->source_partials.size());
+  float* g = buf->grads_out.data();
+  ForEachGroup(coo, [&](const CooEntry& e, int dim) {
+    std::memcpy(g, d_activations.data() + int64_t{e.row} * activation_width_ + feature_offsets_[e.feature],
+                sizeof(float) * dim);
+    g += dim;
+  });
+  buf->grads_in.resize(buf->owner_partials.size());
+  BlockBytes(buf->source_offsets, W_, block, sizeof(float), &buf->bytes_a, &buf->offs_a);
+  BlockBytes(buf->owner_offsets, W_, block, sizeof(float), &buf->bytes_b, &buf->offs_b);
+  return comm_.AllToAllv(buf->grads_out.data(), buf->bytes_a, buf->offs_a,
+                         buf->grads_in.data(), buf->bytes_b, buf->offs_b);
+}
+
+void SparseCoreStage::AppendGradientViews(const SparseStepBuffers& buf, int l) {
+  for (int q = 0; q < W_; ++q) {
+    for (int s = 0; s < S_; ++s) {
+      ins_.push_back(buf.grads_in.data() + buf.owner_offsets[(int64_t{q} * S_ + l) * S_ + s]);
+    }
+  }
+}
+
+absl::Status SparseCoreStage::Backward(const layout::PartitionedCoo& coo,
+                                       std::span<const float> d_activations, SparseStepBuffers* buf,
+                                       bool continue_step) {
+  absl::Status st = ExchangeGradients(coo, d_activations, buf);
+  if (!st.ok()) return st;
+  for (int l = 0; l < S_; ++l) {
+    SegmentsOf(*buf, l, &segs_);
+    ins_.clear();
+    AppendGradientViews(*buf, l);
+    const auto begin = std::chrono::steady_clock::now();
+    scs_[l]->Backward(segs_, ins_, &buf->sc_states[l], continue_step);
+    if (scs_[l]->debug_checks().any()) {
+      absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
+      if (!checked.ok()) return checked;
+    }
+    RecordSpan(*buf, l, /*backward=*/true, begin);
+  }
+  return absl::OkStatus();
+}
+
+void SparseCoreStage::RecordSpan(SparseStepBuffers& buf, int l, bool backward,
+                                 std::chrono::steady_clock::time_point begin) const {
+  SparseCoreSpan span{l, backward, begin, std::chrono::steady_clock::now(), 0,
+                      static_cast<int64_t>(buf.sc_states[l].unique_keys.size())};
+  for (const auto& seg : segs_) span.ids += static_cast<int64_t>(seg.size());
+  buf.sc_spans.push_back(span);
+}
+
+int64_t SparseCoreStage::last_unique_ids(const SparseStepBuffers& buf) const {
+  int64_t n = 0;
+  for (const auto& s : buf.sc_states) n += static_cast<int64_t>(s.unique_keys.size());
+  return n;
+}
+
+int64_t SparseCoreStage::last_unique_ids(std::span<const SparseStepBuffers> bufs,
+                                         size_t minibatches) const {
+  int64_t n = 0;
+  for (size_t m = 0; m < minibatches && m < bufs.size(); ++m) n += last_unique_ids(bufs[m]);
+  return n;
+}
+
+}  // namespace lemrt::runtime

@@ -1,0 +1,91 @@
+// The TensorCore stage of a step on one chip: the dense model's
+// (device/tensorcore/dense_model.h) forward and backward on the local batch,
+// dense gradients summed over chips with one all-reduce, and the dense
+// optimizer step. The stage owns the ThreadTeam the dense step runs on
+// (tensor_core.gemm_threads threads; 0 counts as 1). Thread-compatible.
+//
+// Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B).
+#ifndef LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
+#define LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "device/optimizers/optimizer.h"
+#include "device/tensorcore/dense_model.h"
+#include "device/tensorcore/thread_team.h"
+#include "host/batch.h"
+#include "proto/config.pb.h"
+#include "runtime/comm/communicator.h"
+
+namespace lemrt::runtime {
+
+class TensorCoreStage {
+ public:
+  // `comm` must outlive the stage. Errors: InvalidArgument for a model shape
+  // the dense model rejects.
+  static absl::StatusOr<std::unique_ptr<TensorCoreStage>> Create(const config::RunConfig& config,
+                                                                  Communicator& comm);
+
+  // Forward + backward of training step `step`'s `batch` with pooled
+  // embeddings `activations` ([batch x width]); writes d_activations
+  // (gradient of the mean loss over the global batch's real samples,
+  // batch.global_samples; masked rows weigh nothing: only the real rows are
+  // packed and passed to the model, and the masked rows' d_activations are
+  // zero) and updates the dense parameters. Dropout masks are keyed by
+  // (training.seed, step, the row's position in the global batch), so they
+  // depend neither on the world size nor on the packing. Returns this chip's
+  // sum of losses over its real rows.
+  absl::StatusOr<double> Step(int64_t step, const host::Batch& batch,
+                              std::span<const float> activations, std::span<float> d_activations);
+
+  // Click probabilities for `batch` (forward only); probs.size() == batch size.
+  void Predict(const host::Batch& batch, std::span<const float> activations,
+               std::span<float> probs);
+
+  const device::DenseModel& model() const { return *model_; }
+  // Threads of the dense step (the calling thread included).
+  int gemm_threads() const { return team_->threads(); }
+
+  // Parameters (layout of model().params()), optimizer slots (slot-major) and
+  // the optimizer update count, for checkpoints.
+  std::span<float> mutable_params() { return model_->params(); }
+  std::span<const float> optimizer_slots() const { return slots_; }
+  std::span<float> mutable_optimizer_slots() { return slots_; }
+  int64_t updates() const { return updates_; }
+  void set_updates(int64_t updates) { updates_ = updates; }
+
+ private:
+  TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
+                  std::unique_ptr<device::DenseModel> model,
+                  std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch,
+                  uint64_t seed);
+
+  // ForwardBackward over batch's real rows only (packed contiguously into the
+  // buffers below, gradients scattered back).
+  double ForwardBackwardRealRows(device::DropoutKey key, const host::Batch& batch,
+                                 std::span<const float> activations,
+                                 std::span<float> d_activations, float loss_scale);
+
+  Communicator& comm_;
+  std::unique_ptr<device::ThreadTeam> team_;  // before model_, which uses it
+  std::unique_ptr<device::DenseModel> model_;
+  std::unique_ptr<device::Optimizer> optimizer_;
+  std::vector<float> slots_;
+  float loss_scale_;
+  int64_t global_batch_;
+  uint64_t seed_;
+  int64_t updates_ = 0;  // optimizer updates so far (Adam's t)
+  // Packed real rows of a batch with masked rows (grown once, then reused).
+  std::vector<float> packed_dense_;
+  std::vector<float> packed_emb_;
+  std::vector<float> packed_labels_;
+  std::vector<float> packed_d_emb_;
+  std::vector<int64_t> packed_rows_;  // each packed row's row in the batch
+};
+
+}  // namespace lemrt::runtime
+
+#endif  // LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_

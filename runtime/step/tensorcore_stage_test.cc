@@ -1,0 +1,122 @@
+#include "runtime/step/tensorcore_stage.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "proto/config_loader.h"
+#include "runtime/comm/self_communicator.h"
+
+namespace lemrt::runtime {
+namespace {
+
+config::RunConfig Config(const std::string& interaction) {
+  const std::string text = R"pb(
+topology { num_chips: 1 sparse_cores_per_chip: 4 }
+tables { name: "a" vocab_size: 100 dim: 4 combiner: SUM }
+tables { name: "b" vocab_size: 50 dim: 4 combiner: SUM }
+features { name: "a1" table: "a" }
+features { name: "b1" table: "b" }
+training { global_batch: 8 steps: 1 seed: 5 dense_optimizer { adagrad { initial_accumulator: 0 } } }
+model { num_dense_features: 3 bottom_mlp: [ 6, 4 ] top_mlp: [ 5, 1 ] )pb" +
+                           interaction + " }\n";
+  auto c = config::ParseConfig(text, "tensorcore_stage_test", "", 1);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+// A batch of `n` samples (3 dense inputs, 2 features) with inputs drawn from
+// `seed`; `mask` empty or [n].
+host::Batch MakeBatch(int n, uint32_t seed, std::vector<float> mask, int64_t global_samples) {
+  host::Batch b;
+  b.Resize(n, 3, 2);
+  for (int i = 0; i < n * 3; ++i) b.dense[i] = static_cast<float>((seed * 31 + i * 7) % 13) / 13;
+  for (int i = 0; i < n; ++i) b.labels[i] = static_cast<float>((seed + i) % 2);
+  b.mask = std::move(mask);
+  b.global_samples = global_samples;
+  return b;
+}
+
+std::vector<float> Activations(int n, int width) {
+  std::vector<float> a(n * width);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 5) % 11) / 11 - 0.5f;
+  return a;
+}
+
+class TensorCoreStageTest : public testing::TestWithParam<std::string> {};
+
+// A batch with masked rows trains exactly like the batch of its real rows
+// alone: same loss, same parameters after the step, the same d_activations
+// on the real rows and zeros on the masked ones.
+TEST_P(TensorCoreStageTest, MaskedRowsTrainLikeTheRealRowsAlone) {
+  const config::RunConfig config = Config(GetParam());
+  SelfCommunicator comm_a, comm_b;
+  auto masked = TensorCoreStage::Create(config, comm_a);
+  auto real = TensorCoreStage::Create(config, comm_b);
+  ASSERT_TRUE(masked.ok() && real.ok());
+  const int width = (*masked)->model().embedding_width();
+  const std::vector<float> mask = {1, 0, 1, 1, 0, 1, 1, 0};
+  host::Batch full = MakeBatch(8, 3, mask, 5);
+  std::vector<float> act = Activations(8, width);
+
+  // The real rows, packed by hand.
+  host::Batch packed;
+  packed.Resize(5, 3, 2);
+  packed.global_samples = 5;
+  std::vector<float> packed_act;
+  int n = 0;
+  for (int i = 0; i < 8; ++i) {
+    if (mask[i] == 0) continue;
+    for (int d = 0; d < 3; ++d) packed.dense[n * 3 + d] = full.dense[i * 3 + d];
+    packed.labels[n] = full.labels[i];
+    packed_act.insert(packed_act.end(), act.begin() + i * width, act.begin() + (i + 1) * width);
+    ++n;
+  }
+
+  std::vector<float> d_full(8 * width, 123.0f), d_packed(5 * width);
+  auto loss_full = (*masked)->Step(0, full, act, d_full);
+  auto loss_packed = (*real)->Step(0, packed, packed_act, d_packed);
+  ASSERT_TRUE(loss_full.ok() && loss_packed.ok());
+  EXPECT_EQ(*loss_full, *loss_packed);
+  EXPECT_GT(*loss_full, 0);
+  const auto pa = (*masked)->mutable_params();
+  const auto pb = (*real)->mutable_params();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) ASSERT_EQ(pa[i], pb[i]) << "param " << i;
+  n = 0;
+  for (int i = 0; i < 8; ++i) {
+    for (int w = 0; w < width; ++w) {
+      const float got = d_full[i * width + w];
+      if (mask[i] == 0) {
+        EXPECT_EQ(got, 0.0f) << "masked row " << i;
+      } else {
+        EXPECT_EQ(got, d_packed[n * width + w]) << "row " << i;
+      }
+    }
+    if (mask[i] != 0) ++n;
+  }
+}
+
+// A rank whose slice of the last batch holds no real row still takes part
+// in the step: zero loss, zero gradients, zero d_activations.
+TEST_P(TensorCoreStageTest, AllRowsMasked) {
+  const config::RunConfig config = Config(GetParam());
+  SelfCommunicator comm;
+  auto stage = TensorCoreStage::Create(config, comm);
+  ASSERT_TRUE(stage.ok());
+  const int width = (*stage)->model().embedding_width();
+  host::Batch b = MakeBatch(8, 4, std::vector<float>(8, 0.0f), 3);
+  std::vector<float> act = Activations(8, width), d(8 * width, 7.0f);
+  auto loss = (*stage)->Step(0, b, act, d);
+  ASSERT_TRUE(loss.ok());
+  EXPECT_EQ(*loss, 0.0);
+  for (float g : (*stage)->model().grads()) ASSERT_EQ(g, 0.0f);
+  for (float x : d) ASSERT_EQ(x, 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TensorCoreStageTest,
+                         testing::Values("", "dcn_v2 { num_layers: 2 low_rank: 2 }", "concat { }"));
+
+}  // namespace
+}  // namespace lemrt::runtime
