@@ -2,7 +2,7 @@
 // and one of its rows, packed so that keys order by table, then row. The
 // SparseCore's id dedup sorts and numbers these keys
 // (device/sparsecore/sparse_core.cc, key_sort.h), the host's partition
-// statistics sort them (host/minibatch.cc, radix_sort.h), and the unique ids
+// statistics sort them (host/preprocess/minibatch.cc, radix_sort.h), and the unique ids
 // of a step are kept as keys (SparseCoreStepState::unique_keys).
 //
 //    63             48 47                                          0

@@ -4,7 +4,7 @@
 
 #include "base/random.h"
 #include "benchmark/benchmark.h"
-#include "host/coo.h"
+#include "host/preprocess/coo.h"
 
 namespace lemrt::host {
 namespace {

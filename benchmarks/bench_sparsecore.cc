@@ -74,8 +74,8 @@
 #include "device/sparsecore/sparse_core.h"
 #include "device/sparsecore/table_allocator.h"
 #include "host/batch.h"
-#include "host/coo.h"
-#include "host/synthetic_source.h"
+#include "host/preprocess/coo.h"
+#include "host/input/synthetic_source.h"
 #include "proto/config_loader.h"
 #include "proto/config.pb.h"
 

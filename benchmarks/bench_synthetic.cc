@@ -17,7 +17,7 @@
 #include "benchmark/benchmark.h"
 #include "benchmarks/thread_cpu_timer.h"
 #include "glog/logging.h"
-#include "host/synthetic_source.h"
+#include "host/input/synthetic_source.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::host {

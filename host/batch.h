@@ -18,7 +18,7 @@ namespace lemrt::host {
 //   (offsets[f] has B + 1 entries, offsets[f][0] == 0); ids are global rows of
 //   the feature's table, in [0, vocab_size).
 //   weights[f]: empty, or one weight per id of ids[f] (the COO values: the
-//   combiner weighs each row by it; host/coo.h).
+//   combiner weighs each row by it; host/preprocess/coo.h).
 //   teacher_prob [B]: the planted model's true probability (synthetic data
 //   only; empty for file data).
 //   mask [B]: 1 for a real sample, 0 for a row that holds none (padding

@@ -1,4 +1,4 @@
-// The COO wire format: what host preprocessing (host/coo.h, the builder)
+// The COO wire format: what host preprocessing (host/preprocess/coo.h, the builder)
 // hands to the SparseCores (device/sparsecore/sparse_core.h) for one chip's
 // local batch. Plain data, shared by both layers; the builder's rules (which
 // SparseCore owns an id, dedup, gains) live with the builder.
@@ -62,7 +62,7 @@ struct PartitionedCoo {
   int64_t ids_after_dedup = 0;  // == entries.size()
   // The minibatches of one step with the same row_group may hold the same
   // rows (the sample-dimension minibatches of one vocabulary-dimension
-  // minibatch, host/sample_split.h): the SparseCore stage sums a row's
+  // minibatch, host/preprocess/sample_split.h): the SparseCore stage sums a row's
   // gradients over them before its one update of the step. Minibatches in
   // different row groups never share a row.
   int32_t row_group = 0;

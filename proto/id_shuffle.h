@@ -1,7 +1,7 @@
 // Which tables shuffle their ids and with which permutation (config fields
 // sparse_core.shuffle_ids, sparse_core.id_shuffle_seed and
 // TableConfig.shuffle_ids; base/id_permutation.h). The host permutes a
-// table's ids with it before partitioning (host/id_shuffle.h), the
+// table's ids with it before partitioning (host/preprocess/batch_id_shuffle.h), the
 // SparseCores' shards map placed rows back to original rows with it
 // (device/sparsecore/table_shard.h), and checkpoints record it per table.
 // Stateless; thread-safe.

@@ -26,8 +26,8 @@
 #include "base/quantile_sketch.h"
 #include "device/optimizers/optimizer.h"
 #include "device/plan/memory_plan.h"
-#include "host/coo.h"
-#include "host/data_source.h"
+#include "host/preprocess/coo.h"
+#include "host/input/data_source.h"
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 #include "runtime/comm/collective_monitor.h"
@@ -104,7 +104,7 @@ class Trainer {
   absl::StatusOr<int64_t> Restore(const std::string& dir);
 
   // The run's config: the one given to Create with training.steps resolved
-  // against the data (training.epochs; host/epoch_schedule.h).
+  // against the data (training.epochs; host/input/epoch_schedule.h).
   const config::RunConfig& config() const { return config_; }
   const host::DataSource& data() const { return *data_; }
 

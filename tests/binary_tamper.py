@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Edits one value of a lemrt binary file (host/binary_format.h) and, unless
+"""Edits one value of a lemrt binary file (host/formats/binary_format.h) and, unless
 --keep_checksums, recomputes every checksum, so that the reader's range checks
 (not its CRCs) must catch the bad value. Used by tests/fault_binary_input.sh.
 

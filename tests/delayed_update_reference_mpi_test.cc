@@ -18,7 +18,7 @@
 #include "device/optimizers/optimizer.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
-#include "host/data_source.h"
+#include "host/input/data_source.h"
 #include "layout/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"

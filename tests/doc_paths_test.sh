@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every repository path the README and docs/*.md name in backquotes exists
-# (`host/coo.h`, `tests/fuzz/fuzz_common.{h,cc}`, `device/plan/memory_plan`
+# (`host/preprocess/coo.h`, `tests/fuzz/fuzz_common.{h,cc}`, `device/plan/memory_plan`
 # for memory_plan.*), so moving or renaming a file fails here until the docs
 # follow. Placeholders (`<target>`, NAME, *) are skipped.
 set -euo pipefail
@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$LEMRT_SRC"
 python3 - <<'PY'
 import glob, os, re, sys
-roots = ('base/', 'proto/', 'layout/', 'host/', 'device/', 'runtime/', 'examples/', 'tests/', 'scripts/',
+roots = ('base/', 'proto/', 'layout/', 'host/', 'device/', 'runtime/', 'examples/', 'tools/', 'tests/', 'scripts/',
          'benchmarks/', 'docs/', '.ci/')
 missing, checked = [], 0
 for doc in ['README.md'] + sorted(glob.glob('docs/*.md')):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Id shuffling end to end (docs/preprocessing.md#id-shuffling;
-# base/id_permutation.h, host/id_shuffle.h):
+# base/id_permutation.h, host/preprocess/batch_id_shuffle.h):
 #  1. one-hot features (small_dlrm with one id per feature and sample): a run
 #     with sparse_core.shuffle_ids trains the same model bit for bit as one
 #     without, on 1, 2 and 4 ranks: equal model_checksum, and the tables that

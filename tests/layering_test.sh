@@ -5,22 +5,45 @@
 # only: no include from a layer into a higher one (device -> runtime,
 # proto -> host, ...) and none sideways between host and device. Prints
 # every offending `#include` as FILE:LINE and fails; passes when none.
+# Inside runtime/ the same holds for its libraries (runtime/CMakeLists.txt):
+#   comm/ <- {step/, threads/, hot_rows/} <- observability/ <- checkpoint/
+#   <- {eval/, the trainer at runtime/'s top}
+# and inside host/, input/ + formats/ (reading) and preprocess/ meet only at
+# host/batch.h: neither includes the other.
 set -euo pipefail
 : "${LEMRT_SRC:?}"
 cd "$LEMRT_SRC"
 python3 - <<'PY'
 import os, re, sys
 rank = {'base': 0, 'proto': 1, 'layout': 2, 'host': 3, 'device': 3, 'runtime': 4,
-        'examples': 5, 'tests': 5, 'benchmarks': 5}
+        'examples': 5, 'tools': 5, 'tests': 5, 'benchmarks': 5}
 files = sorted(os.path.join(d, f) for top in rank for d, _, fs in os.walk(top)
                for f in fs if f.endswith(('.h', '.cc', '.proto')))
 include = re.compile(r'^\s*(?:#\s*include|import)\s+"([a-z_]+)/[^"]*"')
+sub_include = re.compile(r'^\s*#\s*include\s+"(runtime|host)/([a-z_]+)/')
+# The libraries inside runtime/ (a file at runtime/'s top is the trainer's).
+runtime_rank = {'comm': 0, 'step': 1, 'threads': 1, 'hot_rows': 1, 'observability': 2,
+                'checkpoint': 3, 'eval': 4, '': 4}
+host_side = {'input': 'read', 'formats': 'read', 'preprocess': 'preprocess'}
+def sub_of(path):
+    parts = path.split('/')
+    return parts[1] if len(parts) > 2 else ''
 bad, checked = [], 0
 for path in files:
     top = path.split('/')[0]
     if top not in rank:
         continue
     for n, line in enumerate(open(path, encoding='utf-8', errors='replace'), 1):
+        sm = sub_include.match(line)
+        if sm and sm.group(1) == top:
+            mine, dep_sub = sub_of(path), sm.group(2)
+            if top == 'runtime' and runtime_rank.get(dep_sub, 4) > runtime_rank.get(mine, 4):
+                bad.append(f'{path}:{n}: runtime/{mine or "(top)"} includes runtime/{dep_sub}/ '
+                           f'(a higher library): {line.strip()}')
+            if top == 'host' and mine in host_side and dep_sub in host_side and \
+                    host_side[mine] != host_side[dep_sub]:
+                bad.append(f'{path}:{n}: host/{mine} includes host/{dep_sub}/ (reading and '
+                           f'preprocessing meet at host/batch.h only): {line.strip()}')
         m = include.match(line)
         if not m or m.group(1) not in rank:
             continue

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sample-dimension minibatching end to end (docs/preprocessing.md;
-# host/sample_split.h): small_dlrm with max_ids_per_partition 8, which the
+# host/preprocess/sample_split.h): small_dlrm with max_ids_per_partition 8, which the
 # hottest rows of table 'a' exceed on their own (no vocabulary-dimension
 # split can fit them), on 1 and 2 ranks:
 #  1. with minibatching (the default) the run finishes without drops and

@@ -12,10 +12,10 @@
 #include "base/random.h"
 #include "device/sparsecore/table_shard.h"
 #include "gtest/gtest.h"
-#include "host/coo.h"
-#include "host/hot_rows.h"
-#include "host/minibatch.h"
-#include "host/sample_split.h"
+#include "host/preprocess/coo.h"
+#include "host/preprocess/hot_rows.h"
+#include "host/preprocess/minibatch.h"
+#include "host/preprocess/sample_split.h"
 #include "layout/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
@@ -111,7 +111,7 @@ double Gain(const config::TableConfig& t, size_t n) {
 // trainer does). `explicit_stack` (table names) is added as one
 // sparse_core.table_stacks entry. max_ids > 0: a per-partition id limit
 // that a hot row exceeds on its own, so vocabulary-dimension minibatches are
-// split further along the sample dimension (host/sample_split.h; ranges
+// split further along the sample dimension (host/preprocess/sample_split.h; ranges
 // agreed over ranks, as HostStage does), and a row's gradients from several
 // sample ranges must be summed before its one update. In kConfig table t2
 // uses Adam, whose step count must advance once per step however the step

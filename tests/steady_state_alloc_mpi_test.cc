@@ -27,8 +27,8 @@
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "host/batch.h"
-#include "host/coo.h"
-#include "host/data_source.h"
+#include "host/preprocess/coo.h"
+#include "host/input/data_source.h"
 #include "layout/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
@@ -242,7 +242,7 @@ TEST(SteadyStateAllocTest, SerializedStepAllocatesNothing) {
 }
 
 // Partition limits split steps into a varying number of vocabulary-dimension
-// minibatches (host/minibatch.h), each run as three serialized table groups.
+// minibatches (host/preprocess/minibatch.h), each run as three serialized table groups.
 TEST(SteadyStateAllocTest, MinibatchedSerializedStepAllocatesNothing) {
   std::string limited = kSerializedConfig;
   const std::string block = "sparse_core { ";

@@ -1,6 +1,6 @@
 #include "runtime/checkpoint/config_match.h"
 
-#include "host/source_registry.h"
+#include "host/input/source_registry.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"

@@ -18,7 +18,7 @@
 
 namespace lemrt::checkpoint {
 
-// The source's format name (host/source_registry.h: "synthetic", "criteo",
+// The source's format name (host/input/source_registry.h: "synthetic", "criteo",
 // "binary", "text", "tfrecord"): the manifest's data.source.
 std::string DataSourceName(const config::RunConfig& config);
 

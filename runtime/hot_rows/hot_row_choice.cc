@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
-#include "host/coo.h"
+#include "host/preprocess/coo.h"
 #include "proto/hot_row_rule.h"
 #include "proto/id_shuffle.h"
 

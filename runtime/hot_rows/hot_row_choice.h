@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "host/data_source.h"
-#include "host/hot_rows.h"
+#include "host/input/data_source.h"
+#include "host/preprocess/hot_rows.h"
 #include "proto/config.pb.h"
 #include "runtime/comm/communicator.h"
 

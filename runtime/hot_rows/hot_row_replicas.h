@@ -1,5 +1,5 @@
 // The replicas of hot rows on one chip (TableConfig.hot_rows; the rows:
-// host/hot_rows.h). Every chip holds every hot row (weights and optimizer
+// host/preprocess/hot_rows.h). Every chip holds every hot row (weights and optimizer
 // slots), looks up its own samples' hot entries there, and applies the same
 // update to it: each step the chips' hot-row gradients are summed by one
 // all-reduce, which gives every chip the same bits (as the dense gradients'
@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/sparse_core.h"
-#include "host/hot_rows.h"
+#include "host/preprocess/hot_rows.h"
 #include "runtime/comm/communicator.h"
 
 namespace lemrt::runtime {

@@ -34,7 +34,7 @@
 #include "absl/status/status.h"
 #include "base/quantile_sketch.h"
 #include "host/batch.h"
-#include "host/coo.h"
+#include "host/preprocess/coo.h"
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
 #include "runtime/comm/communicator.h"

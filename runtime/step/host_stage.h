@@ -1,9 +1,9 @@
 // The host stage of a step on one chip: read the local batch, shuffle the
-// ids of tables with id shuffling (host/id_shuffle.h), build the
-// partitioned COO (host/coo.h), check it against the partition limits and
+// ids of tables with id shuffling (host/preprocess/batch_id_shuffle.h), build the
+// partitioned COO (host/preprocess/coo.h), check it against the partition limits and
 // split it into vocabulary-dimension minibatches agreed by all chips
-// (host/minibatch.h), split a minibatch still over its limits along the
-// sample dimension (host/sample_split.h), dropping ids when allowed. One per rank. A step's work
+// (host/preprocess/minibatch.h), split a minibatch still over its limits along the
+// sample dimension (host/preprocess/sample_split.h), dropping ids when allowed. One per rank. A step's work
 // has two halves: the local half (ReadLocal + BuildLocal into a HostWork:
 // data read, COO, per-sample dedup, partition, partition stats) has no
 // collectives and may run on host worker threads (runtime/step/host_prefetcher.h);
@@ -29,12 +29,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "host/batch.h"
-#include "host/coo.h"
-#include "host/data_source.h"
-#include "host/hot_rows.h"
-#include "host/id_shuffle.h"
-#include "host/minibatch.h"
-#include "host/sample_split.h"
+#include "host/preprocess/coo.h"
+#include "host/input/data_source.h"
+#include "host/preprocess/hot_rows.h"
+#include "host/preprocess/batch_id_shuffle.h"
+#include "host/preprocess/minibatch.h"
+#include "host/preprocess/sample_split.h"
 #include "layout/limits.h"
 #include "proto/config.pb.h"
 #include "proto/summary.pb.h"
@@ -58,7 +58,7 @@ struct HostWork {
   int64_t index = -1;  // training step or eval chunk
   host::Batch batch;
   layout::PartitionedCoo coo;
-  // The entries of hot rows (host/hot_rows.h), taken out of `coo`.
+  // The entries of hot rows (host/preprocess/hot_rows.h), taken out of `coo`.
   std::vector<host::HotEntry> hot;
   host::CooBuilder builder;
   host::MinibatchSplitter splitter;

@@ -22,7 +22,7 @@
 
 #include "absl/status/status.h"
 #include "device/sparsecore/sparse_core.h"
-#include "host/coo.h"
+#include "host/preprocess/coo.h"
 #include "proto/config.pb.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/hot_rows/hot_row_replicas.h"
@@ -91,7 +91,7 @@ class SparseCoreStage {
   // exchange once per minibatch and the update once per row group
   // (layout::PartitionedCoo::row_group): a vocabulary-dimension minibatch is
   // its own row group, updated after its exchange; the sample-dimension
-  // minibatches of one (host/sample_split.h) share rows, so after all their
+  // minibatches of one (host/preprocess/sample_split.h) share rows, so after all their
   // exchanges each local SparseCore updates the group's rows once, from
   // gradients summed over the group. Every row is updated once per step, as
   // without minibatching; the optimizers' step count advances once per step.

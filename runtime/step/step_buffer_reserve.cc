@@ -5,7 +5,7 @@
 
 #include "base/huge_pages.h"
 #include "device/sparsecore/debug_checks.h"
-#include "host/coo.h"
+#include "host/preprocess/coo.h"
 
 namespace lemrt::runtime {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "host/batch.h"
-#include "host/coo.h"
+#include "host/preprocess/coo.h"
 #include "runtime/step/sparsecore_stage.h"
 
 namespace lemrt::runtime {

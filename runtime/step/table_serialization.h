@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "device/plan/memory_plan.h"
-#include "host/coo.h"
+#include "host/preprocess/coo.h"
 
 namespace lemrt::runtime {
 

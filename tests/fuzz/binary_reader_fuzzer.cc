@@ -1,5 +1,5 @@
-// libFuzzer target for the binary reader (host/binary_file.h,
-// host/binary_parser.h): the input is the whole file (header, blocks,
+// libFuzzer target for the binary reader (host/formats/binary_file.h,
+// host/formats/binary_parser.h): the input is the whole file (header, blocks,
 // columns, index), read as one rank's train and eval file with the CRITEO
 // preset. Byte 0 picks the world size, rank, shuffle window and batch; the
 // rest is the file. Checksums reject most mutations; the corpus also holds
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "host/data_source.h"
+#include "host/input/data_source.h"
 #include "proto/config.pb.h"
 #include "tests/fuzz/fuzz_common.h"
 

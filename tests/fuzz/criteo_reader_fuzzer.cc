@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "host/data_source.h"
+#include "host/input/data_source.h"
 #include "proto/config.pb.h"
 #include "tests/fuzz/fuzz_common.h"
 

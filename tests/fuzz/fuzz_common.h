@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/data_source.h"
+#include "host/input/data_source.h"
 
 namespace lemrt::fuzz {
 

@@ -1,0 +1,123 @@
+#include "host/input/batch_filler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "glog/logging.h"
+
+namespace lemrt::host {
+
+BatchFiller::BatchFiller(std::shared_ptr<const Schema> schema)
+    : schema_(std::move(schema)), counts_(schema_->features.size()) {}
+
+void BatchFiller::Start(int64_t samples, Batch* batch) const {
+  batch->Resize(samples, static_cast<int>(schema_->dense.size()),
+                static_cast<int>(schema_->features.size()));
+  batch->teacher_prob.clear();
+  batch->mask.assign(samples, 0.0f);
+}
+
+absl::Status BatchFiller::Check(const ParsedSample& sample) const {
+  const bool unlabelled = std::isnan(sample.label) && schema_->labels_optional;
+  if (!unlabelled && !(sample.label >= 0 && sample.label <= 1)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "label '%s' is %g; labels must be numbers in [0, 1]", schema_->label_key, sample.label));
+  }
+  for (size_t k = 0; k < schema_->dense.size(); ++k) {
+    if (!std::isfinite(sample.dense[k])) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("dense input '%s' is %g; inputs must be finite numbers",
+                          schema_->dense[k].name, sample.dense[k]));
+    }
+  }
+  for (size_t c = 0; c < schema_->sparse.size(); ++c) {
+    const std::vector<float>& w = sample.weights[c];
+    if (!schema_->sparse[c].weighted()) continue;
+    if (w.size() != sample.values[c].size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "sparse input '%s' has %d values but %d weights", schema_->sparse[c].key,
+          sample.values[c].size(), w.size()));
+    }
+    for (float x : w) {
+      if (!std::isfinite(x)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "a weight of sparse input '%s' is %g; weights must be finite numbers",
+            schema_->sparse[c].key, x));
+      }
+    }
+  }
+  if (schema_->truncate_sequences) return absl::OkStatus();
+  for (const FeatureInput& in : schema_->features) {
+    const size_t n = sample.values[in.sparse].size();
+    if (n > static_cast<size_t>(in.max_length)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "feature '%s' has %d values, more than its max_sequence_length %d (raise it, or set "
+          "data.schema.sequence_overflow: OVERFLOW_TRUNCATE to keep the first %d)",
+          in.name, n, in.max_length, in.max_length));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchFiller::Append(const ParsedSample& sample, int64_t row, Batch* batch,
+                                 bool count) {
+  DCHECK_LT(row, batch->num_samples);
+  if (absl::Status st = Check(sample); !st.ok()) return st;
+  batch->labels[row] = sample.label;
+  std::copy(sample.dense.begin(), sample.dense.end(),
+            batch->dense.begin() + row * batch->num_dense);
+  batch->mask[row] = 1.0f;
+  for (size_t f = 0; f < schema_->features.size(); ++f) {
+    const FeatureInput& in = schema_->features[f];
+    const std::vector<uint64_t>& values = sample.values[in.sparse];
+    const std::vector<float>& weights = sample.weights[in.sparse];
+    const bool weighted = schema_->sparse[in.sparse].weighted();
+    const size_t n = std::min(values.size(), static_cast<size_t>(in.max_length));
+    std::vector<int64_t>& ids = batch->ids[f];
+    FeatureCounts& counts = counts_[f];
+    if (count) {
+      counts.values += static_cast<int64_t>(values.size());
+      counts.truncated += static_cast<int64_t>(values.size() - n);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t key = values[i];
+      int64_t id;
+      switch (in.mapping) {
+        case Mapping::kId:
+          id = static_cast<int64_t>(key);
+          break;
+        case Mapping::kVocabulary: {
+          const int64_t entry = in.vocabulary->Find(key);
+          if (entry >= 0) {
+            id = in.num_oov_buckets + entry;
+          } else {
+            if (count) ++counts.oov;
+            if (in.num_oov_buckets == 0) continue;
+            id = HashedRow(key, in.table, in.num_oov_buckets);
+          }
+          break;
+        }
+        case Mapping::kHash:
+        default:
+          id = HashedRow(key, in.table, in.rows);
+          break;
+      }
+      ids.push_back(id);
+      if (weighted) batch->weights[f].push_back(weights[i]);
+    }
+    batch->offsets[f][row + 1] = static_cast<int64_t>(ids.size());
+  }
+  return absl::OkStatus();
+}
+
+void BatchFiller::AppendEmpty(int64_t row, Batch* batch) const {
+  batch->labels[row] = 0;
+  std::fill_n(batch->dense.begin() + row * batch->num_dense, batch->num_dense, 0.0f);
+  batch->mask[row] = 0.0f;
+  for (int f = 0; f < batch->num_features(); ++f) {
+    batch->offsets[f][row + 1] = static_cast<int64_t>(batch->ids[f].size());
+  }
+}
+
+}  // namespace lemrt::host

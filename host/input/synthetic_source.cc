@@ -1,0 +1,278 @@
+#include "host/input/synthetic_source.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "base/random.h"
+#include "glog/logging.h"
+
+namespace lemrt::host {
+namespace {
+
+// Stream tags keep the hashed key spaces of samples and teacher apart.
+constexpr uint64_t kSampleTag = 0x73616d706c65ULL;  // "sample"
+constexpr uint64_t kWeightTag = 0x776569676874ULL;  // "weight"
+constexpr uint64_t kHiddenTag = 0x68696464656eULL;  // "hidden"
+constexpr uint64_t kDenseTag = 0x64656e7365ULL;     // "dense"
+constexpr uint64_t kCrossTag = 0x63726f7373ULL;     // "cross"
+constexpr int kMaxPairs = 2;
+
+double Damping(int64_t id) {
+  return 1.0 /
+         std::sqrt(1.0 + static_cast<double>(id) / SyntheticSource::kHotScale);
+}
+
+// base::HashKeys of the keys behind `prefix` (HashKeys of the leading keys)
+// and then `key`: HashKeys({a, b, c, key}) == HashOn(HashKeys({a, b, c}),
+// key), so the per-table and per-tag leading keys are hashed once.
+inline uint64_t HashOn(uint64_t prefix, uint64_t key) {
+  return base::Mix64(prefix ^ base::Mix64(key));
+}
+
+// acc += normals x scale: one expression for cached and computed normals, so
+// both round alike (also where the compiler fuses the multiply-add).
+void AccumulateHidden(const double* normals, double scale, double* acc) {
+  for (int d = 0; d < SyntheticSource::kHiddenDim; ++d) acc[d] += normals[d] * scale;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::Create(
+    const config::RunConfig& config, int rank, int world_size) {
+  return CreateWithCachedIds(config, rank, world_size, kCachedIds);
+}
+
+absl::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::CreateWithCachedIds(
+    const config::RunConfig& config, int rank, int world_size, int64_t cached_ids) {
+  CHECK_GT(world_size, 0);
+  CHECK(rank >= 0 && rank < world_size) << rank << " of " << world_size;
+  const double exponent = config.data().synthetic().zipf_exponent();
+  std::vector<Feature> features;
+  for (const config::FeatureConfig& fc : config.features()) {
+    Feature f;
+    f.table = -1;
+    for (int t = 0; t < config.tables_size(); ++t) {
+      if (config.tables(t).name() == fc.table()) f.table = t;
+    }
+    if (f.table < 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "feature '%s' names table '%s', which is not in the config.",
+          fc.name(), fc.table()));
+    }
+    f.vocab = config.tables(f.table).vocab_size();
+    f.max_length = fc.max_sequence_length();
+    if (f.vocab <= 0 || f.max_length <= 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "feature '%s' has vocab_size %d and max_sequence_length %d; both "
+          "must be positive.",
+          fc.name(), f.vocab, f.max_length));
+    }
+    const double top = static_cast<double>(f.vocab) + 1;
+    f.zipf_span = std::abs(exponent - 1) < 1e-9
+                      ? std::log(top)
+                      : std::pow(top, 1 - exponent) - 1;
+    features.push_back(f);
+  }
+  return std::unique_ptr<SyntheticSource>(new SyntheticSource(
+      config, rank, world_size, std::move(features), cached_ids));
+}
+
+SyntheticSource::SyntheticSource(const config::RunConfig& config, int rank,
+                                 int world_size, std::vector<Feature> features,
+                                 int64_t cached_ids)
+    : synthetic_(config.data().synthetic()),
+      seed_(config.training().seed()),
+      global_batch_(config.training().global_batch()),
+      local_batch_(global_batch_ / world_size),
+      rank_(rank),
+      num_dense_(config.model().num_dense_features()),
+      num_eval_samples_(config.training().eval_samples()),
+      num_eval_chunks_((num_eval_samples_ + global_batch_ - 1) / global_batch_),
+      features_(std::move(features)) {
+  const int num_features = static_cast<int>(features_.size());
+  num_pairs_ = std::min(kMaxPairs, num_features / 2);
+  if (synthetic_.teacher_cross_scale() != 0) num_crosses_ = std::min(kMaxCrosses, num_features / 3);
+  for (int k = 0; k < num_dense_; ++k) {
+    base::CounterRng rng(base::HashKeys({seed_, kDenseTag, uint64_t(k)}));
+    dense_weight_.push_back(rng.NextNormal() / std::sqrt(num_dense_));
+  }
+  FillCaches(config, cached_ids);
+}
+
+void SyntheticSource::FillCaches(const config::RunConfig& config, int64_t cached_ids) {
+  const int num_tables = config.tables_size();
+  sample_prefix_ = base::HashKeys({seed_, kSampleTag});
+  for (int t = 0; t < num_tables; ++t) {
+    weight_prefix_.push_back(base::HashKeys({seed_, kWeightTag, uint64_t(t)}));
+    hidden_prefix_.push_back(base::HashKeys({seed_, kHiddenTag, uint64_t(t)}));
+    cross_prefix_.push_back(base::HashKeys({seed_, kCrossTag, uint64_t(t)}));
+  }
+  hot_u_.resize(num_tables);
+  for (int f = 0; f < 3 * num_crosses_; ++f) {
+    const int t = features_[f].table;
+    if (!hot_u_[t].empty()) continue;
+    hot_u_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
+    for (int64_t id = 0; id < static_cast<int64_t>(hot_u_[t].size()); ++id) {
+      base::CounterRng rng(base::HashKeys({seed_, kCrossTag, uint64_t(t), uint64_t(id)}));
+      hot_u_[t][id] = static_cast<float>(rng.NextNormal() * Damping(id));
+    }
+  }
+  hot_w_.resize(num_tables);
+  hot_h_.resize(num_tables);
+  for (int t = 0; t < num_tables; ++t) {
+    hot_w_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
+    for (int64_t id = 0; id < static_cast<int64_t>(hot_w_[t].size()); ++id) {
+      base::CounterRng rng(base::HashKeys({seed_, kWeightTag, uint64_t(t), uint64_t(id)}));
+      hot_w_[t][id] = static_cast<float>(rng.NextNormal() * Damping(id));
+    }
+  }
+  for (int f = 0; f < 2 * num_pairs_; ++f) {
+    const int t = features_[f].table;
+    if (!hot_h_[t].empty()) continue;
+    hot_h_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
+    for (int64_t id = 0; id < static_cast<int64_t>(hot_h_[t].size()); ++id) {
+      base::CounterRng rng(base::HashKeys({seed_, kHiddenTag, uint64_t(t), uint64_t(id)}));
+      std::array<double, kHiddenDim + 1>& h = hot_h_[t][id];
+      for (int d = 0; d < kHiddenDim; ++d) h[d] = rng.NextNormal();
+      h[kHiddenDim] = 0.5 * Damping(id);
+    }
+  }
+}
+
+absl::Status SyntheticSource::TrainBatch(int64_t step, Batch* batch) {
+  CHECK_GE(step, 0);
+  FillBatch(static_cast<uint64_t>(step * global_batch_ + rank_ * local_batch_),
+            batch);
+  return absl::OkStatus();
+}
+
+absl::Status SyntheticSource::EvalBatch(int64_t chunk, Batch* batch) {
+  CHECK(chunk >= 0 && chunk < num_eval_chunks_) << chunk;
+  FillBatch(kEvalSampleBase + static_cast<uint64_t>(chunk * global_batch_ +
+                                                    rank_ * local_batch_),
+            batch);
+  // Rows past the eval set are masked (not scored).
+  const int64_t real = std::clamp<int64_t>(
+      num_eval_samples_ - chunk * global_batch_ - rank_ * local_batch_, 0, local_batch_);
+  if (real < local_batch_) {
+    batch->mask.assign(local_batch_, 0.0f);
+    std::fill_n(batch->mask.begin(), real, 1.0f);
+  }
+  batch->global_samples = std::min(global_batch_, num_eval_samples_ - chunk * global_batch_);
+  return absl::OkStatus();
+}
+
+void SyntheticSource::FillBatch(uint64_t first_g, Batch* batch) const {
+  batch->Resize(local_batch_, num_dense_, static_cast<int>(features_.size()));
+  batch->teacher_prob.resize(local_batch_);
+  for (int64_t i = 0; i < local_batch_; ++i) {
+    FillSample(first_g + static_cast<uint64_t>(i), i, batch);
+  }
+}
+
+void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
+  base::CounterRng rng(HashOn(sample_prefix_, g));
+  const double zipf_fraction = synthetic_.zipf_fraction();
+  // Pooled hidden vectors of the features in pairs (0,1), (2,3).
+  std::array<std::array<double, kHiddenDim>, 2 * kMaxPairs> pooled{};
+  // Pooled cross scalars of the features in triples.
+  std::array<double, 3 * kMaxCrosses> crossed{};
+  double id_term = 0;
+  for (size_t f = 0; f < features_.size(); ++f) {
+    const Feature& feature = features_[f];
+    const int length = 1 + static_cast<int>(rng.NextBelow(feature.max_length));
+    const bool in_pair = static_cast<int>(f) < 2 * num_pairs_;
+    const bool in_cross = static_cast<int>(f) < 3 * num_crosses_;
+    std::vector<int64_t>& ids = batch->ids[f];
+    double weight_sum = 0;
+    for (int j = 0; j < length; ++j) {
+      const double u = rng.NextDouble();
+      const int64_t id =
+          u < zipf_fraction
+              ? DrawZipfId(feature, rng.NextDouble())
+              : static_cast<int64_t>(rng.NextBelow(uint64_t(feature.vocab)));
+      DCHECK(id >= 0 && id < feature.vocab) << id;
+      ids.push_back(id);
+      weight_sum += Weight(feature.table, id);
+      if (in_pair) AddHidden(feature.table, id, pooled[f].data());
+      if (in_cross) crossed[f] += CrossWeight(feature.table, id);
+    }
+    batch->offsets[f][row + 1] = static_cast<int64_t>(ids.size());
+    id_term += weight_sum / length;
+    if (in_pair) {
+      for (double& x : pooled[f]) x /= length;
+    }
+    if (in_cross) crossed[f] /= length;
+  }
+  double dense_term = 0;
+  float* dense = batch->dense.data() + row * num_dense_;
+  for (int k = 0; k < num_dense_; ++k) {
+    // 1 - u is in (0, 1], so the log is finite.
+    dense[k] =
+        static_cast<float>(std::log1p(-std::log(1 - rng.NextDouble()) * 10));
+    dense_term += dense_weight_[k] * (dense[k] - kDenseMean);
+  }
+  double pair_term = 0;
+  for (int p = 0; p < num_pairs_; ++p) {
+    for (int d = 0; d < kHiddenDim; ++d) {
+      pair_term += pooled[2 * p][d] * pooled[2 * p + 1][d];
+    }
+  }
+  const double id_norm =
+      features_.empty() ? 0 : kIdGain / std::sqrt(double(features_.size()));
+  double logit = kBias +
+                 synthetic_.teacher_id_scale() * id_norm * id_term +
+                 synthetic_.teacher_dense_scale() * dense_term +
+                 synthetic_.teacher_pair_scale() * pair_term;
+  if (num_crosses_ > 0) {
+    double cross_term = 0;
+    for (int c = 0; c < num_crosses_; ++c) {
+      cross_term += crossed[3 * c] * crossed[3 * c + 1] * crossed[3 * c + 2];
+    }
+    logit += synthetic_.teacher_cross_scale() / std::sqrt(double(num_crosses_)) * cross_term;
+  }
+  const double prob = 1 / (1 + std::exp(-logit));
+  batch->teacher_prob[row] = static_cast<float>(prob);
+  batch->labels[row] = rng.NextDouble() < prob ? 1.0f : 0.0f;
+}
+
+int64_t SyntheticSource::DrawZipfId(const Feature& feature, double u) const {
+  // Inverse CDF of the density ~ x^-s on [1, V + 1).
+  const double s = synthetic_.zipf_exponent();
+  const double x = std::abs(s - 1) < 1e-9
+                       ? std::exp(u * feature.zipf_span)
+                       : std::pow(1 + u * feature.zipf_span, 1 / (1 - s));
+  const double id = std::floor(x) - 1;
+  if (!(id > 0)) return 0;  // Also catches NaN.
+  return std::min(static_cast<int64_t>(std::min(id, 9.0e18)),
+                  feature.vocab - 1);
+}
+
+double SyntheticSource::Weight(int table, int64_t id) const {
+  if (id < static_cast<int64_t>(hot_w_[table].size())) return hot_w_[table][id];
+  base::CounterRng rng(HashOn(weight_prefix_[table], uint64_t(id)));
+  return static_cast<float>(rng.NextNormal() * Damping(id));  // As cached.
+}
+
+double SyntheticSource::CrossWeight(int table, int64_t id) const {
+  if (id < static_cast<int64_t>(hot_u_[table].size())) return hot_u_[table][id];
+  base::CounterRng rng(HashOn(cross_prefix_[table], uint64_t(id)));
+  return static_cast<float>(rng.NextNormal() * Damping(id));  // As cached.
+}
+
+void SyntheticSource::AddHidden(int table, int64_t id, double* acc) const {
+  if (id < static_cast<int64_t>(hot_h_[table].size())) {
+    const std::array<double, kHiddenDim + 1>& h = hot_h_[table][id];
+    AccumulateHidden(h.data(), h[kHiddenDim], acc);
+    return;
+  }
+  base::CounterRng rng(HashOn(hidden_prefix_[table], uint64_t(id)));
+  std::array<double, kHiddenDim> normals;
+  for (double& n : normals) n = rng.NextNormal();
+  AccumulateHidden(normals.data(), 0.5 * Damping(id), acc);
+}
+
+}  // namespace lemrt::host

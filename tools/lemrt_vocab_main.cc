@@ -1,0 +1,336 @@
+// lemrt_vocab: counts each feature's values in the training files of the
+// config, over all ranks in parallel, and writes one vocabulary per feature
+// (docs/data.md "Vocabularies"): the values seen at least --min_frequency
+// times, most frequent first (ties by value), one "value<TAB>count" per line —
+// what data.schema.sparse { mapping: VOCABULARY vocabulary_file: ... } reads,
+// with num_oov_buckets rows in front for the rest (NVTabular's
+// Categorify(freq_threshold), Keras' IntegerLookup(num_oov_indices)).
+//
+//   mpirun -np N lemrt_vocab --config=model.pbtxt --out_dir=vocab
+//       [--min_frequency=1] [--max_size=0] [--features=a,b] [--override=TEXT]
+//
+// Rank r counts rows [r R / N, (r + 1) R / N) of the R training rows; rank 0
+// merges the counts (it holds every distinct value once: ~40 bytes + the
+// value's text each) and writes <out_dir>/<feature>.txt. Mappings and sizes
+// the config already takes from vocabularies are ignored while counting, so
+// a config may name the files it is about to get.
+#include <mpi.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "base/text_file.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "google/protobuf/text_format.h"
+#include "host/input/source_registry.h"
+#include "proto/config_loader.h"
+#include "runtime/comm/mpi_communicator.h"
+
+DEFINE_string(config, "", "Run config whose training files and schema are counted (required).");
+DEFINE_string(override, "", "Text proto merged into the config (as lemrt_train's).");
+DEFINE_string(out_dir, "", "Directory for the <feature>.txt vocabularies (created).");
+DEFINE_int64(min_frequency, 1, "Keep values seen at least this many times (>= 1).");
+DEFINE_int64(max_size, 0, "Keep at most this many values per feature (0 = no limit).");
+DEFINE_string(features, "", "Comma-separated features to count (default: all).");
+
+namespace {
+
+using lemrt::config::RunConfig;
+using lemrt::host::ValueType;
+
+struct Entry {
+  int64_t count = 0;
+  std::string text;
+};
+using Counts = absl::flat_hash_map<uint64_t, Entry>;
+
+// The config with vocabulary mappings turned into hashing and vocabulary-
+// sized tables given a placeholder size, so that it loads before the files
+// exist. Counting trains nothing, so the config is checked as for one chip:
+// any number of ranks can count (each takes its own share of the rows).
+absl::StatusOr<RunConfig> LoadForCounting() {
+  constexpr int kOneChip = 1;
+  absl::StatusOr<std::string> text =
+      lemrt::base::ReadTextFile(FLAGS_config, lemrt::config::kMaxConfigBytes, "config file");
+  if (!text.ok()) return text.status();
+  RunConfig raw;
+  google::protobuf::TextFormat::Parser parser;
+  if (!parser.ParseFromString(*text, &raw) ||
+      !parser.MergeFromString(FLAGS_override, &raw)) {
+    // Let the loader report where.
+    return lemrt::config::ParseConfig(*text, FLAGS_config, FLAGS_override, kOneChip);
+  }
+  raw.mutable_topology()->clear_num_chips();
+  for (auto& in : *raw.mutable_data()->mutable_schema()->mutable_sparse()) {
+    if (in.mapping() != lemrt::config::SparseInput::VOCABULARY) continue;
+    in.set_mapping(lemrt::config::SparseInput::HASH);
+    in.clear_vocabulary_file();
+  }
+  for (auto& t : *raw.mutable_tables()) {
+    if (!t.has_vocab_size()) t.set_vocab_size(1);
+  }
+  std::string rewritten;
+  google::protobuf::TextFormat::PrintToString(raw, &rewritten);
+  return lemrt::config::ParseConfig(rewritten, FLAGS_config, "", kOneChip);
+}
+
+std::string TextOf(uint64_t key, ValueType type, const std::vector<std::string>& texts, size_t i) {
+  switch (type) {
+    case ValueType::kInt64:
+      return absl::StrCat(static_cast<int64_t>(key));
+    case ValueType::kHex:
+      return absl::StrFormat("%x", key);
+    case ValueType::kString:
+    default:
+      return i < texts.size() ? texts[i] : std::string();
+  }
+}
+
+// Counts this rank's share of the training rows into counts[column].
+absl::Status CountShare(const RunConfig& config, int rank, int world_size,
+                        const std::vector<int>& columns, std::vector<Counts>* counts,
+                        int64_t* rows, int64_t* skipped) {
+  auto schema = lemrt::host::ResolveSchema(config);
+  if (!schema.ok()) return schema.status();
+  const lemrt::host::SourceFormat& format = lemrt::host::FormatOf(config.data());
+  if (format.open_split == nullptr) {
+    return absl::InvalidArgumentError("the config's data source has no files (synthetic data)");
+  }
+  auto split = format.open_split(config, *schema, lemrt::host::Split::kTrain);
+  if (!split.ok()) return split.status();
+  if (split->records == nullptr) return absl::InvalidArgumentError("the config names no training files");
+  for (int c : columns) {
+    if ((*schema)->sparse[c].type == ValueType::kString && config.data().has_binary()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sparse input '", (*schema)->sparse[c].key,
+          "' is STRING: binary files keep only its fingerprints; count it from the text or "
+          "TFRecord files it was converted from"));
+    }
+  }
+  split->parser->set_keep_text(true);
+  lemrt::host::RecordSet& records = *split->records;
+  const int64_t n = records.num_records();
+  const int64_t begin = n / world_size * rank + n % world_size * rank / world_size;
+  const int64_t end = n / world_size * (rank + 1) + n % world_size * (rank + 1) / world_size;
+  lemrt::host::RecordBatch chunk;
+  lemrt::host::ParsedSample sample;
+  for (int64_t first = begin; first < end; first += 4096) {
+    const int64_t count = std::min<int64_t>(4096, end - first);
+    chunk.Clear();
+    if (absl::Status st = records.Read(first, count, &chunk); !st.ok()) return st;
+    for (int64_t i = 0; i < count; ++i) {
+      const absl::Status st = records.truncated(first + i)
+                                  ? absl::InvalidArgumentError("the last line has no newline")
+                                  : split->parser->Parse(chunk[i], &sample);
+      if (!st.ok()) {
+        if (format.strict(config)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(records.Where(first + i), ": ", st.message(), "."));
+        }
+        if (++*skipped <= 10) LOG(WARNING) << records.Where(first + i) << ": " << st.message();
+        continue;
+      }
+      ++*rows;
+      for (int c : columns) {
+        const std::vector<uint64_t>& values = sample.values[c];
+        for (size_t k = 0; k < values.size(); ++k) {
+          Entry& e = (*counts)[c][values[k]];
+          if (e.count++ == 0) e.text = TextOf(values[k], (*schema)->sparse[c].type, sample.texts[c], k);
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Every rank's counts of `column` summed on rank 0.
+absl::Status MergeOnRankZero(int rank, int world_size, Counts* counts) {
+  std::string bytes;
+  if (rank != 0) {
+    for (const auto& [key, e] : *counts) {
+      const uint32_t len = static_cast<uint32_t>(e.text.size());
+      bytes.append(reinterpret_cast<const char*>(&key), 8);
+      bytes.append(reinterpret_cast<const char*>(&e.count), 8);
+      bytes.append(reinterpret_cast<const char*>(&len), 4);
+      bytes += e.text;
+    }
+  }
+  // MPI_Gatherv counts in int: every rank learns the total before any returns.
+  int64_t total = static_cast<int64_t>(bytes.size());
+  MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (total > INT32_MAX) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the distinct values' counts take %d bytes, more than one gather of 2 GiB; count fewer "
+        "features at a time (--features)",
+        total));
+  }
+  const int size = static_cast<int>(bytes.size());
+  std::vector<int> sizes(world_size), offsets(world_size);
+  MPI_Gather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  total = 0;
+  for (int r = 0; r < world_size; ++r) {
+    offsets[r] = static_cast<int>(total);
+    total += sizes[r];
+  }
+  std::string all(rank == 0 ? total : 0, '\0');
+  MPI_Gatherv(bytes.data(), size, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE, 0,
+              MPI_COMM_WORLD);
+  for (size_t p = 0; p + 20 <= all.size();) {
+    uint64_t key;
+    int64_t count;
+    uint32_t len;
+    std::memcpy(&key, all.data() + p, 8);
+    std::memcpy(&count, all.data() + p + 8, 8);
+    std::memcpy(&len, all.data() + p + 16, 4);
+    Entry& e = (*counts)[key];
+    if (e.count == 0) e.text = all.substr(p + 20, len);
+    e.count += count;
+    p += 20 + len;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteVocabulary(const std::string& feature, const Counts& counts, int64_t rows) {
+  std::vector<const Entry*> kept;
+  int64_t occurrences = 0, covered = 0, unwritable = 0;
+  for (const auto& [key, e] : counts) {
+    occurrences += e.count;
+    // A line holds one value: values with a tab or a line break cannot be written.
+    if (e.text.find_first_of("\t\r\n") != std::string::npos || e.text.empty()) {
+      ++unwritable;
+      continue;
+    }
+    if (e.count >= FLAGS_min_frequency) kept.push_back(&e);
+  }
+  if (unwritable > 0) {
+    std::printf("%s: %ld values hold a tab or a line break and are left out (they stay OOV)\n",
+                feature.c_str(), static_cast<long>(unwritable));
+  }
+  std::sort(kept.begin(), kept.end(), [](const Entry* a, const Entry* b) {
+    return a->count != b->count ? a->count > b->count : a->text < b->text;
+  });
+  if (FLAGS_max_size > 0 && static_cast<int64_t>(kept.size()) > FLAGS_max_size) {
+    kept.resize(FLAGS_max_size);
+  }
+  const std::string path = absl::StrCat(FLAGS_out_dir, "/", feature, ".txt");
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write '", tmp, "'"));
+    for (const Entry* e : kept) {
+      out << e->text << '\t' << e->count << '\n';
+      covered += e->count;
+    }
+    if (!out.flush()) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write '", tmp, "'"));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::ErrnoToStatus(errno,
+                               absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
+  }
+  std::printf("%s: %zu of %zu distinct values kept (min frequency %ld): they cover %.2f%% of the "
+              "%ld values in %ld rows (OOV rate %.2f%%) -> %s\n",
+              feature.c_str(), kept.size(), counts.size(), static_cast<long>(FLAGS_min_frequency),
+              occurrences ? 100.0 * covered / occurrences : 100.0, static_cast<long>(occurrences),
+              static_cast<long>(rows),
+              occurrences ? 100.0 * (occurrences - covered) / occurrences : 0.0, path.c_str());
+  return absl::OkStatus();
+}
+
+// This rank's counts of the columns the wanted features read.
+struct Share {
+  std::vector<Counts> counts;  // per sparse column
+  std::vector<int> columns;
+  std::vector<std::pair<std::string, int>> outputs;  // feature, column
+  int64_t rows = 0, skipped = 0;
+};
+
+absl::Status CountThisRank(int rank, int world_size, Share* share) {
+  if (FLAGS_config.empty() || FLAGS_out_dir.empty()) {
+    return absl::InvalidArgumentError("--config and --out_dir are required");
+  }
+  if (FLAGS_min_frequency < 1) return absl::InvalidArgumentError("--min_frequency must be >= 1");
+  auto config = LoadForCounting();
+  if (!config.ok()) return config.status();
+  const std::vector<std::string> wanted = absl::StrSplit(FLAGS_features, ',', absl::SkipEmpty());
+  auto schema = lemrt::host::ResolveSchema(*config);
+  if (!schema.ok()) return schema.status();
+  for (const auto& f : (*schema)->features) {
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), f.name) == wanted.end()) continue;
+    share->outputs.push_back({f.name, f.sparse});
+    if (std::find(share->columns.begin(), share->columns.end(), f.sparse) == share->columns.end()) {
+      share->columns.push_back(f.sparse);
+    }
+  }
+  for (const std::string& w : wanted) {
+    if (std::none_of(share->outputs.begin(), share->outputs.end(),
+                     [&](const auto& o) { return o.first == w; })) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--features: '", w, "' is not a feature of the config"));
+    }
+  }
+  share->counts.resize((*schema)->sparse.size());
+  return CountShare(*config, rank, world_size, share->columns, &share->counts, &share->rows,
+                    &share->skipped);
+}
+
+// Collective; every rank returns the same status up to the writing on rank 0.
+absl::Status Run(lemrt::runtime::Communicator& comm) {
+  const int rank = comm.rank();
+  const int world_size = comm.size();
+  Share share;
+  // Agree before the gathers: an error on one rank (its unreadable config or
+  // file) stops every rank with the same sentence.
+  if (absl::Status st = lemrt::runtime::AgreeOnStatus(
+          comm, CountThisRank(rank, world_size, &share));
+      !st.ok()) {
+    return st;
+  }
+  int64_t totals[2] = {share.rows, share.skipped}, sums[2] = {0, 0};
+  MPI_Reduce(totals, sums, 2, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  absl::Status merged;
+  for (int c : share.columns) {
+    const absl::Status m = MergeOnRankZero(rank, world_size, &share.counts[c]);
+    if (merged.ok()) merged = m;
+  }
+  if (!merged.ok() || rank != 0) return merged;
+  mkdir(FLAGS_out_dir.c_str(), 0755);
+  for (const auto& [feature, column] : share.outputs) {
+    if (absl::Status w = WriteVocabulary(feature, share.counts[column], sums[0]); !w.ok()) return w;
+  }
+  if (sums[1] > 0) std::printf("%ld malformed rows skipped\n", static_cast<long>(sums[1]));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  gflags::SetUsageMessage("mpirun -np N lemrt_vocab --config=FILE --out_dir=DIR [--min_frequency=K]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) FLAGS_minloglevel = google::GLOG_WARNING;
+  absl::Status st;
+  {  // the communicator (for the agreement) is freed before MPI_Finalize
+    auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+    st = comm.ok() ? Run(**comm) : comm.status();
+  }
+  if (!st.ok()) std::fprintf(stderr, "lemrt_vocab: error: %s\n", std::string(st.message()).c_str());
+  MPI_Finalize();
+  return st.ok() ? 0 : 1;
+}
