@@ -21,6 +21,7 @@
 #include "runtime/host_memory.h"
 #include "runtime/hot_rows/hot_row_choice.h"
 #include "runtime/step/step_buffer_reserve.h"
+#include "runtime/threads/thread_budget.h"
 #include "runtime/trainer.h"
 
 namespace lemrt::runtime {

@@ -1,10 +1,8 @@
 #include "runtime/step/host_prefetcher.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 
-#include "runtime/threads/thread_budget.h"
 
 namespace lemrt::runtime {
 
@@ -112,23 +110,6 @@ void HostPrefetcher::Release(HostWork& work) {
     }
   }
   cv_.notify_all();
-}
-
-int HostWorkerThreads(const config::RunConfig& config, int local_ranks) {
-  const int configured = config.sparse_core().host_worker_threads();
-  if (configured > 0) return configured;
-  return std::max(1, AvailableCores() / std::max(1, local_ranks));
-}
-
-int LocalRanksFromEnvironment(int world_size) {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",
-                           "SLURM_NTASKS_PER_NODE"}) {
-    const char* v = std::getenv(name);
-    if (v == nullptr) continue;
-    const int n = std::atoi(v);
-    if (n > 0) return n;
-  }
-  return std::max(1, world_size);
 }
 
 }  // namespace lemrt::runtime

@@ -104,15 +104,6 @@ class HostPrefetcher {
   std::vector<std::thread> workers_;
 };
 
-// Host worker threads for `config` (sparse_core.host_worker_threads, or when
-// 0 the cores available per rank: AvailableCores() / ranks on this node, at
-// least 1). `local_ranks` is the number of ranks sharing this node.
-int HostWorkerThreads(const config::RunConfig& config, int local_ranks);
-
-// Ranks on this node from the launcher's environment (Open MPI, MPICH/Hydra,
-// Slurm), else `world_size` (as if every rank shared one node).
-int LocalRanksFromEnvironment(int world_size);
-
 }  // namespace lemrt::runtime
 
 #endif  // LEMRT_RUNTIME_STEP_HOST_PREFETCHER_H_

@@ -3,12 +3,12 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "runtime/step/host_prefetcher.h"
 
 namespace lemrt::runtime {
 
@@ -71,6 +71,23 @@ int AvailableCores() {
     if (n > 0) return n;
   }
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int HostWorkerThreads(const config::RunConfig& config, int local_ranks) {
+  const int configured = config.sparse_core().host_worker_threads();
+  if (configured > 0) return configured;
+  return std::max(1, AvailableCores() / std::max(1, local_ranks));
+}
+
+int LocalRanksFromEnvironment(int world_size) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE",
+                           "SLURM_NTASKS_PER_NODE"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
+    const int n = std::atoi(v);
+    if (n > 0) return n;
+  }
+  return std::max(1, world_size);
 }
 
 }  // namespace lemrt::runtime

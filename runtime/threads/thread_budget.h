@@ -46,6 +46,15 @@ std::string OversubscriptionWarning(const ThreadBudget& budget);
 // std::thread::hardware_concurrency, at least 1.
 int AvailableCores();
 
+// Host worker threads for `config` (sparse_core.host_worker_threads, or when
+// 0 the cores available per rank: AvailableCores() / ranks on this node, at
+// least 1). `local_ranks` is the number of ranks sharing this node.
+int HostWorkerThreads(const config::RunConfig& config, int local_ranks);
+
+// Ranks on this node from the launcher's environment (Open MPI, MPICH/Hydra,
+// Slurm), else `world_size` (as if every rank shared one node).
+int LocalRanksFromEnvironment(int world_size);
+
 }  // namespace lemrt::runtime
 
 #endif  // LEMRT_RUNTIME_THREADS_THREAD_BUDGET_H_

@@ -4,7 +4,6 @@
 
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
-#include "runtime/step/host_prefetcher.h"
 
 namespace lemrt::runtime {
 namespace {
