@@ -5,6 +5,60 @@
 #include "absl/strings/str_cat.h"
 
 namespace lemrt::runtime {
+namespace {
+
+// bytes[r] = counts[r] x element_bytes and offsets[r] their prefix sums;
+// false when they pass `size` elements.
+bool BlocksOf(std::span<const int64_t> counts, int64_t element_bytes, int64_t size,
+              std::vector<int64_t>* bytes, std::vector<int64_t>* offsets) {
+  bytes->resize(counts.size());
+  offsets->resize(counts.size());
+  int64_t at = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    (*offsets)[r] = at * element_bytes;
+    (*bytes)[r] = counts[r] * element_bytes;
+    at += counts[r];
+  }
+  return at <= size;
+}
+
+}  // namespace
+
+absl::Status Communicator::AllToAllvElements(const void* send, int64_t send_size,
+                                             std::span<const int64_t> send_counts, void* recv,
+                                             int64_t recv_size,
+                                             std::span<const int64_t> recv_counts,
+                                             int64_t element_bytes) {
+  if (!BlocksOf(send_counts, element_bytes, send_size, &scratch_[0], &scratch_[1]) ||
+      !BlocksOf(recv_counts, element_bytes, recv_size, &scratch_[2], &scratch_[3])) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "all-to-all-v: the counts sum to more elements than the buffers hold (send ", send_size,
+        ", receive ", recv_size, ")"));
+  }
+  return AllToAllv(send, scratch_[0], scratch_[1], recv, scratch_[2], scratch_[3]);
+}
+
+absl::Status Communicator::GatherSizes(int64_t bytes, int root) {
+  scratch_[0].assign(size(), 0);
+  scratch_[0][root] = bytes;
+  scratch_[2].assign(size(), 0);
+  absl::Status st = AllToAll(scratch_[0], scratch_[2]);
+  if (!st.ok()) return st;
+  gather_total_bytes_ = 0;
+  scratch_[3].assign(size(), 0);
+  for (int r = 0; r < size(); ++r) {
+    scratch_[3][r] = gather_total_bytes_;
+    gather_total_bytes_ += scratch_[2][r];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Communicator::GatherPayload(const void* send, int64_t bytes, int root, void* recv) {
+  scratch_[0].assign(size(), 0);
+  scratch_[0][root] = bytes;
+  scratch_[1].assign(size(), 0);
+  return AllToAllv(send, scratch_[0], scratch_[1], recv, scratch_[2], scratch_[3]);
+}
 
 absl::Status AgreeOnStatus(Communicator& comm, const absl::Status& local) {
   // Max of (size - rank) over failing ranks picks the lowest failing rank.

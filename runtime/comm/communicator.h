@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -47,6 +49,50 @@ class Communicator {
 
   // Copies `bytes` from `root` to every rank (resized on non-roots).
   virtual absl::Status Broadcast(std::string* bytes, int root) = 0;
+
+  // Built on the calls above, for every implementation and decorator:
+
+  // Personalised exchange of elements: `send` holds the block for rank 0,
+  // then rank 1's, ... (send_counts[r] elements go to rank r); the
+  // recv_counts[r] elements from rank r land in `recv` in rank order. Counts
+  // agree pairwise as in AllToAllv, which carries them (one round). Errors:
+  // InvalidArgument when a span is shorter than its counts' sum. Reuses this
+  // communicator's scratch: no allocation once the world size was seen.
+  template <typename T>
+  absl::Status AllToAllvOf(std::span<const T> send, std::span<const int64_t> send_counts,
+                           std::span<T> recv, std::span<const int64_t> recv_counts) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    return AllToAllvElements(send.data(), static_cast<int64_t>(send.size()), send_counts,
+                             recv.data(), static_cast<int64_t>(recv.size()), recv_counts,
+                             static_cast<int64_t>(sizeof(T)));
+  }
+
+  // Gathers every rank's `send` (any length per rank) onto `root`, in rank
+  // order, into `recv` (resized; empty on the other ranks). One AllToAll of
+  // the lengths (8 B per rank pair), then one AllToAllv that only `root`
+  // receives; sizes are 64-bit.
+  template <typename T>
+  absl::Status Gather(std::span<const T> send, int root, std::vector<T>* recv) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    absl::Status st = GatherSizes(static_cast<int64_t>(send.size_bytes()), root);
+    if (!st.ok()) return st;
+    recv->resize(static_cast<size_t>(gather_total_bytes_) / sizeof(T));
+    return GatherPayload(send.data(), static_cast<int64_t>(send.size_bytes()), root, recv->data());
+  }
+
+ private:
+  absl::Status AllToAllvElements(const void* send, int64_t send_size,
+                                 std::span<const int64_t> send_counts, void* recv,
+                                 int64_t recv_size, std::span<const int64_t> recv_counts,
+                                 int64_t element_bytes);
+  // Gather's two rounds: the bytes each rank sends to `root` (into
+  // scratch_[2] and gather_total_bytes_ on root), then the payload.
+  absl::Status GatherSizes(int64_t bytes, int root);
+  absl::Status GatherPayload(const void* send, int64_t bytes, int root, void* recv);
+
+  // Per-peer bytes and offsets of the derived calls (reused).
+  std::vector<int64_t> scratch_[4];
+  int64_t gather_total_bytes_ = 0;
 };
 
 // Agrees on a status that may differ by rank: when any rank's `local` is not

@@ -17,7 +17,7 @@ ExchangeBytes Bytes(int64_t sent, int64_t received, HostBytes split) {
 
 absl::Status TimedCommunicator::AllToAll(std::span<const int64_t> send, std::span<int64_t> recv) {
   const auto begin = ExchangeObserver::Clock::now();
-  absl::Status st = inner_.AllToAll(send, recv);
+  absl::Status st = ForwardingCommunicator::AllToAll(send, recv);
   const auto end = ExchangeObserver::Clock::now();
   block_bytes_.assign(size(), static_cast<int64_t>(send.size_bytes()) / size());
   observer_.OnExchange(
@@ -32,8 +32,8 @@ absl::Status TimedCommunicator::AllToAllv(const void* send, std::span<const int6
                                           std::span<const int64_t> recv_bytes,
                                           std::span<const int64_t> recv_offsets) {
   const auto begin = ExchangeObserver::Clock::now();
-  absl::Status st =
-      inner_.AllToAllv(send, send_bytes, send_offsets, recv, recv_bytes, recv_offsets);
+  absl::Status st = ForwardingCommunicator::AllToAllv(send, send_bytes, send_offsets, recv,
+                                                      recv_bytes, recv_offsets);
   observer_.OnExchange(
       begin, ExchangeObserver::Clock::now(),
       Bytes(Sum(send_bytes), Sum(recv_bytes), SplitByHost(placement_, rank(), send_bytes)));

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "runtime/comm/communicator.h"
+#include "runtime/comm/forwarding_communicator.h"
 #include "runtime/comm/placement.h"
 
 namespace lemrt::runtime {
@@ -31,42 +31,20 @@ class ExchangeObserver {
                           const ExchangeBytes& bytes) = 0;
 };
 
-class TimedCommunicator : public Communicator {
+class TimedCommunicator : public ForwardingCommunicator {
  public:
   // `inner`, `observer` and `placement` (of inner's ranks) must outlive
   // this object.
   TimedCommunicator(Communicator& inner, ExchangeObserver& observer, const Placement& placement)
-      : inner_(inner), observer_(observer), placement_(placement) {}
+      : ForwardingCommunicator(inner), observer_(observer), placement_(placement) {}
 
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
   absl::Status AllToAll(std::span<const int64_t> send, std::span<int64_t> recv) override;
   absl::Status AllToAllv(const void* send, std::span<const int64_t> send_bytes,
                          std::span<const int64_t> send_offsets, void* recv,
                          std::span<const int64_t> recv_bytes,
                          std::span<const int64_t> recv_offsets) override;
-  absl::Status AllReduceSum(std::span<float> values) override { return inner_.AllReduceSum(values); }
-  absl::Status AllReduceSum(std::span<double> values) override {
-    return inner_.AllReduceSum(values);
-  }
-  absl::Status AllReduceSum(std::span<int64_t> values) override {
-    return inner_.AllReduceSum(values);
-  }
-  absl::Status AllReduceSum(std::span<uint64_t> values) override {
-    return inner_.AllReduceSum(values);
-  }
-  absl::Status AllReduceMax(std::span<int64_t> values) override {
-    return inner_.AllReduceMax(values);
-  }
-  absl::Status AllGather(std::span<const float> send, std::vector<float>* recv) override {
-    return inner_.AllGather(send, recv);
-  }
-  absl::Status Broadcast(std::string* bytes, int root) override {
-    return inner_.Broadcast(bytes, root);
-  }
 
  private:
-  Communicator& inner_;
   ExchangeObserver& observer_;
   const Placement& placement_;
   std::vector<int64_t> block_bytes_;  // AllToAll: bytes per peer (reused)

@@ -11,34 +11,21 @@
 #include <vector>
 
 #include "runtime/comm/collective_monitor.h"
-#include "runtime/comm/communicator.h"
+#include "runtime/comm/forwarding_communicator.h"
 
 namespace lemrt::runtime {
 
-class WatchedCommunicator : public Communicator {
+class WatchedCommunicator : public ForwardingCommunicator {
  public:
   // `inner` and `monitor` must outlive this object; `channel` is a
   // CollectiveMonitor::Channel used by this communicator only.
   WatchedCommunicator(Communicator& inner, CollectiveMonitor& monitor, int channel)
-      : inner_(inner), monitor_(monitor), channel_(channel) {}
-
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  absl::Status AllToAll(std::span<const int64_t> send, std::span<int64_t> recv) override;
-  absl::Status AllToAllv(const void* send, std::span<const int64_t> send_bytes,
-                         std::span<const int64_t> send_offsets, void* recv,
-                         std::span<const int64_t> recv_bytes,
-                         std::span<const int64_t> recv_offsets) override;
-  absl::Status AllReduceSum(std::span<float> values) override;
-  absl::Status AllReduceSum(std::span<double> values) override;
-  absl::Status AllReduceSum(std::span<int64_t> values) override;
-  absl::Status AllReduceSum(std::span<uint64_t> values) override;
-  absl::Status AllReduceMax(std::span<int64_t> values) override;
-  absl::Status AllGather(std::span<const float> send, std::vector<float>* recv) override;
-  absl::Status Broadcast(std::string* bytes, int root) override;
+      : ForwardingCommunicator(inner), monitor_(monitor), channel_(channel) {}
 
  private:
-  Communicator& inner_;
+  void Enter(Collective c) override { monitor_.Enter(channel_, CollectiveName(c)); }
+  void Exit(Collective) override { monitor_.Exit(channel_); }
+
   CollectiveMonitor& monitor_;
   const int channel_;
 };

@@ -12,28 +12,6 @@
 #include "base/status_macros.h"
 
 namespace lemrt::runtime {
-namespace {
-
-// Collective: rank `root` receives every rank's `send` in rank order.
-template <typename T>
-absl::Status GatherToRoot(Communicator& comm, std::span<const T> send, int root,
-                          std::vector<T>* recv) {
-  const int world = comm.size();
-  std::vector<int64_t> send_bytes(world, 0), recv_bytes(world, 0);
-  send_bytes[root] = static_cast<int64_t>(send.size() * sizeof(T));
-  LEMRT_RETURN_IF_ERROR(comm.AllToAll(send_bytes, recv_bytes));
-  std::vector<int64_t> send_offsets(world, 0), recv_offsets(world, 0);
-  int64_t total = 0;
-  for (int r = 0; r < world; ++r) {
-    recv_offsets[r] = total;
-    total += recv_bytes[r];
-  }
-  recv->resize(static_cast<size_t>(total) / sizeof(T));
-  return comm.AllToAllv(send.data(), send_bytes, send_offsets, recv->data(), recv_bytes,
-                        recv_offsets);
-}
-
-}  // namespace
 
 void EvalScores::Clear() {
   rows_.clear();
@@ -57,11 +35,11 @@ absl::StatusOr<EvalResult> EvalScores::Finish(Communicator& comm, bool has_teach
   constexpr int kRoot = 0;
   std::vector<int64_t> rows;
   std::vector<float> probs, labels, teacher;
-  LEMRT_RETURN_IF_ERROR(GatherToRoot<int64_t>(comm, rows_, kRoot, &rows));
-  LEMRT_RETURN_IF_ERROR(GatherToRoot<float>(comm, probs_, kRoot, &probs));
-  LEMRT_RETURN_IF_ERROR(GatherToRoot<float>(comm, labels_, kRoot, &labels));
+  LEMRT_RETURN_IF_ERROR(comm.Gather<int64_t>(rows_, kRoot, &rows));
+  LEMRT_RETURN_IF_ERROR(comm.Gather<float>(probs_, kRoot, &probs));
+  LEMRT_RETURN_IF_ERROR(comm.Gather<float>(labels_, kRoot, &labels));
   // has_teacher is the same on every rank, so every rank joins this gather.
-  if (has_teacher) LEMRT_RETURN_IF_ERROR(GatherToRoot<float>(comm, teacher_, kRoot, &teacher));
+  if (has_teacher) LEMRT_RETURN_IF_ERROR(comm.Gather<float>(teacher_, kRoot, &teacher));
   const bool teacher_ok = has_teacher && teacher.size() == rows.size();
   // auc, logloss, samples, teacher auc, labelled, teacher logloss, one class
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
