@@ -9,7 +9,9 @@
 #   comm/ <- {step/, threads/, hot_rows/} <- observability/ <- checkpoint/
 #   <- {eval/, the trainer at runtime/'s top}
 # and inside host/, input/ + formats/ (reading) and preprocess/ meet only at
-# host/batch.h: neither includes the other.
+# host/batch.h: neither includes the other. MPI itself is reached through
+# runtime/comm/ only (MpiSession, the communicators): no MPI call and no
+# <mpi.h> in runtime/ outside comm/ nor in tools/.
 set -euo pipefail
 : "${LEMRT_SRC:?}"
 cd "$LEMRT_SRC"
@@ -52,6 +54,16 @@ for path in files:
         if dep != top and rank[dep] >= rank[top]:
             kind = 'sideways' if rank[dep] == rank[top] else 'upward'
             bad.append(f'{path}:{n}: {top}/ includes {dep}/ ({kind}): {line.strip()}')
+mpi_call = re.compile(r'\bMPI_[A-Za-z_]+\s*\(|\bMPI_COMM_WORLD\b|#\s*include\s*<mpi\.h>')
+for path in files:
+    if not (path.startswith('tools/') or (path.startswith('runtime/') and
+                                          not path.startswith('runtime/comm/'))):
+        continue
+    for n, line in enumerate(open(path, encoding='utf-8', errors='replace'), 1):
+        code = re.sub(r'"(\\.|[^"\\])*"', '""', line.split('//')[0])
+        if mpi_call.search(code) or line.lstrip().startswith('#include <mpi.h>'):
+            bad.append(f'{path}:{n}: MPI outside runtime/comm/ (use MpiSession or a '
+                       f'Communicator): {line.strip()}')
 if bad:
     print('\n'.join(bad))
     sys.exit(f'{len(bad)} includes break the layering (docs/architecture.md, "Layers")')

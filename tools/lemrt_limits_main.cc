@@ -8,7 +8,6 @@
 //
 //   mpirun -np 4 build/bin/lemrt_limits --config=examples/configs/dlrm_synthetic.pbtxt
 //       --batches=20 --out=limits.pbtxt [--headroom=1.1] [--override='...']
-#include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -29,7 +28,7 @@
 #include "layout/limits.h"
 #include "layout/stacking.h"
 #include "proto/config_loader.h"
-#include "runtime/comm/mpi_communicator.h"
+#include "runtime/comm/mpi_session.h"
 #include "runtime/hot_rows/hot_row_choice.h"
 
 DEFINE_string(config, "", "Run config in protobuf text format (required).");
@@ -47,15 +46,6 @@ DEFINE_string(hot_rows_out, "",
 namespace {
 
 using lemrt::runtime::Communicator;
-
-class MpiSession {
- public:
-  MpiSession(int* argc, char*** argv) { MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_); }
-  ~MpiSession() { MPI_Finalize(); }
-
- private:
-  int provided_ = 0;
-};
 
 absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm) {
   namespace host = lemrt::host;
@@ -218,15 +208,16 @@ absl::Status Run(Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MpiSession mpi(&argc, &argv);
+  lemrt::runtime::MpiSession mpi(&argc, &argv, lemrt::runtime::MpiThreads::kFunneled);
   gflags::SetUsageMessage(
       "mpirun -np N lemrt_limits --config=FILE --batches=N --out=limits.pbtxt [--headroom=1.1]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   // The communicator first: everything after it that can fail is agreed over it.
-  auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
-  const absl::Status st = comm.ok() ? Run(**comm) : comm.status();
+  auto comm = mpi.World();
+  absl::Status st = mpi.Require(lemrt::runtime::MpiThreads::kFunneled, "lemrt_limits");
+  if (st.ok()) st = comm.ok() ? Run(**comm) : comm.status();
   if (!st.ok()) {
     std::fprintf(stderr, "lemrt_limits: error: %s\n", std::string(st.message()).c_str());
     return 1;

@@ -12,7 +12,6 @@
 // label empty when absent); .npy: float32 [rows scored x 2] (probability,
 // label; NaN when absent). Malformed rows (strict off) are skipped with a
 // warning and counted.
-#include <mpi.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -33,7 +32,7 @@
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/step_dirs.h"
 #include "runtime/checkpoint/npy.h"
-#include "runtime/comm/mpi_communicator.h"
+#include "runtime/comm/mpi_session.h"
 #include "runtime/host_memory.h"
 #include "runtime/trainer.h"
 
@@ -204,23 +203,19 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
 
 int main(int argc, char** argv) {
   lemrt::runtime::InstallOutOfMemoryHandler("lemrt_predict");
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  lemrt::runtime::MpiSession mpi(&argc, &argv, lemrt::runtime::MpiThreads::kSerialized);
   gflags::SetUsageMessage(
       "mpirun -np N lemrt_predict --config=FILE --checkpoint=DIR --data=FILES --out=FILE.csv|.npy");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) FLAGS_minloglevel = google::GLOG_WARNING;
-  absl::Status st;
-  {  // the communicator is freed before MPI_Finalize
+  if (mpi.rank() != 0) FLAGS_minloglevel = google::GLOG_WARNING;
+  absl::Status st = mpi.Require(lemrt::runtime::MpiThreads::kSerialized, "lemrt_predict");
+  if (st.ok()) {  // the communicator is freed before the session ends MPI
     // The communicator first: everything after it that can fail is agreed over it.
-    auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+    auto comm = mpi.World();
     st = comm.ok() ? Run(**comm) : comm.status();
   }
   if (!st.ok()) std::fprintf(stderr, "lemrt_predict: error: %s\n", std::string(st.message()).c_str());
-  MPI_Finalize();
   return st.ok() ? 0 : 1;
 }

@@ -3,7 +3,6 @@
 //
 //   mpirun -np 4 build/bin/lemrt_train --config=examples/configs/dlrm_synthetic.pbtxt
 //       [--override='training { steps: 50 }'] [--summary_json=out/summary.json]
-#include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -27,7 +26,7 @@
 #include "device/plan/memory_plan_report.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/collective_monitor.h"
-#include "runtime/comm/mpi_communicator.h"
+#include "runtime/comm/mpi_session.h"
 #include "runtime/comm/mpi_watchdog.h"
 #include "runtime/comm/placement.h"
 #include "runtime/comm/watched_communicator.h"
@@ -222,21 +221,6 @@ absl::Status AgreeOnModeFlags(Communicator& comm) {
   return absl::OkStatus();
 }
 
-// Initialises MPI for the life of main; finalises it on exit.
-class MpiSession {
- public:
-  MpiSession(int* argc, char*** argv) {
-    // The pipelined trainer issues collectives from two threads, each on its
-    // own communicator.
-    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided_);
-  }
-  ~MpiSession() { MPI_Finalize(); }
-  bool multiple() const { return provided_ >= MPI_THREAD_MULTIPLE; }
-
- private:
-  int provided_ = 0;
-};
-
 // The sentence a stopped run ends with, on rank 0.
 std::string StopSentence(const lemrt::summary::RunSummary& summary,
                          const lemrt::config::RunConfig& config) {
@@ -251,16 +235,11 @@ std::string StopSentence(const lemrt::summary::RunSummary& summary,
 // Collective: measures the cores this rank owns (its affinity mask against
 // those of the other ranks on its node), fills the config's unset thread
 // fields from them (runtime/threads/thread_plan.h) and logs the plan on rank 0.
-absl::StatusOr<lemrt::runtime::CoreShare> PlanRunThreads(lemrt::runtime::Communicator& world,
+absl::StatusOr<lemrt::runtime::CoreShare> PlanRunThreads(const lemrt::runtime::MpiSession& mpi,
+                                                          lemrt::runtime::Communicator& world,
                                                           lemrt::config::RunConfig* config,
                                                           lemrt::runtime::ThreadPlan* plan_out) {
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL,
-                          &node) != MPI_SUCCESS) {
-    return absl::InternalError("MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
-  }
-  auto node_comm = lemrt::runtime::MpiCommunicator::Create(node);
-  MPI_Comm_free(&node);
+  auto node_comm = mpi.Node();
   if (!node_comm.ok()) return node_comm.status();
   auto share = lemrt::runtime::MeasureCoreShare(**node_comm);
   if (!share.ok()) return share.status();
@@ -279,7 +258,8 @@ absl::StatusOr<lemrt::runtime::CoreShare> PlanRunThreads(lemrt::runtime::Communi
 // MPMD job's different arguments) is agreed before the next collective, so
 // every rank ends with the same sentence.
 // `*stop_signal` is set when a stop signal ended the run early.
-absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool thread_multiple,
+absl::Status Run(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_comm,
+                 Communicator& dense_comm,
                  int* stop_signal) {
   const int rank = sparse_comm.rank();
   const int world_size = sparse_comm.size();
@@ -301,11 +281,12 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
     LEMRT_RETURN_IF_ERROR(lemrt::runtime::AgreeOnConfig(sparse_comm, *config));
   }
   lemrt::runtime::ThreadPlan plan;
-  absl::StatusOr<lemrt::runtime::CoreShare> share = PlanRunThreads(sparse_comm, &*config, &plan);
+  absl::StatusOr<lemrt::runtime::CoreShare> share = PlanRunThreads(mpi, sparse_comm, &*config, &plan);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, share.status()));
   absl::Status threads = absl::OkStatus();
   if (!config->sparse_core().disable_full_embedding_pipelining() &&
-      !config->sparse_core().pipeline_without_threads() && !thread_multiple) {
+      !config->sparse_core().pipeline_without_threads() &&
+      !mpi.provides(lemrt::runtime::MpiThreads::kMultiple)) {
     threads = absl::FailedPreconditionError(
         "pipelining on an executor thread needs MPI_THREAD_MULTIPLE, which this MPI does not "
         "provide; set sparse_core { pipeline_without_threads: true } (the same model on one "
@@ -331,7 +312,7 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
       dense_comm, monitor, lemrt::runtime::CollectiveMonitor::kTensorCore);
   std::unique_ptr<lemrt::runtime::MpiWatchdog> watchdog;
   const double timeout_s = config->watchdog().collective_timeout_s();
-  if (timeout_s > 0 && thread_multiple) {
+  if (timeout_s > 0 && mpi.provides(lemrt::runtime::MpiThreads::kMultiple)) {
     lemrt::runtime::WatchdogOptions options;
     options.timeout_s = timeout_s;
     // A healthy peer answers within a poll interval; short timeouts (tests)
@@ -342,7 +323,7 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
       std::fprintf(stderr, "lemrt_train: error: %s\n", sentence.c_str());
       std::fflush(stderr);
     };
-    auto started = lemrt::runtime::MpiWatchdog::Start(MPI_COMM_WORLD, monitor, options);
+    auto started = mpi.StartWatchdog(monitor, options);
     LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, started.status()));
     watchdog = std::move(*started);
   } else if (timeout_s > 0 && rank == 0) {
@@ -405,22 +386,23 @@ absl::Status Run(Communicator& sparse_comm, Communicator& dense_comm, bool threa
 
 int main(int argc, char** argv) {
   lemrt::runtime::InstallOutOfMemoryHandler("lemrt_train");
-  MpiSession mpi(&argc, &argv);
+  // The pipelined trainer issues collectives from two threads, each on its
+  // own communicator: MPI_THREAD_MULTIPLE, without which it runs unpipelined.
+  lemrt::runtime::MpiSession mpi(&argc, &argv, lemrt::runtime::MpiThreads::kMultiple);
   gflags::SetUsageMessage("mpirun -np N lemrt_train --config=FILE [--override=TEXT]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) FLAGS_minloglevel = google::GLOG_WARNING;
+  if (mpi.rank() != 0) FLAGS_minloglevel = google::GLOG_WARNING;
   InstallStopHandlers();
   int stop_signal = 0;
   // The communicators first: everything after them that can fail is agreed
   // over them.
-  auto sparse_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
-  auto dense_comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+  auto sparse_comm = mpi.World();
+  auto dense_comm = mpi.World();
   absl::Status st = sparse_comm.ok() ? dense_comm.status() : sparse_comm.status();
-  if (st.ok()) st = Run(**sparse_comm, **dense_comm, mpi.multiple(), &stop_signal);
+  if (st.ok()) st = mpi.Require(lemrt::runtime::MpiThreads::kFunneled, "lemrt_train");
+  if (st.ok()) st = Run(mpi, **sparse_comm, **dense_comm, &stop_signal);
   if (!st.ok()) {
     std::fprintf(stderr, "lemrt_train: error: %s\n", std::string(st.message()).c_str());
     return 1;

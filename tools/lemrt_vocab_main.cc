@@ -14,7 +14,6 @@
 // value's text each) and writes <out_dir>/<feature>.txt. Mappings and sizes
 // the config already takes from vocabularies are ignored while counting, so
 // a config may name the files it is about to get.
-#include <mpi.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,13 +31,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "base/text_file.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "google/protobuf/text_format.h"
 #include "host/input/source_registry.h"
 #include "proto/config_loader.h"
-#include "runtime/comm/mpi_communicator.h"
+#include "runtime/comm/mpi_session.h"
 
 DEFINE_string(config, "", "Run config whose training files and schema are counted (required).");
 DEFINE_string(override, "", "Text proto merged into the config (as lemrt_train's).");
@@ -156,10 +157,10 @@ absl::Status CountShare(const RunConfig& config, int rank, int world_size,
   return absl::OkStatus();
 }
 
-// Every rank's counts of `column` summed on rank 0.
-absl::Status MergeOnRankZero(int rank, int world_size, Counts* counts) {
+// Every rank's counts of `column` summed on rank 0 (one Gather; 64-bit sizes).
+absl::Status MergeOnRankZero(lemrt::runtime::Communicator& comm, Counts* counts) {
   std::string bytes;
-  if (rank != 0) {
+  if (comm.rank() != 0) {
     for (const auto& [key, e] : *counts) {
       const uint32_t len = static_cast<uint32_t>(e.text.size());
       bytes.append(reinterpret_cast<const char*>(&key), 8);
@@ -168,26 +169,8 @@ absl::Status MergeOnRankZero(int rank, int world_size, Counts* counts) {
       bytes += e.text;
     }
   }
-  // MPI_Gatherv counts in int: every rank learns the total before any returns.
-  int64_t total = static_cast<int64_t>(bytes.size());
-  MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  if (total > INT32_MAX) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "the distinct values' counts take %d bytes, more than one gather of 2 GiB; count fewer "
-        "features at a time (--features)",
-        total));
-  }
-  const int size = static_cast<int>(bytes.size());
-  std::vector<int> sizes(world_size), offsets(world_size);
-  MPI_Gather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  total = 0;
-  for (int r = 0; r < world_size; ++r) {
-    offsets[r] = static_cast<int>(total);
-    total += sizes[r];
-  }
-  std::string all(rank == 0 ? total : 0, '\0');
-  MPI_Gatherv(bytes.data(), size, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE, 0,
-              MPI_COMM_WORLD);
+  std::vector<char> all;
+  if (absl::Status st = comm.Gather<char>(bytes, /*root=*/0, &all); !st.ok()) return st;
   for (size_t p = 0; p + 20 <= all.size();) {
     uint64_t key;
     int64_t count;
@@ -196,7 +179,7 @@ absl::Status MergeOnRankZero(int rank, int world_size, Counts* counts) {
     std::memcpy(&count, all.data() + p + 8, 8);
     std::memcpy(&len, all.data() + p + 16, 4);
     Entry& e = (*counts)[key];
-    if (e.count == 0) e.text = all.substr(p + 20, len);
+    if (e.count == 0) e.text.assign(all.data() + p + 20, len);
     e.count += count;
     p += 20 + len;
   }
@@ -298,11 +281,11 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
       !st.ok()) {
     return st;
   }
-  int64_t totals[2] = {share.rows, share.skipped}, sums[2] = {0, 0};
-  MPI_Reduce(totals, sums, 2, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  int64_t sums[2] = {share.rows, share.skipped};
+  LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(sums, 2)));
   absl::Status merged;
   for (int c : share.columns) {
-    const absl::Status m = MergeOnRankZero(rank, world_size, &share.counts[c]);
+    const absl::Status m = MergeOnRankZero(comm, &share.counts[c]);
     if (merged.ok()) merged = m;
   }
   if (!merged.ok() || rank != 0) return merged;
@@ -317,20 +300,17 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  lemrt::runtime::MpiSession mpi(&argc, &argv, lemrt::runtime::MpiThreads::kFunneled);
   gflags::SetUsageMessage("mpirun -np N lemrt_vocab --config=FILE --out_dir=DIR [--min_frequency=K]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) FLAGS_minloglevel = google::GLOG_WARNING;
-  absl::Status st;
-  {  // the communicator (for the agreement) is freed before MPI_Finalize
-    auto comm = lemrt::runtime::MpiCommunicator::Create(MPI_COMM_WORLD);
+  if (mpi.rank() != 0) FLAGS_minloglevel = google::GLOG_WARNING;
+  absl::Status st = mpi.Require(lemrt::runtime::MpiThreads::kFunneled, "lemrt_vocab");
+  if (st.ok()) {  // the communicator is freed before the session ends MPI
+    auto comm = mpi.World();
     st = comm.ok() ? Run(**comm) : comm.status();
   }
   if (!st.ok()) std::fprintf(stderr, "lemrt_vocab: error: %s\n", std::string(st.message()).c_str());
-  MPI_Finalize();
   return st.ok() ? 0 : 1;
 }
