@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <span>
+#include <string>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "base/huge_pages.h"
 #include "base/random.h"
 #include "base/row_key.h"
@@ -24,6 +27,63 @@ int BucketOfKey(uint64_t key) {
 
 bool Fits(const layout::PartitionCount& c, const layout::TableLimit& l) {
   return c.ids <= l.max_ids && c.unique_ids <= l.max_unique_ids;
+}
+
+// The ids and distinct ids of the sorted keys from *j on that share the
+// table of keys[*j], up to `end`; *j ends at the first key past them.
+layout::PartitionCount CountTableKeys(const std::vector<uint64_t>& keys, int64_t end,
+                                      int64_t* j) {
+  const int t = KeyTable(keys[*j]);
+  layout::PartitionCount c;
+  while (*j < end && KeyTable(keys[*j]) == t) {
+    int64_t r = *j + 1;
+    while (r < end && keys[r] == keys[*j]) ++r;
+    c.ids += static_cast<int32_t>(r - *j);
+    c.unique_ids += 1;
+    *j = r;
+  }
+  return c;
+}
+
+// The sentence for a partition over `limit` without id dropping.
+absl::Status OverLimitError(const std::string& table, int source_sc, int dest_sc,
+                            const layout::PartitionCount& c, const layout::TableLimit& limit,
+                            const std::string& where) {
+  const bool ids_over = c.ids > limit.max_ids;
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "table '%s': the partition from SparseCore %d to SparseCore %d has %d %s, above "
+      "%s = %d%s; raise the limit (lemrt_limits measures it) or set "
+      "sparse_core.allow_id_dropping",
+      table, source_sc, dest_sc, ids_over ? c.ids : c.unique_ids,
+      ids_over ? "ids after per-sample dedup" : "unique ids",
+      ids_over ? "max_ids_per_partition" : "max_unique_ids_per_partition",
+      ids_over ? limit.max_ids : limit.max_unique_ids, where));
+}
+
+// Keeps the lowest rows of one table's sorted keys: walks the distinct keys
+// in order while both limits hold; *cut_key is the first key not fully
+// kept and *cut_keep how many of its entries are.
+void CutToLimit(std::span<const uint64_t> keys, const layout::TableLimit& limit,
+                uint64_t* cut_key, int32_t* cut_keep) {
+  int32_t kept_ids = 0, kept_unique = 0;
+  for (size_t q = 0; q < keys.size();) {
+    size_t r = q + 1;
+    while (r < keys.size() && keys[r] == keys[q]) ++r;
+    const int32_t run = static_cast<int32_t>(r - q);
+    if (kept_unique + 1 > limit.max_unique_ids) {
+      *cut_key = keys[q];
+      *cut_keep = 0;
+      return;
+    }
+    if (kept_ids + run > limit.max_ids) {
+      *cut_key = keys[q];
+      *cut_keep = limit.max_ids - kept_ids;
+      return;
+    }
+    kept_ids += run;
+    kept_unique += 1;
+    q = r;
+  }
 }
 
 }  // namespace
@@ -259,91 +319,76 @@ absl::Status MinibatchSplitter::EnforceLimits(int minibatch, int minibatches, bo
   cut_keep_.resize(T_);
   int64_t w = 0;
   for (int64_t k = 0; k < segments; ++k) {
-    const int d = static_cast<int>(k / S_), s = static_cast<int>(k % S_);
     const int64_t begin = mb->segment_offsets[k], end = mb->segment_offsets[k + 1];
-    std::fill(cut_key_.begin(), cut_key_.end(), kNoCut);
-    for (int64_t i = begin; i < end;) {
-      // One table's keys of this segment: [i, j).
-      const int t = KeyTable(keys_[i]);
-      int64_t j = i;
-      layout::PartitionCount c;
-      while (j < end && KeyTable(keys_[j]) == t) {
-        int64_t r = j + 1;
-        while (r < end && keys_[r] == keys_[j]) ++r;
-        c.ids += static_cast<int32_t>(r - j);
-        c.unique_ids += 1;
-        j = r;
-      }
-      const layout::TableLimit& limit = options_.limits.tables[t];
-      if (!Fits(c, limit)) {
-        if (!options_.allow_id_dropping) {
-          const bool ids_over = c.ids > limit.max_ids;
-          const std::string where =
-              sample_split
-                  ? absl::StrFormat(" in minibatch %d of %d after vocabulary- and "
-                                    "sample-dimension minibatching (one sample's ids alone are "
-                                    "over the limit)",
-                                    minibatch + 1, minibatches)
-              : minibatches > 1
-                  ? absl::StrFormat(" in minibatch %d of %d after vocabulary-dimension minibatching",
-                                    minibatch + 1, minibatches)
-                  : (options_.minibatching ? std::string(" (no minibatch split can fit it)")
-                                           : std::string(" (minibatching is disabled)"));
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "table '%s': the partition from SparseCore %d to SparseCore %d has %d %s, above "
-              "%s = %d%s; raise the limit (lemrt_limits measures it) or set "
-              "sparse_core.allow_id_dropping",
-              options_.limits.table_names[t], options_.chip * S_ + s, d,
-              ids_over ? c.ids : c.unique_ids,
-              ids_over ? "ids after per-sample dedup" : "unique ids",
-              ids_over ? "max_ids_per_partition" : "max_unique_ids_per_partition",
-              ids_over ? limit.max_ids : limit.max_unique_ids, where));
-        }
-        // Keep the lowest rows: walk distinct keys in order while both fit.
-        int32_t kept_ids = 0, kept_unique = 0;
-        for (int64_t q = i; q < j;) {
-          int64_t r = q + 1;
-          while (r < j && keys_[r] == keys_[q]) ++r;
-          const int32_t run = static_cast<int32_t>(r - q);
-          if (kept_unique + 1 > limit.max_unique_ids) {
-            cut_key_[t] = keys_[q];
-            cut_keep_[t] = 0;
-            break;
-          }
-          if (kept_ids + run > limit.max_ids) {
-            cut_key_[t] = keys_[q];
-            cut_keep_[t] = limit.max_ids - kept_ids;
-            break;
-          }
-          kept_ids += run;
-          kept_unique += 1;
-          q = r;
-        }
-      }
-      i = j;
-    }
-    // Compact the segment in place (w <= i always).
+    LEMRT_RETURN_IF_ERROR(
+        ChooseSegmentCuts(k, begin, end, minibatch, minibatches, sample_split));
     mb->segment_offsets[k] = w;
-    for (int64_t i = begin; i < end; ++i) {
-      const layout::CooEntry& e = mb->entries[i];
-      const uint64_t key = StackedKey(e.table, e.col);
-      const int stack = KeyTable(key);
-      const uint64_t cut = cut_key_[stack];
-      bool keep = key < cut;
-      if (key == cut && cut_keep_[stack] > 0) {
-        --cut_keep_[stack];
-        keep = true;
-      }
-      if (keep) {
-        mb->entries[w++] = e;
-      } else {
-        ++(*dropped_per_table)[e.table];
-      }
-    }
+    CompactSegment(begin, end, mb, &w, dropped_per_table);
   }
   mb->segment_offsets[segments] = w;
   mb->entries.resize(w);
   return absl::OkStatus();
+}
+
+std::string MinibatchSplitter::OverLimitWhere(int minibatch, int minibatches,
+                                              bool sample_split) const {
+  if (sample_split) {
+    return absl::StrFormat(
+        " in minibatch %d of %d after vocabulary- and sample-dimension minibatching (one "
+        "sample's ids alone are over the limit)",
+        minibatch + 1, minibatches);
+  }
+  if (minibatches > 1) {
+    return absl::StrFormat(" in minibatch %d of %d after vocabulary-dimension minibatching",
+                           minibatch + 1, minibatches);
+  }
+  return options_.minibatching ? " (no minibatch split can fit it)"
+                               : " (minibatching is disabled)";
+}
+
+absl::Status MinibatchSplitter::ChooseSegmentCuts(int64_t k, int64_t begin, int64_t end,
+                                                  int minibatch, int minibatches,
+                                                  bool sample_split) {
+  const int d = static_cast<int>(k / S_), s = static_cast<int>(k % S_);
+  std::fill(cut_key_.begin(), cut_key_.end(), kNoCut);
+  for (int64_t i = begin; i < end;) {
+    // One table's keys of this segment: [i, j).
+    const int t = KeyTable(keys_[i]);
+    int64_t j = i;
+    const layout::PartitionCount c = CountTableKeys(keys_, end, &j);
+    const layout::TableLimit& limit = options_.limits.tables[t];
+    if (!Fits(c, limit)) {
+      if (!options_.allow_id_dropping) {
+        return OverLimitError(options_.limits.table_names[t], options_.chip * S_ + s, d, c, limit,
+                              OverLimitWhere(minibatch, minibatches, sample_split));
+      }
+      CutToLimit(std::span<const uint64_t>(keys_.data() + i, j - i), limit, &cut_key_[t],
+                 &cut_keep_[t]);
+    }
+    i = j;
+  }
+  return absl::OkStatus();
+}
+
+void MinibatchSplitter::CompactSegment(int64_t begin, int64_t end, layout::PartitionedCoo* mb,
+                                       int64_t* w, std::vector<int64_t>* dropped_per_table) {
+  // In place: *w <= begin always.
+  for (int64_t i = begin; i < end; ++i) {
+    const layout::CooEntry& e = mb->entries[i];
+    const uint64_t key = StackedKey(e.table, e.col);
+    const int stack = KeyTable(key);
+    const uint64_t cut = cut_key_[stack];
+    bool keep = key < cut;
+    if (key == cut && cut_keep_[stack] > 0) {
+      --cut_keep_[stack];
+      keep = true;
+    }
+    if (keep) {
+      mb->entries[(*w)++] = e;
+    } else {
+      ++(*dropped_per_table)[e.table];
+    }
+  }
 }
 
 }  // namespace lemrt::host

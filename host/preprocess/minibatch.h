@@ -26,6 +26,7 @@
 #define LEMRT_HOST_PREPROCESS_MINIBATCH_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -113,9 +114,21 @@ class MinibatchSplitter {
   // Fills counts_: from coo.table_partition_counts when the builder counted
   // them, else from the sorted keys (keys_sorted_).
   void CountPartitions(const layout::PartitionedCoo& coo);
-  // Cuts or rejects the over-limit partitions of one minibatch.
+  // Cuts or rejects the over-limit partitions of one minibatch: per
+  // segment, ChooseSegmentCuts then CompactSegment.
   absl::Status EnforceLimits(int minibatch, int minibatches, bool sample_split,
                              layout::PartitionedCoo* mb, std::vector<int64_t>* dropped_per_table);
+  // Where an over-limit partition was found, for its error sentence.
+  std::string OverLimitWhere(int minibatch, int minibatches, bool sample_split) const;
+  // Segment k's ([begin, end) of keys_) cut per stack into cut_key_ /
+  // cut_keep_; the error naming the first partition over its limit (and
+  // where, OverLimitWhere) when ids may not be dropped.
+  absl::Status ChooseSegmentCuts(int64_t k, int64_t begin, int64_t end, int minibatch,
+                                 int minibatches, bool sample_split);
+  // Moves the kept entries of [begin, end) to *w onwards and counts the
+  // dropped ones per table.
+  void CompactSegment(int64_t begin, int64_t end, layout::PartitionedCoo* mb, int64_t* w,
+                      std::vector<int64_t>* dropped_per_table);
 
   MinibatchOptions options_;
   int S_;

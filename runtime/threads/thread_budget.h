@@ -33,9 +33,8 @@ ThreadBudget ComputeThreadBudget(const config::RunConfig& config, int ranks_per_
 
 // Whether the TensorCore's GEMM team may poll through a dense step
 // (device::ThreadTeam's polls_when_held): only where the rank runs no other
-// busy thread, whose cores the polling would take (measured: the default
-// 1-rank Criteo shape at batch 1024 on 2 cores, 56-59K samples/s polling
-// against 63-66K not).
+// busy thread, whose cores the polling would take (the measurement:
+// docs/performance.md, "The dense stage").
 bool TensorCoreTeamPolls(const config::RunConfig& config);
 
 // One sentence naming the counts and what to lower when `budget` is
