@@ -22,6 +22,128 @@ namespace {
 // Candidates each rank offers per hot row asked for.
 constexpr int64_t kCandidatesPerRow = 4;
 
+// This rank's ids of the counted tables over training batches
+// 0 .. hot_row_count_steps - 1; errors (the source's, naming the step) are
+// agreed on every rank.
+absl::Status CountThisRank(const config::RunConfig& config, Communicator& comm,
+                           host::DataSource* source, host::RowIdCounter* counter) {
+  absl::Status st = source == nullptr
+                        ? absl::InternalError("ChooseHotRows: a table counts but no source")
+                        : absl::OkStatus();
+  const int64_t steps =
+      std::min<int64_t>(config.sparse_core().hot_row_count_steps(), config.training().steps());
+  host::Batch batch;
+  for (int64_t s = 0; s < steps && st.ok(); ++s) {
+    st = source->TrainBatch(s, &batch);
+    if (!st.ok()) {
+      st = absl::Status(st.code(),
+                        absl::StrFormat("choosing hot rows, step %d: %s", s, st.message()));
+    } else {
+      counter->Add(batch);
+    }
+  }
+  return AgreeOnStatus(comm, st);
+}
+
+// Collective, round 1: every rank offers its kCandidatesPerRow x K most
+// frequent ids of each counted table (id + 1 in its own slice of an
+// all-reduced vector; 0 = none); returns each table's union, sorted.
+absl::StatusOr<std::vector<std::vector<int64_t>>> OfferCandidates(const config::RunConfig& config,
+                                                                  const std::vector<char>& counted,
+                                                                  const host::RowIdCounter& counter,
+                                                                  Communicator& comm) {
+  const int tables = config.tables_size();
+  std::vector<int64_t> offer_begin(tables + 1, 0);
+  for (int t = 0; t < tables; ++t) {
+    offer_begin[t + 1] =
+        offer_begin[t] + (counted[t] ? kCandidatesPerRow * config.tables(t).hot_rows() : 0);
+  }
+  const int64_t per_rank = offer_begin[tables];
+  std::vector<int64_t> offers(per_rank * comm.size(), 0);
+  for (int t = 0; t < tables; ++t) {
+    if (!counted[t]) continue;
+    const auto top = counter.Top(t, offer_begin[t + 1] - offer_begin[t]);
+    for (size_t i = 0; i < top.size(); ++i) {
+      offers[comm.rank() * per_rank + offer_begin[t] + static_cast<int64_t>(i)] = top[i].first + 1;
+    }
+  }
+  LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(offers)));
+  std::vector<std::vector<int64_t>> candidates(tables);
+  for (int t = 0; t < tables; ++t) {
+    if (!counted[t]) continue;
+    for (int r = 0; r < comm.size(); ++r) {
+      for (int64_t i = offer_begin[t]; i < offer_begin[t + 1]; ++i) {
+        if (offers[r * per_rank + i] > 0) candidates[t].push_back(offers[r * per_rank + i] - 1);
+      }
+    }
+    std::sort(candidates[t].begin(), candidates[t].end());
+    candidates[t].erase(std::unique(candidates[t].begin(), candidates[t].end()),
+                        candidates[t].end());
+  }
+  return candidates;
+}
+
+// Collective, round 2: the candidates' exact counts over all ranks, in
+// table then candidate order, followed by each table's total count.
+absl::StatusOr<std::vector<int64_t>> CountCandidates(
+    const std::vector<std::vector<int64_t>>& candidates, const std::vector<char>& counted,
+    const host::RowIdCounter& counter, Communicator& comm) {
+  const int tables = static_cast<int>(candidates.size());
+  std::vector<int64_t> counts;
+  for (int t = 0; t < tables; ++t) {
+    for (int64_t id : candidates[t]) counts.push_back(counter.Count(t, id));
+  }
+  for (int t = 0; t < tables; ++t) counts.push_back(counted[t] ? counter.Total(t) : 0);
+  LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(counts)));
+  return counts;
+}
+
+// The K hottest candidates of each counted table (ties to the smaller id)
+// into choice->rows, sorted, and the share of the table's ids they hold.
+void TakeHottest(const config::RunConfig& config, const std::vector<char>& counted,
+                 const std::vector<std::vector<int64_t>>& candidates,
+                 const std::vector<int64_t>& counts, HotRowChoice* choice) {
+  const int tables = config.tables_size();
+  int64_t at = 0;
+  const int64_t totals_at = static_cast<int64_t>(counts.size()) - tables;
+  for (int t = 0; t < tables; ++t) {
+    std::vector<std::pair<int64_t, int64_t>> ranked;
+    for (int64_t id : candidates[t]) ranked.push_back({id, counts[at++]});
+    if (!counted[t]) continue;
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    int64_t held = 0;
+    for (const auto& [id, n] : ranked) {
+      if (static_cast<int64_t>(choice->rows[t].size()) == config.tables(t).hot_rows()) break;
+      choice->rows[t].push_back(id);
+      held += n;
+    }
+    std::sort(choice->rows[t].begin(), choice->rows[t].end());
+    const int64_t total = counts[totals_at + t];
+    choice->share[t] = total > 0 ? static_cast<double>(held) / static_cast<double>(total) : 0.0;
+  }
+}
+
+// Chooses the rows of the tables marked in `counted` over all ranks: three
+// collective rounds (CountThisRank's agreement, OfferCandidates,
+// CountCandidates), then TakeHottest.
+absl::Status ChooseCountedRows(const config::RunConfig& config, const std::vector<char>& counted,
+                               Communicator& comm, host::DataSource* source, HotRowChoice* choice) {
+  const int tables = config.tables_size();
+  const host::CooOptions coo = host::MakeCooOptions(config);
+  std::vector<int> feature_tables;
+  for (const host::FeatureSpec& f : coo.features) feature_tables.push_back(f.table);
+  std::vector<int64_t> vocab(tables);
+  for (int t = 0; t < tables; ++t) vocab[t] = config.tables(t).vocab_size();
+  host::RowIdCounter counter(feature_tables, vocab, counted, !coo.id_bound_check);
+  LEMRT_RETURN_IF_ERROR(CountThisRank(config, comm, source, &counter));
+  LEMRT_ASSIGN_OR_RETURN(const auto candidates, OfferCandidates(config, counted, counter, comm));
+  LEMRT_ASSIGN_OR_RETURN(const auto counts, CountCandidates(candidates, counted, counter, comm));
+  TakeHottest(config, counted, candidates, counts, choice);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<HotRowChoice> ChooseHotRows(const config::RunConfig& config, Communicator& comm,
@@ -45,85 +167,7 @@ absl::StatusOr<HotRowChoice> ChooseHotRows(const config::RunConfig& config, Comm
     }
   }
   if (any_counted) {
-    const host::CooOptions coo = host::MakeCooOptions(config);
-    std::vector<int> feature_tables;
-    for (const host::FeatureSpec& f : coo.features) feature_tables.push_back(f.table);
-    std::vector<int64_t> vocab(tables);
-    for (int t = 0; t < tables; ++t) vocab[t] = config.tables(t).vocab_size();
-    host::RowIdCounter counter(feature_tables, vocab, counted, !coo.id_bound_check);
-    absl::Status st = source == nullptr
-                          ? absl::InternalError("ChooseHotRows: a table counts but no source")
-                          : absl::OkStatus();
-    const int64_t steps = std::min<int64_t>(config.sparse_core().hot_row_count_steps(),
-                                            config.training().steps());
-    host::Batch batch;
-    for (int64_t s = 0; s < steps && st.ok(); ++s) {
-      st = source->TrainBatch(s, &batch);
-      if (!st.ok()) {
-        st = absl::Status(st.code(), absl::StrFormat("choosing hot rows, step %d: %s", s,
-                                                     st.message()));
-      } else {
-        counter.Add(batch);
-      }
-    }
-    LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, st));
-    // 1. Every rank's candidates (id + 1; 0 = none) in its own slice.
-    std::vector<int64_t> offer_begin(tables + 1, 0);
-    for (int t = 0; t < tables; ++t) {
-      offer_begin[t + 1] =
-          offer_begin[t] + (counted[t] ? kCandidatesPerRow * config.tables(t).hot_rows() : 0);
-    }
-    const int64_t per_rank = offer_begin[tables];
-    std::vector<int64_t> offers(per_rank * comm.size(), 0);
-    for (int t = 0; t < tables; ++t) {
-      if (!counted[t]) continue;
-      const auto top = counter.Top(t, offer_begin[t + 1] - offer_begin[t]);
-      for (size_t i = 0; i < top.size(); ++i) {
-        offers[comm.rank() * per_rank + offer_begin[t] + static_cast<int64_t>(i)] = top[i].first + 1;
-      }
-    }
-    LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(offers)));
-    // 2. The union's exact counts over all ranks, and each table's total.
-    std::vector<std::vector<int64_t>> candidates(tables);
-    std::vector<int64_t> counts;
-    for (int t = 0; t < tables; ++t) {
-      if (!counted[t]) continue;
-      for (int r = 0; r < comm.size(); ++r) {
-        for (int64_t i = offer_begin[t]; i < offer_begin[t + 1]; ++i) {
-          if (offers[r * per_rank + i] > 0) candidates[t].push_back(offers[r * per_rank + i] - 1);
-        }
-      }
-      std::sort(candidates[t].begin(), candidates[t].end());
-      candidates[t].erase(std::unique(candidates[t].begin(), candidates[t].end()),
-                          candidates[t].end());
-    }
-    for (int t = 0; t < tables; ++t) {
-      for (int64_t id : candidates[t]) counts.push_back(counter.Count(t, id));
-    }
-    for (int t = 0; t < tables; ++t) {
-      counts.push_back(counted[t] ? counter.Total(t) : 0);
-    }
-    LEMRT_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(counts)));
-    // 3. The K hottest of the union.
-    int64_t at = 0;
-    const int64_t totals_at = static_cast<int64_t>(counts.size()) - tables;
-    for (int t = 0; t < tables; ++t) {
-      std::vector<std::pair<int64_t, int64_t>> ranked;
-      for (int64_t id : candidates[t]) ranked.push_back({id, counts[at++]});
-      if (!counted[t]) continue;
-      std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-        return a.second != b.second ? a.second > b.second : a.first < b.first;
-      });
-      int64_t held = 0;
-      for (const auto& [id, n] : ranked) {
-        if (static_cast<int64_t>(choice.rows[t].size()) == config.tables(t).hot_rows()) break;
-        choice.rows[t].push_back(id);
-        held += n;
-      }
-      std::sort(choice.rows[t].begin(), choice.rows[t].end());
-      const int64_t total = counts[totals_at + t];
-      choice.share[t] = total > 0 ? static_cast<double>(held) / static_cast<double>(total) : 0.0;
-    }
+    LEMRT_RETURN_IF_ERROR(ChooseCountedRows(config, counted, comm, source, &choice));
   }
   std::vector<std::vector<int64_t>> placed(tables);
   for (int t = 0; t < tables; ++t) {
