@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <numbers>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -53,6 +54,30 @@ void ReportPartitionEvidence(const host::MinibatchOptions& o, const HostWork& wo
       recorder.ReportPaddedIds(t, minibatches * per_stack * limit.max_ids);
     }
   }
+}
+
+// The mean training loss (binary cross-entropy, nats) above which training
+// has diverged: 100 times that of the constant prediction 0.5 (ln 2). A mean
+// that high needs the model to give the true labels e^-69 on average, which a
+// model that learns never does; a learning rate far too high gets there within
+// a few steps while the loss is still finite (dense_learning_rate 100: 1884 at
+// step 2), and would train on to a finite, useless model.
+constexpr double kDivergedLoss = 100 * std::numbers::ln2;
+
+// OK for a loss a learning model can have; else why training stops. `step`
+// counts from 0; the sentence counts from 1, as the progress log does.
+absl::Status CheckLoss(int64_t step, double mean_loss) {
+  if (!std::isfinite(mean_loss)) {
+    return absl::InternalError(absl::StrFormat(
+        "step %d: the training loss is %f; lower the learning rates", step + 1, mean_loss));
+  }
+  if (mean_loss > kDivergedLoss) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "step %d: the training loss is %g, more than 100 x ln 2 = %.1f (a constant prediction of "
+        "0.5 has ln 2 = 0.693): training diverged; lower the learning rates",
+        step + 1, mean_loss, kDivergedLoss));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -281,12 +306,12 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
     totals.samples += batch_samples;
     const double mean_loss = loss / batch_samples;
     totals.losses[totals.steps_run++ % totals.losses.size()] = mean_loss;
-    if (!std::isfinite(mean_loss)) {
+    // Checked before this step's checkpoint: a diverged model is not saved.
+    if (absl::Status diverged = CheckLoss(step, mean_loss); !diverged.ok()) {
       // An update in flight may have failed first, naming the cause (e.g.
       // the NaN check's table): that error wins.
       LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
-      return absl::InternalError(absl::StrFormat(
-          "step %d: the training loss is %f; lower the learning rates", step, mean_loss));
+      return diverged;
     }
     recorder_->StepDone(step, step_start, Clock::now(), mean_loss);  // progress, CSV
     if (drain) {
