@@ -177,6 +177,7 @@ absl::StatusOr<EvalResult> Trainer::Evaluate(std::vector<Prediction>* prediction
   const int64_t global_batch = config_.training().global_batch();
   const int64_t local_batch = global_batch / dense_comm_.size();
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
+    LEMRT_RETURN_IF_ERROR(AgreeOnEvalStop(c));
     absl::Status st = host_->PrepareEval(c, &slot.batch, /*coo=*/nullptr, &slot.minibatches,
                                          &slot.hot);
     if (!st.ok()) return st;
@@ -189,6 +190,16 @@ absl::StatusOr<EvalResult> Trainer::Evaluate(std::vector<Prediction>* prediction
     eval_scores_.Add(slot.batch, chunk_probs, c * global_batch + dense_comm_.rank() * local_batch);
   }
   return eval_scores_.Finish(dense_comm_, data_->has_teacher(), predictions);
+}
+
+absl::Status Trainer::AgreeOnEvalStop(int64_t chunk) {
+  if (stop_signal_ == nullptr) return absl::OkStatus();
+  int64_t stop = *stop_signal_ != 0 ? 1 : 0;
+  LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceMax(std::span<int64_t>(&stop, 1)));
+  if (stop == 0) return absl::OkStatus();
+  return absl::CancelledError(absl::StrFormat(
+      "a stop signal ended the evaluation before its chunk %d of %d", chunk + 1,
+      data_->num_eval_chunks()));
 }
 
 absl::StatusOr<int64_t> Trainer::Restore(const std::string& dir) {
@@ -214,7 +225,7 @@ std::unique_ptr<StepPipeline> Trainer::NewPipeline() {
   return std::make_unique<StepPipeline>(o, std::move(stages));
 }
 
-absl::Status Trainer::Stop(int64_t step, LoopTotals* totals) {
+absl::Status Trainer::Stop(int64_t step, bool saved, LoopTotals* totals) {
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   Mark(CollectiveMonitor::kTensorCore, step, "stop");
   Mark(CollectiveMonitor::kSparseCore, step, "checkpoint save", checkpoint_io_allowance_s_);
@@ -232,8 +243,6 @@ absl::Status Trainer::Stop(int64_t step, LoopTotals* totals) {
                                     totals->stop_signal_name, step + 1,
                                     config_.training().steps());
   }
-  // A drain point may have saved this step already.
-  const bool saved = DrainAfter(step) && checkpoint::Checkpointer::Due(config_, step + 1);
   if (config_.checkpoint().has_dir() && !saved) {
     LEMRT_RETURN_IF_ERROR(checkpointer_->Save(step + 1, *sparse_, *dense_));
   }
@@ -322,7 +331,15 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
       if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
         Mark(CollectiveMonitor::kSparseCore, step, "eval");
         Mark(CollectiveMonitor::kTensorCore, step, "eval");
-        LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
+        absl::StatusOr<EvalResult> evaluated = Evaluate();
+        if (absl::IsCancelled(evaluated.status())) {
+          // A stop signal before or during the evaluation: it is skipped,
+          // the model of this step saved.
+          LEMRT_RETURN_IF_ERROR(Stop(step, /*saved=*/false, &totals));
+          break;
+        }
+        if (!evaluated.ok()) return evaluated.status();
+        const EvalResult& e = *evaluated;
         recorder_->EvalDone(step, e.auc, e.logloss);
         if (leader) {
           LOG(INFO) << absl::StrFormat("eval at step %d: %s", step + 1, FormatEvalMetrics(e));
@@ -346,7 +363,9 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
       }
     }
     if (reduced[1] > 0) {
-      LEMRT_RETURN_IF_ERROR(Stop(step, &totals));
+      // A drain point may have saved this step already.
+      const bool saved = drain && checkpoint::Checkpointer::Due(config_, step + 1);
+      LEMRT_RETURN_IF_ERROR(Stop(step, saved, &totals));
       break;
     }
     step_start = Clock::now();
@@ -354,9 +373,25 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   if (totals.stop_signal == 0 && totals.stopped_early_at == 0) totals.end_step = tc.steps();
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   prefetcher_.reset();  // every training step was taken
+  // The final evaluation; a stopped run skips it (the time left before the
+  // scheduler's kill is better spent saving), a stop signal during it ends it.
+  EvalResult final_eval;
+  if (totals.stop_signal == 0) {
+    Mark(CollectiveMonitor::kSparseCore, totals.end_step - 1, "eval");
+    Mark(CollectiveMonitor::kTensorCore, totals.end_step - 1, "eval");
+    absl::StatusOr<EvalResult> evaluated = Evaluate();
+    if (absl::IsCancelled(evaluated.status())) {
+      // The last step's checkpoint (with a checkpoint directory) is saved.
+      LEMRT_RETURN_IF_ERROR(Stop(totals.end_step - 1, /*saved=*/true, &totals));
+    } else if (!evaluated.ok()) {
+      return evaluated.status();
+    } else {
+      final_eval = *evaluated;
+    }
+  }
   Mark(CollectiveMonitor::kSparseCore, totals.end_step - 1, "summary");
   Mark(CollectiveMonitor::kTensorCore, totals.end_step - 1, "summary");
-  LEMRT_ASSIGN_OR_RETURN(summary::RunSummary summary, Summarise(totals));
+  LEMRT_ASSIGN_OR_RETURN(summary::RunSummary summary, Summarise(totals, final_eval));
   // The loss is checked each step before the update; the last updates can
   // still leave non-finite parameters (the same L2 on every rank).
   if (!std::isfinite(summary.params_l2())) {

@@ -95,7 +95,9 @@ class Trainer {
   // Collective: evaluates the current model on the eval set, each eval row
   // once (runtime/eval/eval_scores.h). No step may be in flight (outside Run, or
   // at Run's drain points). On rank 0, `predictions` (when not null)
-  // receives every scored row in eval row order.
+  // receives every scored row in eval row order. With set_stop_signal, a
+  // stop signal on any rank ends it before its next chunk: Cancelled on
+  // every rank.
   absl::StatusOr<EvalResult> Evaluate(std::vector<Prediction>* predictions = nullptr);
 
   // Collective: loads checkpoint `dir` (a step directory, or a directory of
@@ -158,10 +160,11 @@ class Trainer {
   // True when the pipeline must be empty after `step`: evaluation, a
   // checkpoint or the end of training follow it.
   bool DrainAfter(int64_t step) const;
-  // Collective, after the last step (pipeline drained): the final
-  // evaluation, model statistics and the run summary (trainer_summary.cc).
+  // Collective, after the last step (pipeline drained) and the final
+  // evaluation `eval` (unset when stopped): records the evaluation, model
+  // statistics and the run summary (trainer_summary.cc).
   struct LoopTotals;
-  absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals);
+  absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals, const EvalResult& eval);
   // Rank 0 warns of each feature none of whose values was in its vocabulary.
   void WarnAboutOutOfVocabulary(const summary::RunSummary& summary) const;
   // Collective, at a drain point after `steps_done` steps: records the
@@ -176,8 +179,14 @@ class Trainer {
   void Mark(int channel, int64_t step, const char* stage, double extra_timeout_s = 0) {
     if (monitor_ != nullptr) monitor_->SetStage(channel, step, stage, extra_timeout_s);
   }
-  // At a stop request agreed after `step`: drains, saves, records the stop.
-  absl::Status Stop(int64_t step, LoopTotals* totals);
+  // At a stop request agreed after `step`: drains, saves (unless `saved`:
+  // this step's checkpoint is on disk already), records the stop.
+  absl::Status Stop(int64_t step, bool saved, LoopTotals* totals);
+  // Collective, before eval chunk `chunk`: Cancelled on every rank when a
+  // stop signal reached any rank (read here, agreed with a one-number
+  // all-reduce), so that a stop does not wait for a long evaluation; OK
+  // without a stop signal (set_stop_signal unset: no collective).
+  absl::Status AgreeOnEvalStop(int64_t chunk);
 
   config::RunConfig config_;
   const volatile std::sig_atomic_t* stop_signal_ = nullptr;
