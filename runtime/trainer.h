@@ -80,13 +80,17 @@ class Trainer {
   // any rank stop every rank with the same error. A stop request (see
   // set_stop_signal) on any rank makes every rank finish the same step,
   // save a checkpoint (with checkpoint.dir) and return the summary early,
-  // with `stopped` set and no final evaluation.
+  // with `stopped` set and no final evaluation; one during an evaluation
+  // ends it and stops the same way. A step whose mean loss is not finite or
+  // above 100 x ln 2 (diverged) is an error, before that step's checkpoint.
   absl::StatusOr<summary::RunSummary> Run();
 
   // Where Run reads stop requests: a signal number written asynchronously
   // (by a signal handler), 0 while there is none. Read once per step and
   // agreed over the ranks with the step's loss all-reduce (no extra
-  // collective). Must outlive Run; null (the default) never stops.
+  // collective), and before each eval chunk (a one-number all-reduce), so a
+  // stop cuts an evaluation short. Must outlive Run; null (the default)
+  // never stops.
   void set_stop_signal(const volatile std::sig_atomic_t* signal) { stop_signal_ = signal; }
   // After Run: the signal that stopped it, agreed over the ranks (the
   // highest number caught); 0 when it ran to the end.
