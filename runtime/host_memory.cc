@@ -41,9 +41,9 @@ int64_t StatmBytes(int field) {
 
 void Consider(int64_t bytes, const char* what, HostMemory* out) {
   if (bytes < 0) return;
-  if (out->available_bytes < 0 || bytes < out->available_bytes) {
-    out->available_bytes = bytes;
-    out->limited_by = what;
+  if (out->rank_bytes < 0 || bytes < out->rank_bytes) {
+    out->rank_bytes = bytes;
+    out->rank_limited_by = what;
   }
 }
 
@@ -84,7 +84,12 @@ const char*& ProgramName() {
 
 HostMemory AvailableHostMemory() {
   HostMemory out;
-  Consider(MemAvailableBytes(), "MemAvailable in /proc/meminfo", &out);
+  out.host_bytes = MemAvailableBytes();
+  // Test hook (tests/fault_hostile.sh): the host's available bytes, so that
+  // the check of all of a host's ranks is tested without filling the host.
+  if (const char* v = std::getenv("LEMRT_TEST_MEM_AVAILABLE_BYTES"); v != nullptr) {
+    out.host_bytes = std::atoll(v);
+  }
   Consider(Headroom(RLIMIT_AS, StatmBytes(0)), "the address-space limit (ulimit -v, RLIMIT_AS)",
            &out);
   Consider(Headroom(RLIMIT_DATA, StatmBytes(5)), "the data-size limit (ulimit -d, RLIMIT_DATA)",
@@ -92,16 +97,31 @@ HostMemory AvailableHostMemory() {
   return out;
 }
 
-absl::Status CheckHostMemory(int64_t needed_bytes, const HostMemory& available) {
-  if (available.available_bytes < 0 || needed_bytes <= available.available_bytes) {
-    return absl::OkStatus();
-  }
-  return absl::ResourceExhaustedError(absl::StrFormat(
+absl::Status CheckHostMemory(int64_t needed_bytes, int ranks_on_host,
+                             const HostMemory& available) {
+  const std::string needs = absl::StrFormat(
       "the model needs %d bytes (%.1f MiB) of host memory per rank (its emulated HBM: tables, "
-      "optimizer slots and buffers, from the memory plan), but this rank can allocate %d bytes "
-      "(%.1f MiB), bounded by %s; use smaller tables or more ranks on more hosts",
-      needed_bytes, needed_bytes / kMiB, available.available_bytes,
-      available.available_bytes / kMiB, available.limited_by));
+      "optimizer slots and buffers, from the memory plan)",
+      needed_bytes, needed_bytes / kMiB);
+  if (available.rank_bytes >= 0 && needed_bytes > available.rank_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s, but this rank can allocate %d bytes (%.1f MiB), bounded by %s; use smaller tables "
+        "or more ranks on more hosts",
+        needs, available.rank_bytes, available.rank_bytes / kMiB, available.rank_limited_by));
+  }
+  // The host's memory is shared: every rank on it allocates its share.
+  const int64_t host_needed = needed_bytes * std::max(1, ranks_on_host);
+  if (available.host_bytes >= 0 && host_needed > available.host_bytes) {
+    const std::string all =
+        ranks_on_host > 1 ? absl::StrFormat(", %d bytes (%.1f MiB) for the %d ranks on this host",
+                                            host_needed, host_needed / kMiB, ranks_on_host)
+                          : "";
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s%s, but the host has %d bytes (%.1f MiB) available (MemAvailable in /proc/meminfo); "
+        "use smaller tables, fewer ranks per host or more hosts",
+        needs, all, available.host_bytes, available.host_bytes / kMiB));
+  }
+  return absl::OkStatus();
 }
 
 void InstallOutOfMemoryHandler(const char* program) {

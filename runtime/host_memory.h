@@ -14,19 +14,26 @@
 namespace lemrt::runtime {
 
 struct HostMemory {
-  int64_t available_bytes = -1;  // the least of the limits below; -1: unknown
-  std::string limited_by;        // which one ("MemAvailable in /proc/meminfo", ...)
+  // MemAvailable (/proc/meminfo): shared by the ranks of the host; -1: unknown.
+  int64_t host_bytes = -1;
+  // What this process may still allocate under its own limits: the least of
+  // RLIMIT_AS less its virtual size (/proc/self/statm) and RLIMIT_DATA less
+  // its data size, where set; -1: no limit.
+  int64_t rank_bytes = -1;
+  std::string rank_limited_by;  // which one ("the address-space limit ...")
 };
 
-// The least of: MemAvailable (/proc/meminfo, shared by the ranks of a node),
-// RLIMIT_AS less this process's virtual size (/proc/self/statm) and
-// RLIMIT_DATA less its data size, where set.
+// This host's and this process's available memory. Test hook:
+// LEMRT_TEST_MEM_AVAILABLE_BYTES replaces the host's MemAvailable.
 HostMemory AvailableHostMemory();
 
-// OK when `needed_bytes` (this rank's share of the model: the memory plan's
-// bytes per chip) fit `available`; else ResourceExhausted with both numbers,
-// the limit and what to change. Unknown availability passes.
-absl::Status CheckHostMemory(int64_t needed_bytes, const HostMemory& available);
+// OK when `needed_bytes` (each rank's share of the model: the memory plan's
+// bytes per chip) fit this rank's own limits and `ranks_on_host` times it
+// fit the host's available memory; else ResourceExhausted with the bytes
+// needed and available (per rank, or all of the host's ranks together), the
+// limit and what to change. Unknown availability passes.
+absl::Status CheckHostMemory(int64_t needed_bytes, int ranks_on_host,
+                             const HostMemory& available);
 
 // Makes an uncaught std::bad_alloc (on any thread) print one sentence,
 // "<program>: error: out of host memory ...", and exit with status 1 instead

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <numbers>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -53,6 +54,30 @@ void ReportPartitionEvidence(const host::MinibatchOptions& o, const HostWork& wo
       recorder.ReportPaddedIds(t, minibatches * per_stack * limit.max_ids);
     }
   }
+}
+
+// The mean training loss (binary cross-entropy, nats) above which training
+// has diverged: 100 times that of the constant prediction 0.5 (ln 2). A mean
+// that high needs the model to give the true labels e^-69 on average, which a
+// model that learns never does; a learning rate far too high gets there within
+// a few steps while the loss is still finite (dense_learning_rate 100: 1884 at
+// step 2), and would train on to a finite, useless model.
+constexpr double kDivergedLoss = 100 * std::numbers::ln2;
+
+// OK for a loss a learning model can have; else why training stops. `step`
+// counts from 0; the sentence counts from 1, as the progress log does.
+absl::Status CheckLoss(int64_t step, double mean_loss) {
+  if (!std::isfinite(mean_loss)) {
+    return absl::InternalError(absl::StrFormat(
+        "step %d: the training loss is %f; lower the learning rates", step + 1, mean_loss));
+  }
+  if (mean_loss > kDivergedLoss) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "step %d: the training loss is %g, more than 100 x ln 2 = %.1f (a constant prediction of "
+        "0.5 has ln 2 = 0.693): training diverged; lower the learning rates",
+        step + 1, mean_loss, kDivergedLoss));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -152,6 +177,7 @@ absl::StatusOr<EvalResult> Trainer::Evaluate(std::vector<Prediction>* prediction
   const int64_t global_batch = config_.training().global_batch();
   const int64_t local_batch = global_batch / dense_comm_.size();
   for (int64_t c = 0; c < data_->num_eval_chunks(); ++c) {
+    LEMRT_RETURN_IF_ERROR(AgreeOnEvalStop(c));
     absl::Status st = host_->PrepareEval(c, &slot.batch, /*coo=*/nullptr, &slot.minibatches,
                                          &slot.hot);
     if (!st.ok()) return st;
@@ -164,6 +190,16 @@ absl::StatusOr<EvalResult> Trainer::Evaluate(std::vector<Prediction>* prediction
     eval_scores_.Add(slot.batch, chunk_probs, c * global_batch + dense_comm_.rank() * local_batch);
   }
   return eval_scores_.Finish(dense_comm_, data_->has_teacher(), predictions);
+}
+
+absl::Status Trainer::AgreeOnEvalStop(int64_t chunk) {
+  if (stop_signal_ == nullptr) return absl::OkStatus();
+  int64_t stop = *stop_signal_ != 0 ? 1 : 0;
+  LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceMax(std::span<int64_t>(&stop, 1)));
+  if (stop == 0) return absl::OkStatus();
+  return absl::CancelledError(absl::StrFormat(
+      "a stop signal ended the evaluation before its chunk %d of %d", chunk + 1,
+      data_->num_eval_chunks()));
 }
 
 absl::StatusOr<int64_t> Trainer::Restore(const std::string& dir) {
@@ -189,7 +225,7 @@ std::unique_ptr<StepPipeline> Trainer::NewPipeline() {
   return std::make_unique<StepPipeline>(o, std::move(stages));
 }
 
-absl::Status Trainer::Stop(int64_t step, LoopTotals* totals) {
+absl::Status Trainer::Stop(int64_t step, bool saved, LoopTotals* totals) {
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   Mark(CollectiveMonitor::kTensorCore, step, "stop");
   Mark(CollectiveMonitor::kSparseCore, step, "checkpoint save", checkpoint_io_allowance_s_);
@@ -207,8 +243,6 @@ absl::Status Trainer::Stop(int64_t step, LoopTotals* totals) {
                                     totals->stop_signal_name, step + 1,
                                     config_.training().steps());
   }
-  // A drain point may have saved this step already.
-  const bool saved = DrainAfter(step) && checkpoint::Checkpointer::Due(config_, step + 1);
   if (config_.checkpoint().has_dir() && !saved) {
     LEMRT_RETURN_IF_ERROR(checkpointer_->Save(step + 1, *sparse_, *dense_));
   }
@@ -281,12 +315,12 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
     totals.samples += batch_samples;
     const double mean_loss = loss / batch_samples;
     totals.losses[totals.steps_run++ % totals.losses.size()] = mean_loss;
-    if (!std::isfinite(mean_loss)) {
+    // Checked before this step's checkpoint: a diverged model is not saved.
+    if (absl::Status diverged = CheckLoss(step, mean_loss); !diverged.ok()) {
       // An update in flight may have failed first, naming the cause (e.g.
       // the NaN check's table): that error wins.
       LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
-      return absl::InternalError(absl::StrFormat(
-          "step %d: the training loss is %f; lower the learning rates", step, mean_loss));
+      return diverged;
     }
     recorder_->StepDone(step, step_start, Clock::now(), mean_loss);  // progress, CSV
     if (drain) {
@@ -297,7 +331,15 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
       if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
         Mark(CollectiveMonitor::kSparseCore, step, "eval");
         Mark(CollectiveMonitor::kTensorCore, step, "eval");
-        LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
+        absl::StatusOr<EvalResult> evaluated = Evaluate();
+        if (absl::IsCancelled(evaluated.status())) {
+          // A stop signal before or during the evaluation: it is skipped,
+          // the model of this step saved.
+          LEMRT_RETURN_IF_ERROR(Stop(step, /*saved=*/false, &totals));
+          break;
+        }
+        if (!evaluated.ok()) return evaluated.status();
+        const EvalResult& e = *evaluated;
         recorder_->EvalDone(step, e.auc, e.logloss);
         if (leader) {
           LOG(INFO) << absl::StrFormat("eval at step %d: %s", step + 1, FormatEvalMetrics(e));
@@ -321,7 +363,9 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
       }
     }
     if (reduced[1] > 0) {
-      LEMRT_RETURN_IF_ERROR(Stop(step, &totals));
+      // A drain point may have saved this step already.
+      const bool saved = drain && checkpoint::Checkpointer::Due(config_, step + 1);
+      LEMRT_RETURN_IF_ERROR(Stop(step, saved, &totals));
       break;
     }
     step_start = Clock::now();
@@ -329,9 +373,25 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
   if (totals.stop_signal == 0 && totals.stopped_early_at == 0) totals.end_step = tc.steps();
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   prefetcher_.reset();  // every training step was taken
+  // The final evaluation; a stopped run skips it (the time left before the
+  // scheduler's kill is better spent saving), a stop signal during it ends it.
+  EvalResult final_eval;
+  if (totals.stop_signal == 0) {
+    Mark(CollectiveMonitor::kSparseCore, totals.end_step - 1, "eval");
+    Mark(CollectiveMonitor::kTensorCore, totals.end_step - 1, "eval");
+    absl::StatusOr<EvalResult> evaluated = Evaluate();
+    if (absl::IsCancelled(evaluated.status())) {
+      // The last step's checkpoint (with a checkpoint directory) is saved.
+      LEMRT_RETURN_IF_ERROR(Stop(totals.end_step - 1, /*saved=*/true, &totals));
+    } else if (!evaluated.ok()) {
+      return evaluated.status();
+    } else {
+      final_eval = *evaluated;
+    }
+  }
   Mark(CollectiveMonitor::kSparseCore, totals.end_step - 1, "summary");
   Mark(CollectiveMonitor::kTensorCore, totals.end_step - 1, "summary");
-  LEMRT_ASSIGN_OR_RETURN(summary::RunSummary summary, Summarise(totals));
+  LEMRT_ASSIGN_OR_RETURN(summary::RunSummary summary, Summarise(totals, final_eval));
   // The loss is checked each step before the update; the last updates can
   // still leave non-finite parameters (the same L2 on every rank).
   if (!std::isfinite(summary.params_l2())) {

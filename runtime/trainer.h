@@ -80,13 +80,17 @@ class Trainer {
   // any rank stop every rank with the same error. A stop request (see
   // set_stop_signal) on any rank makes every rank finish the same step,
   // save a checkpoint (with checkpoint.dir) and return the summary early,
-  // with `stopped` set and no final evaluation.
+  // with `stopped` set and no final evaluation; one during an evaluation
+  // ends it and stops the same way. A step whose mean loss is not finite or
+  // above 100 x ln 2 (diverged) is an error, before that step's checkpoint.
   absl::StatusOr<summary::RunSummary> Run();
 
   // Where Run reads stop requests: a signal number written asynchronously
   // (by a signal handler), 0 while there is none. Read once per step and
   // agreed over the ranks with the step's loss all-reduce (no extra
-  // collective). Must outlive Run; null (the default) never stops.
+  // collective), and before each eval chunk (a one-number all-reduce), so a
+  // stop cuts an evaluation short. Must outlive Run; null (the default)
+  // never stops.
   void set_stop_signal(const volatile std::sig_atomic_t* signal) { stop_signal_ = signal; }
   // After Run: the signal that stopped it, agreed over the ranks (the
   // highest number caught); 0 when it ran to the end.
@@ -95,7 +99,9 @@ class Trainer {
   // Collective: evaluates the current model on the eval set, each eval row
   // once (runtime/eval/eval_scores.h). No step may be in flight (outside Run, or
   // at Run's drain points). On rank 0, `predictions` (when not null)
-  // receives every scored row in eval row order.
+  // receives every scored row in eval row order. With set_stop_signal, a
+  // stop signal on any rank ends it before its next chunk: Cancelled on
+  // every rank.
   absl::StatusOr<EvalResult> Evaluate(std::vector<Prediction>* predictions = nullptr);
 
   // Collective: loads checkpoint `dir` (a step directory, or a directory of
@@ -158,10 +164,11 @@ class Trainer {
   // True when the pipeline must be empty after `step`: evaluation, a
   // checkpoint or the end of training follow it.
   bool DrainAfter(int64_t step) const;
-  // Collective, after the last step (pipeline drained): the final
-  // evaluation, model statistics and the run summary (trainer_summary.cc).
+  // Collective, after the last step (pipeline drained) and the final
+  // evaluation `eval` (unset when stopped): records the evaluation, model
+  // statistics and the run summary (trainer_summary.cc).
   struct LoopTotals;
-  absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals);
+  absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals, const EvalResult& eval);
   // Rank 0 warns of each feature none of whose values was in its vocabulary.
   void WarnAboutOutOfVocabulary(const summary::RunSummary& summary) const;
   // Collective, at a drain point after `steps_done` steps: records the
@@ -176,8 +183,14 @@ class Trainer {
   void Mark(int channel, int64_t step, const char* stage, double extra_timeout_s = 0) {
     if (monitor_ != nullptr) monitor_->SetStage(channel, step, stage, extra_timeout_s);
   }
-  // At a stop request agreed after `step`: drains, saves, records the stop.
-  absl::Status Stop(int64_t step, LoopTotals* totals);
+  // At a stop request agreed after `step`: drains, saves (unless `saved`:
+  // this step's checkpoint is on disk already), records the stop.
+  absl::Status Stop(int64_t step, bool saved, LoopTotals* totals);
+  // Collective, before eval chunk `chunk`: Cancelled on every rank when a
+  // stop signal reached any rank (read here, agreed with a one-number
+  // all-reduce), so that a stop does not wait for a long evaluation; OK
+  // without a stop signal (set_stop_signal unset: no collective).
+  absl::Status AgreeOnEvalStop(int64_t chunk);
 
   config::RunConfig config_;
   const volatile std::sig_atomic_t* stop_signal_ = nullptr;

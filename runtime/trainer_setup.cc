@@ -68,10 +68,6 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   auto plan = device::BuildMemoryPlan(config);
   LEMRT_RETURN_IF_ERROR(
       AgreeOnStatus(comm, plan.ok() ? device::CheckMemoryPlan(*plan) : plan.status()));
-  // The emulated HBM is host memory: it must fit this host (and ulimit -v)
-  // too, checked before any allocation.
-  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(
-      comm, CheckHostMemory(plan->hbm_bytes_per_chip, AvailableHostMemory())));
   std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
   t->monitor_ = monitor;
   if (placement != nullptr) {
@@ -80,6 +76,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   } else {
     LEMRT_ASSIGN_OR_RETURN(t->placement_, GatherPlacement(comm, LocalHostIdentity()));
   }
+  // The emulated HBM is host memory: this rank's share must fit its limits
+  // (ulimit -v), and the shares of every rank on this host the host's
+  // available memory, checked before any allocation.
+  const int ranks_on_host = t->placement_.ranks_on_host[t->placement_.host_of_rank[comm.rank()]];
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(
+      comm, CheckHostMemory(plan->hbm_bytes_per_chip, ranks_on_host, AvailableHostMemory())));
   // The checkpoint directory first: a bad one fails before any table work.
   // (It reads the trainer's copy of the config, whose steps are resolved below.)
   LEMRT_ASSIGN_OR_RETURN(t->checkpointer_, checkpoint::Checkpointer::Open(t->config_, comm));

@@ -20,18 +20,14 @@
 
 namespace lemrt::runtime {
 
-absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals) {
+absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals,
+                                                       const EvalResult& eval) {
   const auto& tc = config_.training();
   const bool leader = sparse_comm_.rank() == 0;
-  // A stopped run (a preemption) skips the final evaluation: the time left
-  // before the scheduler's kill is better spent saving. An early stop ends
-  // right after an evaluation of this same model (not recorded twice).
+  // A stopped run (a preemption) has no final evaluation. An early stop
+  // ends right after an evaluation of this same model (not recorded twice).
   const bool stopped = totals.stop_signal != 0;
   const int64_t steps_done = totals.end_step;
-  EvalResult eval;
-  if (!stopped) {
-    LEMRT_ASSIGN_OR_RETURN(eval, Evaluate());
-  }
   if (!stopped && totals.stopped_early_at == 0) {
     recorder_->EvalDone(steps_done - 1, eval.auc, eval.logloss);
     if (leader) {

@@ -27,6 +27,7 @@ fx="$fx"
 bin="$LEMRT_BIN"
 small="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
 mh="$LEMRT_SRC/examples/configs/multihot_tfrecord.pbtxt"
+scripts="$LEMRT_SRC/scripts"
 EOF
 cat >> "$w/helpers.sh" <<'EOF'
 MPI=(mpirun --oversubscribe --bind-to none)
@@ -86,6 +87,26 @@ if len(sys.argv) > 3:
 open(sys.argv[2], "wb").write(gzip.compress(data[:i]) + second)
 PY
 }
+# big_tfrecord_gz OUT GIB: a gzip TFRecord file of records of 1 MiB of zeros,
+# GIB GiB uncompressed in 20 MiB gzip members (~20 KB each): it takes
+# seconds to index, a few to make.
+big_tfrecord_gz() {
+  python3 - "$scripts" "$@" <<'PY'
+import gzip, struct, sys
+sys.path.insert(0, sys.argv[1])
+from gen_multihot_data import masked_crc
+payload = bytes(1 << 20)
+length = struct.pack("<Q", len(payload))
+record = length + struct.pack("<I", masked_crc(length)) + payload + struct.pack("<I", masked_crc(payload))
+member = gzip.compress(record * 20, 9)
+with open(sys.argv[2], "wb") as f:
+    f.write(member * int(float(sys.argv[3]) * 1024 / 20))
+PY
+}
+# pid_of_rank JOB_PID: the first lemrt_train under the mpirun that the
+# background job JOB_PID (a subshell running a helper) started; empty until
+# it runs.
+pid_of_rank() { pgrep -P "$(pgrep -P "$1" mpirun)" lemrt_train 2>/dev/null | head -n 1; }
 # mh_vocab FILE: the multi-hot config with feature 'category' mapped through FILE.
 mh_vocab() {
   mh_sed "s|sparse { feature: \"category\" key: \"item_category\" }|sparse { feature: \"category\" key: \"item_category\" mapping: VOCABULARY vocabulary_file: \"$1\" num_oov_buckets: 1 }|"

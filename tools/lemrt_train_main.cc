@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <thread>
@@ -81,18 +82,39 @@ using lemrt::runtime::Communicator;
 // global state signal handling cannot avoid, written only by OnStopSignal
 // and read by the trainer once per step (Trainer::set_stop_signal).
 volatile std::sig_atomic_t g_stop_signal = 0;
-// Set by main once this rank's stop is complete (the trainer returned):
-// kStopDone, or kStopSaved when the stop saved a checkpoint. Read by
-// OnStopSignal only.
-enum StopPhase : int { kStopRunning = 0, kStopDone = 1, kStopSaved = 2 };
-volatile std::sig_atomic_t g_stop_phase = kStopRunning;
+// Where this rank is, for OnStopSignal (which alone reads it): kStopStarting
+// until training begins (main sets kStopRunning right before the trainer
+// runs); once this rank's stop is complete (the trainer returned), kStopDone,
+// or kStopSaved when the stop saved a checkpoint.
+enum StopPhase : int { kStopRunning = 0, kStopDone = 1, kStopSaved = 2, kStopStarting = 3 };
+volatile std::sig_atomic_t g_stop_phase = kStopStarting;
 
-// SIGTERM, SIGINT, SIGUSR1: the first asks every rank to finish its step,
-// save and exit (the trainer agrees on it over the ranks); a second exits
+// Writes the sentence of a stop signal that came before training began.
+// Async-signal-safe (write only).
+void WriteStoppedBeforeTraining(int signal) {
+  const char* name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "SIGUSR1";
+  static const char kRest[] =
+      " before training began (while setting up: reading the config, opening and indexing the "
+      "data, allocating the tables): no step had run, so there is nothing to save; exiting now\n";
+  static const char kHead[] = "lemrt_train: stopped by ";
+  (void)!write(STDERR_FILENO, kHead, sizeof(kHead) - 1);
+  (void)!write(STDERR_FILENO, name, std::strlen(name));
+  (void)!write(STDERR_FILENO, kRest, sizeof(kRest) - 1);
+}
+
+// SIGTERM, SIGINT, SIGUSR1: before training begins, the first ends the rank
+// at once (nothing to save; indexing a huge file or allocating huge tables
+// does not delay it, and mpirun ends the other ranks). Once training runs,
+// the first asks every rank to finish its step, save and exit (the trainer
+// agrees on it over the ranks; an evaluation is cut short); a second exits
 // at once, saying whether the stop had saved its checkpoint (mpirun sends a
 // rank SIGTERM when another rank has exited non-zero, which a stopped rank
 // does right after its save). Only async-signal-safe calls.
 extern "C" void OnStopSignal(int signal) {
+  if (g_stop_signal == 0 && g_stop_phase == kStopStarting) {
+    WriteStoppedBeforeTraining(signal);
+    _exit(128 + signal);
+  }
   if (g_stop_signal != 0) {
     static const char kUnsaved[] =
         "lemrt_train: a second stop signal: exiting now, without a checkpoint\n";
@@ -336,6 +358,7 @@ absl::Status Run(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_com
                                                  &placement);
   if (!trainer.ok()) return trainer.status();
   (*trainer)->set_stop_signal(&g_stop_signal);
+  g_stop_phase = kStopRunning;  // a stop signal from here on saves
   auto summary = (*trainer)->Run();
   if (!summary.ok()) return summary.status();
   summary->mutable_threads()->set_cores_owned(share->cores);
@@ -403,6 +426,14 @@ int main(int argc, char** argv) {
   absl::Status st = sparse_comm.ok() ? dense_comm.status() : sparse_comm.status();
   if (st.ok()) st = mpi.Require(lemrt::runtime::MpiThreads::kFunneled, "lemrt_train");
   if (st.ok()) st = Run(mpi, **sparse_comm, **dense_comm, &stop_signal);
+  // A stop signal during the int8 evaluation after training (--eval_quantized;
+  // the final checkpoint is saved) ends it, on every rank.
+  if (absl::IsCancelled(st) && g_stop_signal != 0) {
+    const char* abbrev = sigabbrev_np(g_stop_signal);
+    std::fprintf(stderr, "lemrt_train: stopped by SIG%s after training: %s\n",
+                 abbrev != nullptr ? abbrev : "?", std::string(st.message()).c_str());
+    return 128 + g_stop_signal;
+  }
   if (!st.ok()) {
     std::fprintf(stderr, "lemrt_train: error: %s\n", std::string(st.message()).c_str());
     return 1;

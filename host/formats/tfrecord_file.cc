@@ -21,6 +21,17 @@ gzFile Gz(void* f) { return static_cast<gzFile>(f); }
 
 uint32_t MaskedCrc(const void* data, size_t n) { return base::MaskCrc32c(base::Crc32c(data, n)); }
 
+// Reads `n` bytes, fewer only at the end of the file.
+absl::StatusOr<size_t> ReadFull(GzipReader& in, char* out, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    LEMRT_ASSIGN_OR_RETURN(const size_t got, in.Read(out + done, n - done));
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
+}
+
 }  // namespace
 
 TfRecordFile::~TfRecordFile() {
@@ -28,8 +39,6 @@ TfRecordFile::~TfRecordFile() {
 }
 
 absl::StatusOr<std::unique_ptr<TfRecordFile>> TfRecordFile::Open(const std::string& path) {
-  // Damage between gzip members would end gzread early without an error.
-  LEMRT_RETURN_IF_ERROR(CheckGzipMembers(path));
   // A FIFO or device is refused, never blocked on.
   LEMRT_ASSIGN_OR_RETURN(const int fd, base::OpenRegularFile(path, "input file"));
   auto file = std::unique_ptr<TfRecordFile>(new TfRecordFile(path));
@@ -64,16 +73,8 @@ absl::Status TfRecordFile::ReadExactly(void* out, size_t n, int64_t record, cons
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> TfRecordFile::ReadHeader(int64_t record, uint64_t* length) {
-  char header[12];
-  const int got = gzread(Gz(file_), header, 1);
-  if (got == 0) return false;  // a clean end between records
-  if (got < 0) {
-    int code = 0;
-    return absl::DataLossError(absl::StrFormat("'%s', record %d: read error (%s)", path_,
-                                               record + 1, gzerror(Gz(file_), &code)));
-  }
-  LEMRT_RETURN_IF_ERROR(ReadExactly(header + 1, 11, record, "length"));
+absl::Status TfRecordFile::CheckHeader(const char* header, int64_t record,
+                                       uint64_t* length) const {
   uint32_t crc;
   std::memcpy(length, header, 8);
   std::memcpy(&crc, header + 8, 4);
@@ -87,31 +88,61 @@ absl::StatusOr<bool> TfRecordFile::ReadHeader(int64_t record, uint64_t* length) 
     return absl::DataLossError(absl::StrFormat("'%s', record %d: a record of %d bytes is too large",
                                                path_, record + 1, *length));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> TfRecordFile::ReadHeader(int64_t record, uint64_t* length) {
+  char header[12];
+  const int got = gzread(Gz(file_), header, 1);
+  if (got == 0) return false;  // a clean end between records
+  if (got < 0) {
+    int code = 0;
+    return absl::DataLossError(absl::StrFormat("'%s', record %d: read error (%s)", path_,
+                                               record + 1, gzerror(Gz(file_), &code)));
+  }
+  LEMRT_RETURN_IF_ERROR(ReadExactly(header + 1, 11, record, "length"));
+  LEMRT_RETURN_IF_ERROR(CheckHeader(header, record, length));
   return true;
 }
 
 absl::Status TfRecordFile::Index() {
-  compressed_ = gzdirect(Gz(file_)) == 0;
+  // One pass that decompresses and checks every gzip member (damage between
+  // members would end gzread early without an error) and every record's
+  // framing and checksums, so that a corrupt or truncated file fails here,
+  // naming its record, rather than in the middle of training.
+  LEMRT_ASSIGN_OR_RETURN(std::unique_ptr<GzipReader> in, GzipReader::Open(path_));
+  compressed_ = in->compressed();
   index_.clear();
   int64_t offset = 0;
+  const auto cut_short = [this](int64_t record, const char* what) {
+    return absl::DataLossError(absl::StrFormat(
+        "'%s', record %d: the file ends inside the record's %s (truncated?)", path_, record + 1,
+        what));
+  };
   for (int64_t record = 0;; ++record) {
     if (record % kIndexStride == 0) index_.push_back(offset);
-    uint64_t length = 0;
-    LEMRT_ASSIGN_OR_RETURN(const bool more, ReadHeader(record, &length));
-    if (!more) {
+    char header[12];
+    LEMRT_ASSIGN_OR_RETURN(const size_t got, ReadFull(*in, header, sizeof(header)));
+    if (got == 0) {  // a clean end between records
       num_records_ = record;
       break;
     }
-    // Read (and verify) the data once, so that a corrupt or truncated file
-    // fails here, naming its record, rather than in the middle of training.
-    scratch_.resize(length);
-    LEMRT_RETURN_IF_ERROR(ReadExactly(scratch_.data(), length, record, "data"));
+    if (got < sizeof(header)) return cut_short(record, "length");
+    uint64_t length = 0;
+    if (absl::Status st = CheckHeader(header, record, &length); !st.ok()) {
+      return absl::Status(st.code(), absl::StrCat(st.message(), in->Position()));
+    }
+    scratch_.resize(length + 4);  // the data and its checksum
+    LEMRT_ASSIGN_OR_RETURN(const size_t data_got, ReadFull(*in, scratch_.data(), length + 4));
+    if (data_got < length + 4) {
+      return cut_short(record, data_got < length ? "data" : "data checksum");
+    }
     uint32_t crc;
-    LEMRT_RETURN_IF_ERROR(ReadExactly(&crc, 4, record, "data checksum"));
+    std::memcpy(&crc, scratch_.data() + length, 4);
     if (MaskedCrc(scratch_.data(), length) != crc) {
       return absl::DataLossError(absl::StrFormat(
-          "'%s', record %d: the data fails its CRC-32C checksum: the file is corrupt", path_,
-          record + 1));
+          "'%s', record %d: the data fails its CRC-32C checksum: the file is corrupt%s", path_,
+          record + 1, in->Position()));
     }
     offset += 12 + static_cast<int64_t>(length) + 4;
   }

@@ -3,9 +3,10 @@
 //   uint32 masked_crc32c(data)
 // (little-endian; masked as in base/crc32c.h). gzip-compressed files are
 // recognised by their magic bytes and decompressed on the fly (zlib).
-// Opening reads every record header once (verifying the length checksums)
-// and keeps the offset of every kIndexStride-th record; a read verifies each
-// record's data checksum. A corrupt record is a DataLoss error naming the
+// Opening reads the file once (decompressing it, checking every gzip member,
+// record length and data checksum: host/formats/gzip_members.h) and keeps the offset
+// of every kIndexStride-th record; a read verifies each record's data
+// checksum again. A corrupt record is a DataLoss error naming the
 // file and the record. Thread-compatible.
 #ifndef LEMRT_HOST_FORMATS_TFRECORD_FILE_H_
 #define LEMRT_HOST_FORMATS_TFRECORD_FILE_H_
@@ -45,6 +46,9 @@ class TfRecordFile : public RecordFile {
   // Reads the header of the record at the current position: false at a
   // clean end of file.
   absl::StatusOr<bool> ReadHeader(int64_t record, uint64_t* length);
+  // Checks record `record`'s 12-byte header (length, its checksum) and
+  // sets `length`.
+  absl::Status CheckHeader(const char* header, int64_t record, uint64_t* length) const;
   absl::Status ReadExactly(void* out, size_t n, int64_t record, const char* what);
 
   const std::string path_;

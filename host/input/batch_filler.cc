@@ -4,9 +4,20 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "glog/logging.h"
 
 namespace lemrt::host {
+namespace {
+
+// The largest dense input magnitude (after its transform) the model takes:
+// 2^64. The model's float arithmetic squares its inputs' scale (products in
+// the MLPs and the feature interaction), and a square beyond 2^128 is no
+// float (3.4e38): such an input turns the loss and the parameters into inf
+// and NaN, blamed on the learning rates.
+constexpr double kMaxDenseMagnitude = 0x1p64;
+
+}  // namespace
 
 BatchFiller::BatchFiller(std::shared_ptr<const Schema> schema)
     : schema_(std::move(schema)), counts_(schema_->features.size()) {}
@@ -30,6 +41,13 @@ absl::Status BatchFiller::Check(const ParsedSample& sample) const {
           absl::StrFormat("dense input '%s' is %g; inputs must be finite numbers",
                           schema_->dense[k].name, sample.dense[k]));
     }
+    if (std::abs(double{sample.dense[k]}) > kMaxDenseMagnitude) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "dense input '%s' is %g, beyond +-2^64 = 1.8e19, where the model's float arithmetic "
+          "overflows (its square is beyond the float range); scale it, or set its transform: "
+          "LOG1P",
+          schema_->dense[k].name, sample.dense[k]));
+    }
   }
   for (size_t c = 0; c < schema_->sparse.size(); ++c) {
     const std::vector<float>& w = sample.weights[c];
@@ -47,6 +65,7 @@ absl::Status BatchFiller::Check(const ParsedSample& sample) const {
       }
     }
   }
+  LEMRT_RETURN_IF_ERROR(CheckIds(sample));
   if (schema_->truncate_sequences) return absl::OkStatus();
   for (const FeatureInput& in : schema_->features) {
     const size_t n = sample.values[in.sparse].size();
@@ -55,6 +74,24 @@ absl::Status BatchFiller::Check(const ParsedSample& sample) const {
           "feature '%s' has %d values, more than its max_sequence_length %d (raise it, or set "
           "data.schema.sequence_overflow: OVERFLOW_TRUNCATE to keep the first %d)",
           in.name, n, in.max_length, in.max_length));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchFiller::CheckIds(const ParsedSample& sample) const {
+  if (!schema_->check_id_range) return absl::OkStatus();
+  for (const FeatureInput& in : schema_->features) {
+    if (in.mapping != Mapping::kId) continue;
+    const std::vector<uint64_t>& values = sample.values[in.sparse];
+    const size_t n = std::min(values.size(), static_cast<size_t>(in.max_length));
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t id = static_cast<int64_t>(values[i]);
+      if (id >= 0 && id < in.rows) continue;
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "feature '%s' has id %d, outside the rows [0, %d) of its table '%s' (mapping: ID; "
+          "sparse_core.enable_id_bound_check: false wraps ids into range instead)",
+          in.name, id, in.rows, in.table_name));
     }
   }
   return absl::OkStatus();

@@ -45,13 +45,18 @@ class BatchFiller {
   // Writes row `row` as an empty, masked row (no ids, zero dense, label 0).
   void AppendEmpty(int64_t row, Batch* batch) const;
 
-  // The checks of Append without writing: InvalidArgument naming the input.
+  // The checks of Append without writing: InvalidArgument naming the input
+  // (a label outside [0, 1], a dense input that is not finite or beyond
+  // +-2^64 after its transform, an ID-mapped id outside its table when
+  // checked, weights, list lengths).
   absl::Status Check(const ParsedSample& sample) const;
 
   const std::vector<FeatureCounts>& counts() const { return counts_; }
   const Schema& schema() const { return *schema_; }
 
  private:
+  // Mapping kId ids outside their table's rows, when the schema checks them.
+  absl::Status CheckIds(const ParsedSample& sample) const;
 
   std::shared_ptr<const Schema> schema_;
   std::vector<FeatureCounts> counts_;

@@ -158,6 +158,7 @@ absl::StatusOr<std::shared_ptr<const Schema>> ResolveSchema(const config::RunCon
   }
   LEMRT_RETURN_IF_ERROR(ResolveFeatures(config, schema.get()));
   schema->labels_optional = !p.label().required();
+  schema->check_id_range = config.sparse_core().enable_id_bound_check();
   return std::shared_ptr<const Schema>(std::move(schema));
 }
 

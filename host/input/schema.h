@@ -71,6 +71,10 @@ struct Schema {
   // Lists longer than max_length keep their first max_length values
   // (sequence_overflow: OVERFLOW_TRUNCATE) instead of making the row bad.
   bool truncate_sequences = false;
+  // Mapping kId: an id outside [0, rows) makes the row bad (named by its
+  // file and line or record) instead of being wrapped into range
+  // (sparse_core.enable_id_bound_check).
+  bool check_id_range = false;
   // Text: > 0 makes a line with more fields malformed (CRITEO: 40). With a
   // header the header's field count is the limit.
   int max_text_columns = 0;

@@ -13,22 +13,36 @@
 namespace lemrt::checkpoint {
 namespace {
 
-absl::Status Errno(const std::string& what, const std::string& path) {
-  return absl::ErrnoToStatus(errno, absl::StrCat("checkpoint: cannot ", what, " '", path, "'"));
+absl::Status Errno(const std::string& what, const std::string& path,
+                   std::string_view prefix = "checkpoint: ") {
+  const int err = errno;  // before any allocation
+  return absl::ErrnoToStatus(err,
+                             absl::StrCat(std::string(prefix), "cannot ", what, " '", path, "'"));
 }
 
 // Writes all of `bytes` to `fd` and fsyncs it; errors name `path`.
-absl::Status WriteAndSync(int fd, const std::string& path, std::string_view bytes) {
+absl::Status WriteAndSync(int fd, const std::string& path, std::string_view bytes,
+                          std::string_view prefix) {
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Errno("write", path);
+      return Errno("write", path, prefix);
     }
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0) return Errno("fsync", path);
+  if (fsync(fd) != 0) return Errno("fsync", path, prefix);
+  return absl::OkStatus();
+}
+
+// SyncDir with errors that start with `prefix`.
+absl::Status SyncDirNamed(const std::string& dir, std::string_view prefix) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("open directory", dir, prefix);
+  const int rc = fsync(fd);
+  close(fd);
+  if (rc != 0) return Errno("fsync directory", dir, prefix);
   return absl::OkStatus();
 }
 
@@ -50,35 +64,30 @@ bool PathExists(const std::string& path) {
   return lstat(path.c_str(), &st) == 0;
 }
 
-absl::Status WriteFileDurably(const std::string& path, std::string_view bytes) {
+absl::Status WriteFileDurably(const std::string& path, std::string_view bytes,
+                              std::string_view prefix) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("create", path);
-  absl::Status st = WriteAndSync(fd, path, bytes);
-  if (close(fd) != 0 && st.ok()) st = Errno("close", path);
+  if (fd < 0) return Errno("create", path, prefix);
+  absl::Status st = WriteAndSync(fd, path, bytes, prefix);
+  if (close(fd) != 0 && st.ok()) st = Errno("close", path, prefix);
   if (!st.ok()) unlink(path.c_str());
   return st;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes,
+                                 std::string_view prefix) {
   const std::string tmp = path + ".tmp";
-  absl::Status st = WriteFileDurably(tmp, bytes);
+  absl::Status st = WriteFileDurably(tmp, bytes, prefix);
   if (!st.ok()) return st;
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    st = Errno("rename to its final name", tmp);
+    st = Errno("rename to its final name", tmp, prefix);
     unlink(tmp.c_str());
     return st;
   }
-  return SyncDir(DirOf(path));
+  return SyncDirNamed(DirOf(path), prefix);
 }
 
-absl::Status SyncDir(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("open directory", dir);
-  const int rc = fsync(fd);
-  close(fd);
-  if (rc != 0) return Errno("fsync directory", dir);
-  return absl::OkStatus();
-}
+absl::Status SyncDir(const std::string& dir) { return SyncDirNamed(dir, "checkpoint: "); }
 
 absl::Status MakeDirs(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("checkpoint: the directory name is empty.");

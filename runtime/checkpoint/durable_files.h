@@ -16,11 +16,15 @@ namespace lemrt::checkpoint {
 // Writes `bytes` to `path` (created or truncated) and fsyncs it; the
 // directory entry is not synced (SyncDir the directory once after a batch).
 // On failure the partial file is removed, so a full disk is not left fuller.
-absl::Status WriteFileDurably(const std::string& path, std::string_view bytes);
+// Errors start with `prefix`: "checkpoint: cannot write 'PATH': <OS error>".
+absl::Status WriteFileDurably(const std::string& path, std::string_view bytes,
+                              std::string_view prefix = "checkpoint: ");
 
 // Writes `bytes` to `path` atomically: `path`.tmp, fsync, rename, fsync of
 // the directory. Readers see the old contents or the new, never a mix.
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes);
+// Errors as WriteFileDurably's.
+absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes,
+                                 std::string_view prefix = "checkpoint: ");
 
 // fsyncs directory `dir`, making the entries created or renamed in it durable.
 absl::Status SyncDir(const std::string& dir);

@@ -30,7 +30,10 @@ absl::Status WriteNpy(const std::string& path, int64_t rows, int64_t cols,
   const size_t header = bytes.size();
   bytes.resize(header + 4 * values.size());
   if (!values.empty()) std::memcpy(bytes.data() + header, values.data(), 4 * values.size());
-  return WriteFileAtomically(path, bytes);
+  // A .npy file is an output (predictions, an exported table), not a
+  // checkpoint: its errors say only what could not be written, as the
+  // other outputs' do.
+  return WriteFileAtomically(path, bytes, /*prefix=*/"");
 }
 
 }  // namespace lemrt::checkpoint

@@ -19,7 +19,8 @@ namespace lemrt::checkpoint {
 std::string NpyHeader(int64_t rows, int64_t cols);
 
 // Writes `values` (rows x cols floats, row-major) to `path` atomically.
-// Precondition: values.size() == rows * cols. Errors name the path.
+// Precondition: values.size() == rows * cols. Errors name the file and the
+// OS error: "cannot write '…/p.npy.tmp': No space left on device".
 absl::Status WriteNpy(const std::string& path, int64_t rows, int64_t cols,
                       std::span<const float> values);
 

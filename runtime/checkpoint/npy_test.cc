@@ -24,6 +24,15 @@ TEST(NpyTest, HeaderIsAlignedAndDescribesTheArray) {
   }
 }
 
+// An output, not a checkpoint: the error names the file and the OS error
+// as other outputs' do, without the "checkpoint: " of checkpoint files.
+TEST(NpyTest, AnUnwritableFileIsNamedWithTheOsError) {
+  char tmpl[] = "/tmp/npy_testXXXXXX";
+  const std::string path = std::string(mkdtemp(tmpl)) + "/no/such/p.npy";
+  const absl::Status st = WriteNpy(path, 1, 2, std::vector<float>{1, 2});
+  EXPECT_EQ(st.message(), "cannot create '" + path + ".tmp': No such file or directory");
+}
+
 TEST(NpyTest, WritesHeaderThenRowMajorFloats) {
   char tmpl[] = "/tmp/npy_testXXXXXX";
   const std::string path = std::string(mkdtemp(tmpl)) + "/a.npy";
