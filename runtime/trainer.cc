@@ -298,7 +298,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
         Mark(CollectiveMonitor::kSparseCore, step, "eval");
         Mark(CollectiveMonitor::kTensorCore, step, "eval");
         LEMRT_ASSIGN_OR_RETURN(EvalResult e, Evaluate());
-        recorder_->EvalDone(step, e.auc, e.logloss);
+        recorder_->EvalDone(step, {e.auc, e.logloss, e.ne, e.calibration, e.gauc});
         if (leader) {
           LOG(INFO) << absl::StrFormat("eval at step %d: %s", step + 1, FormatEvalMetrics(e));
         }
