@@ -1,8 +1,10 @@
-// Binary-classification metrics over a whole eval set: ROC AUC and mean log
-// loss. Pure functions of their inputs; thread-safe.
+// Binary-classification metrics over a whole eval set: ROC AUC, mean log
+// loss, the entropy of the base rate (NE's denominator) and group AUC. Pure
+// functions of their inputs; thread-safe.
 #ifndef LEMRT_BASE_AUC_H_
 #define LEMRT_BASE_AUC_H_
 
+#include <cstdint>
 #include <span>
 
 namespace lemrt::base {
@@ -21,6 +23,26 @@ double Auc(std::span<const float> scores, std::span<const float> labels);
 // probability makes the result NaN. Returns 0 for n == 0. Precondition
 // (CHECK): equal sizes.
 double LogLoss(std::span<const float> probs, std::span<const float> labels);
+
+// The entropy of the base rate p = mean label, -[p log p + (1 - p) log(1 - p)]
+// in nats: the log loss of always predicting p. Normalized entropy (NE) is a
+// model's log loss over it. Returns 0 for n == 0 and when p is 0 or 1.
+double BaseRateEntropy(std::span<const float> labels);
+
+struct GroupAucResult {
+  double gauc = 0;     // NaN when no group has both classes
+  int64_t groups = 0;  // groups with both classes (the ones averaged)
+  int64_t rows = 0;    // their rows (the weights' sum)
+};
+
+// Group AUC: rows are grouped by `groups[i]` (rows with a negative key are in
+// no group); each group holding both classes contributes Auc of its rows,
+// weighted by its rows (impressions); groups with one class are left out.
+// The groups are visited in key order and each group's rows in index order,
+// so the result is a function of the rows in the given order. O(n log n).
+// Precondition (CHECK): equal sizes.
+GroupAucResult GroupAuc(std::span<const float> scores, std::span<const float> labels,
+                        std::span<const int64_t> groups);
 
 }  // namespace lemrt::base
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "base/random.h"
@@ -12,8 +13,7 @@ namespace lemrt::base {
 namespace {
 
 // The definition: pairs (positive, negative) ordered correctly, ties 1/2.
-double NaiveAuc(const std::vector<float>& scores,
-                const std::vector<float>& labels) {
+double NaiveAuc(const std::vector<float>& scores, const std::vector<float>& labels) {
   double good = 0;
   int64_t pairs = 0;
   for (size_t i = 0; i < scores.size(); ++i) {
@@ -83,8 +83,9 @@ TEST(AucTest, NanScoresRankLowestAndTie) {
   std::vector<float> scores(2000), labels(2000), replaced(2000);
   for (size_t i = 0; i < scores.size(); ++i) {
     const uint64_t kind = rng.NextBelow(8);
-    scores[i] = kind == 0 ? nan : kind == 1 ? -std::numeric_limits<float>::infinity()
-                                            : static_cast<float>(rng.NextBelow(50)) / 50;
+    scores[i] = kind == 0   ? nan
+                : kind == 1 ? -std::numeric_limits<float>::infinity()
+                            : static_cast<float>(rng.NextBelow(50)) / 50;
     labels[i] = rng.NextDouble() < (kind == 0 ? 0.6 : 0.4) ? 1 : 0;
     replaced[i] = kind == 0 ? -std::numeric_limits<float>::max() : scores[i];
     if (kind == 1) replaced[i] = -1;  // above the NaNs' stand-in, below the scores
@@ -108,9 +109,7 @@ TEST(LogLossTest, MatchesHandComputation) {
   std::vector<float> probs = {0.9f, 0.2f, 0.5f};
   std::vector<float> labels = {1, 0, 1};
   const double expected =
-      -(std::log(double{0.9f}) + std::log(1 - double{0.2f}) +
-        std::log(double{0.5f})) /
-      3;
+      -(std::log(double{0.9f}) + std::log(1 - double{0.2f}) + std::log(double{0.5f})) / 3;
   EXPECT_NEAR(LogLoss(probs, labels), expected, 1e-12);
 }
 
@@ -119,6 +118,68 @@ TEST(LogLossTest, ClampsCertainWrongPredictions) {
   std::vector<float> labels = {1, 0};
   EXPECT_NEAR(LogLoss(probs, labels), -std::log(1e-7), 1e-6);
   EXPECT_DOUBLE_EQ(LogLoss({}, {}), 0.0);
+}
+
+TEST(BaseRateEntropyTest, IsTheLogLossOfPredictingTheMean) {
+  const std::vector<float> labels = {1, 0, 0, 0, 1, 0, 0, 0};  // p = 1/4
+  EXPECT_NEAR(BaseRateEntropy(labels), -(0.25 * std::log(0.25) + 0.75 * std::log(0.75)), 1e-15);
+  EXPECT_NEAR(BaseRateEntropy(labels), LogLoss(std::vector<float>(8, 0.25f), labels), 1e-7);
+  const std::vector<float> soft = {0.5f, 0.5f};
+  EXPECT_NEAR(BaseRateEntropy(soft), std::log(2.0), 1e-15);
+  EXPECT_EQ(BaseRateEntropy(std::vector<float>{1, 1}), 0);
+  EXPECT_EQ(BaseRateEntropy(std::vector<float>{0}), 0);
+  EXPECT_EQ(BaseRateEntropy({}), 0);
+}
+
+// GAUC against a plain map of groups: each group's pair-count AUC weighted by
+// its rows, one-class groups and keyless rows left out; the same value,
+// bit for bit, for the rows in another order.
+TEST(GroupAucTest, MatchesAPlainPerGroupAverageInAnyRowOrder) {
+  CounterRng rng(7);
+  const size_t n = 900;
+  std::vector<float> scores(n), labels(n);
+  std::vector<int64_t> groups(n);
+  for (size_t i = 0; i < n; ++i) {
+    groups[i] = rng.NextBelow(40) - 2;  // keys -2..37: -2 and -1 are in no group
+    scores[i] = static_cast<float>(rng.NextBelow(10)) / 10;
+    labels[i] = rng.NextDouble() < (groups[i] % 7 == 0 ? 0.0 : 0.2 + scores[i] * 0.5) ? 1 : 0;
+  }
+  std::map<int64_t, std::pair<std::vector<float>, std::vector<float>>> by_group;
+  for (size_t i = 0; i < n; ++i) {
+    if (groups[i] < 0) continue;
+    by_group[groups[i]].first.push_back(scores[i]);
+    by_group[groups[i]].second.push_back(labels[i]);
+  }
+  double weighted = 0, rows = 0;
+  int64_t used = 0;
+  for (const auto& [key, g] : by_group) {
+    int positives = 0;
+    for (float y : g.second) positives += y > 0.5f;
+    if (positives == 0 || positives == static_cast<int>(g.second.size())) continue;
+    weighted += g.second.size() * NaiveAuc(g.first, g.second);
+    rows += g.second.size();
+    ++used;
+  }
+  const GroupAucResult r = GroupAuc(scores, labels, groups);
+  EXPECT_NEAR(r.gauc, weighted / rows, 1e-12);
+  EXPECT_EQ(r.groups, used);
+  EXPECT_EQ(r.rows, static_cast<int64_t>(rows));
+  EXPECT_LT(used, 38);  // the groups with key % 7 == 0 have no positive
+  // Reversed rows: exactly the same value.
+  std::vector<float> rs(scores.rbegin(), scores.rend()), rl(labels.rbegin(), labels.rend());
+  std::vector<int64_t> rg(groups.rbegin(), groups.rend());
+  EXPECT_EQ(GroupAuc(rs, rl, rg).gauc, r.gauc);
+}
+
+TEST(GroupAucTest, NoGroupWithBothClassesIsNaN) {
+  const std::vector<float> scores = {0.1f, 0.9f, 0.3f};
+  const std::vector<float> labels = {0, 1, 1};
+  const GroupAucResult r = GroupAuc(scores, labels, std::vector<int64_t>{1, 2, -1});
+  EXPECT_TRUE(std::isnan(r.gauc));
+  EXPECT_EQ(r.groups, 0);
+  EXPECT_TRUE(std::isnan(GroupAuc({}, {}, {}).gauc));
+  EXPECT_DOUBLE_EQ(GroupAuc(scores, labels, std::vector<int64_t>{4, 4, 4}).gauc,
+                   Auc(scores, labels));
 }
 
 }  // namespace

@@ -107,7 +107,46 @@ StackingPlan StackingPlan::FromConfig(const config::RunConfig& config) {
     const int t = config::FindTable(config, config.features(f).table());
     plan.stacks_[plan.tables_[t].stack].features.push_back(f);
   }
+  plan.AdviseSizes(config);
   return plan;
+}
+
+void StackingPlan::AdviseSizes(const config::RunConfig& config) {
+  if (!enabled_) return;
+  std::vector<std::string> advice;
+  std::vector<bool> named(stacks_.size(), false);
+  for (size_t s = 0; s < stacks_.size(); ++s) {
+    const int n = static_cast<int>(stacks_[s].tables.size());
+    if (n > kMostTablesPerStack) {
+      advice.push_back(absl::StrFormat(
+          "stack '%s' holds %d tables, more than %d: split it into sparse_core.table_stacks "
+          "entries of at most %d (huge stacks make huge tables)",
+          stacks_[s].name, n, kMostTablesPerStack, kMostTablesPerStack));
+    }
+    if (n >= kFewestTablesPerStack || named[s]) continue;
+    // Small stacks that could be one: explicit groups kept them apart.
+    std::vector<std::string> together = {absl::StrCat("'", stacks_[s].name, "'")};
+    int tables = n;
+    for (size_t o = s + 1; o < stacks_.size(); ++o) {
+      if (named[o] || stacks_[o].tables.size() >= static_cast<size_t>(kFewestTablesPerStack)) {
+        continue;
+      }
+      if (config::TableStackingMismatch(config, stacks_[s].tables[0], stacks_[o].tables[0])
+              .empty()) {
+        together.push_back(absl::StrCat("'", stacks_[o].name, "'"));
+        tables += static_cast<int>(stacks_[o].tables.size());
+        named[o] = true;
+      }
+    }
+    if (together.size() > 1) {
+      advice.push_back(absl::StrFormat(
+          "stacks %s (%d tables in all) could stack together: list their tables in one "
+          "sparse_core.table_stacks entry (fewer than %d tables per stack hide little exchange "
+          "latency)",
+          absl::StrJoin(together, ", "), tables, kFewestTablesPerStack));
+    }
+  }
+  if (!advice.empty()) size_advice_ = absl::StrCat("table stacking: ", absl::StrJoin(advice, "; "));
 }
 
 std::pair<int, int64_t> StackingPlan::Unstack(int stack, int64_t stacked_row) const {
@@ -140,24 +179,6 @@ std::string StackingPlan::Describe(const std::vector<std::string>& table_names) 
                           absl::StrJoin(members, " "));
   }
   return out;
-}
-
-std::string StackingPlan::SizeWarning() const {
-  if (!enabled_) return "";
-  std::vector<std::string> off;
-  for (const TableStack& s : stacks_) {
-    const int n = static_cast<int>(s.tables.size());
-    if (n < kFewestTablesPerStack || n > kMostTablesPerStack) {
-      off.push_back(absl::StrFormat("'%s' (%d)", s.name, n));
-    }
-  }
-  if (off.empty()) return "";
-  return absl::StrFormat(
-      "table stacking: %d of %d stacks hold fewer than %d or more than %d tables, which the "
-      "reference advises against (too few hide little exchange latency, too many make huge "
-      "tables): %s",
-      off.size(), num_stacks(), kFewestTablesPerStack, kMostTablesPerStack,
-      absl::StrJoin(off, ", "));
 }
 
 PartitionLimits StackLimits(const PartitionLimits& per_table, const StackingPlan& plan) {

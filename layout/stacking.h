@@ -119,14 +119,23 @@ class StackingPlan {
   // Multi-line description for the start-up log: one line per stack with
   // its members, row offsets and SparseCore shifts.
   std::string Describe(const std::vector<std::string>& table_names) const;
-  // One line when stacking is on and a stack holds fewer than 5 or more than
-  // 100 tables (the reference's advice), else "".
-  std::string SizeWarning() const;
+  // One line when stacking is on and a change of the config would bring the
+  // stacks nearer the reference's advice (5 to 100 tables each), naming the
+  // change: stacks of fewer than 5 tables that could stack together (same
+  // padded dim, combiner and optimizer, kept apart by explicit
+  // sparse_core.table_stacks) to be listed in one entry, and stacks of more
+  // than 100 tables to be split into entries. "" when nothing should change
+  // (e.g. a small stack whose tables stack with no other table).
+  std::string SizeWarning() const { return size_advice_; }
 
  private:
   void Place(int total_sparse_cores, int rotation, const std::vector<int64_t>& vocab_sizes);
 
+  // Fills size_advice_ (FromConfig).
+  void AdviseSizes(const config::RunConfig& config);
+
   bool enabled_ = true;
+  std::string size_advice_;
   int rotation_ = 0;
   int n_ = 1;
   std::vector<TableStack> stacks_;

@@ -12,6 +12,7 @@ namespace lemrt::layout {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Golden layout: N = 4, rotation 2, stack {0, 1, 2} and stack {3}.
 //   table 0: vocab 10 -> padded 12, offset 0,  shift 0
@@ -205,10 +206,21 @@ TEST(StackingPlanTest, LogLinesAndOneSizeWarning) {
   EXPECT_THAT(log, HasSubstr("table stacking on: 6 tables in 3 stacks, rotation 2"));
   EXPECT_THAT(log, HasSubstr("stack 'a+b+f': 3 tables, 192 rows, padded dim 16, 4 features; "
                              "table@row_offset>>sc_shift: a@0>>0 b@100>>2 f@152>>0"));
+  // Automatic stacks already hold every table they can: nothing to change.
+  EXPECT_EQ(plan.SizeWarning(), "");
+}
+
+TEST(StackingPlanTest, SizeWarningNamesSmallStacksThatCouldBeOne) {
+  // x = {f, a} leaves b (which stacks with a), c (with nothing) and d, e
+  // (with each other) alone.
+  const StackingPlan plan = StackingPlan::FromConfig(
+      Config("sparse_core { table_stacks { name: 'x' tables: 'f' tables: 'a' } }"));
   const std::string warning = plan.SizeWarning();
   EXPECT_EQ(warning.find('\n'), std::string::npos);
-  EXPECT_THAT(warning, HasSubstr("3 of 3 stacks hold fewer than 5 or more than 100 tables"));
-  EXPECT_THAT(warning, HasSubstr("'a+b+f' (3), 'c' (1), 'd+e' (2)"));
+  EXPECT_THAT(warning, HasSubstr("stacks 'x', 'b' (3 tables in all) could stack together: list "
+                                 "their tables in one sparse_core.table_stacks entry"));
+  EXPECT_THAT(warning, HasSubstr("stacks 'd', 'e' (2 tables in all) could stack together"));
+  EXPECT_THAT(warning, Not(HasSubstr("'c'")));
 }
 
 TEST(StackingPlanTest, StackLimitsTakeTheLargestMemberLimit) {

@@ -67,6 +67,11 @@ void CheckFeatures(const RunConfig& c, ConfigErrors& errors);
 // data.schema.sparse vocabulary files: each a readable, non-empty regular
 // file (checked before the tables, whose unset vocab_size they would set),
 // and at most one vocabulary file per table.
+// One data.schema.dense input at `path`: clip bounds, normalization and its
+// statistics (each statistic only with its normalization), and no
+// missing_indicator for binary sources (which cannot tell a missing value).
+void CheckDenseInput(const FieldPath& path, const DenseInput& d, bool binary_source,
+                     ConfigErrors& errors);
 void CheckVocabularyFiles(const RunConfig& c, ConfigErrors& errors);
 void CheckData(const RunConfig& c, ConfigErrors& errors);
 

@@ -52,6 +52,10 @@ int FindTable(const RunConfig& config, std::string_view name);
 // otherwise a phrase naming the first difference.
 std::string TableStackingMismatch(const RunConfig& config, int a, int b);
 
+// The model's dense inputs a column schema gives: one per dense input plus
+// one per missing_indicator (model.num_dense_features defaults to it).
+int ModelDenseInputs(const InputSchema& schema);
+
 // Total SparseCores over all chips.
 inline int64_t TotalSparseCores(const RunConfig& config) {
   return static_cast<int64_t>(config.topology().num_chips()) *

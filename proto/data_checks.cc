@@ -94,6 +94,7 @@ void CheckSchemaColumns(const RunConfig& c, bool text, bool header, ConfigErrors
     if (!std::isfinite(d.default_value())) {
       errors.Fail(at("dense", i, "default_value"), "must be a finite number");
     }
+    CheckDenseInput({{"data"}, {"schema"}, {"dense", i}}, d, c.data().has_binary(), errors);
   }
   std::set<std::string> fed;
   const std::string delimiter =
@@ -163,11 +164,16 @@ void CheckSchemaColumns(const RunConfig& c, bool text, bool header, ConfigErrors
                                c.features(f).name(), "\" ... }"));
     }
   }
-  if (c.model().num_dense_features() != s.dense_size() && s.dense_size() > 0) {
+  const int model_inputs = ModelDenseInputs(s);
+  if (c.model().num_dense_features() != model_inputs && s.dense_size() > 0) {
     errors.Fail({{"model"}, {"num_dense_features"}},
-                absl::StrFormat("is %d but data.schema has %d dense inputs (leave it unset to "
+                absl::StrFormat("is %d but data.schema has %d dense inputs%s (leave it unset to "
                                 "take the schema's)",
-                                c.model().num_dense_features(), s.dense_size()));
+                                c.model().num_dense_features(), s.dense_size(),
+                                model_inputs == s.dense_size()
+                                    ? ""
+                                    : absl::StrFormat(" and %d missing-value indicators",
+                                                      model_inputs - s.dense_size())));
   }
 }
 
@@ -211,7 +217,7 @@ void ApplyDataDefaults(RunConfig* c) {
   const InputSchema& s = c->data().schema();
   if (s.preset() != InputSchema::CRITEO && s.dense_size() > 0 &&
       !c->model().has_num_dense_features()) {
-    c->mutable_model()->set_num_dense_features(s.dense_size());
+    c->mutable_model()->set_num_dense_features(ModelDenseInputs(s));
   }
   // Tables without a vocab_size take the rows their features' vocabularies
   // need: OOV buckets + entries (the largest, when several feed one table).

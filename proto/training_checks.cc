@@ -110,6 +110,15 @@ void CheckTraining(const RunConfig& c, ConfigErrors& errors) {
     errors.Fail(at("early_stop_evals"), "needs training.eval_every > 0 (it counts evaluations)");
   }
   if (t.eval_samples() < 0) errors.Fail(at("eval_samples"), "must be >= 0");
+  if (t.has_eval_group_feature()) {
+    bool known = false;
+    for (const FeatureConfig& f : c.features()) known = known || f.name() == t.eval_group_feature();
+    if (!known) {
+      errors.Fail(at("eval_group_feature"),
+                  absl::StrCat("'", t.eval_group_feature(),
+                               "' is not a feature of the config (GAUC groups rows by a feature)"));
+    }
+  }
   if (t.log_every() < 0) errors.Fail(at("log_every"), "must be >= 0");
 }
 

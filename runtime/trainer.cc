@@ -340,7 +340,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
         }
         if (!evaluated.ok()) return evaluated.status();
         const EvalResult& e = *evaluated;
-        recorder_->EvalDone(step, e.auc, e.logloss);
+        recorder_->EvalDone(step, {e.auc, e.logloss, e.ne, e.calibration, e.gauc});
         if (leader) {
           LOG(INFO) << absl::StrFormat("eval at step %d: %s", step + 1, FormatEvalMetrics(e));
         }

@@ -52,7 +52,14 @@ Trainer::Trainer(const config::RunConfig& config, Communicator& sparse_comm,
       dense_comm_(dense_comm),
       pipelining_(!config.sparse_core().disable_full_embedding_pipelining()),
       stall_hook_(sparse_comm.rank()),
-      eval_tracker_(config.training().early_stop_evals()) {}
+      eval_tracker_(config.training().early_stop_evals()) {
+  for (int f = 0; f < config.features_size(); ++f) {
+    if (config.training().has_eval_group_feature() &&
+        config.features(f).name() == config.training().eval_group_feature()) {
+      eval_scores_.set_group_feature(f);
+    }
+  }
+}
 
 Trainer::~Trainer() = default;
 

@@ -29,7 +29,8 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals,
   const bool stopped = totals.stop_signal != 0;
   const int64_t steps_done = totals.end_step;
   if (!stopped && totals.stopped_early_at == 0) {
-    recorder_->EvalDone(steps_done - 1, eval.auc, eval.logloss);
+    recorder_->EvalDone(steps_done - 1,
+                        {eval.auc, eval.logloss, eval.ne, eval.calibration, eval.gauc});
     if (leader) {
       LOG(INFO) << absl::StrFormat("eval at step %d: %s", steps_done, FormatEvalMetrics(eval));
     }
@@ -106,6 +107,12 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals,
   if (!std::isnan(eval.auc) || stopped) s.mutable_eval()->set_auc(eval.auc);
   if (!std::isnan(eval.logloss) || stopped) s.mutable_eval()->set_logloss(eval.logloss);
   s.mutable_eval()->set_samples(eval.samples);
+  if (!std::isnan(eval.ne)) s.mutable_eval()->set_ne(eval.ne);
+  if (!std::isnan(eval.calibration)) s.mutable_eval()->set_calibration(eval.calibration);
+  if (!std::isnan(eval.gauc)) {
+    s.mutable_eval()->set_gauc(eval.gauc);
+    s.mutable_eval()->set_gauc_groups(static_cast<double>(eval.gauc_groups));
+  }
   if (eval.teacher_auc >= 0) {
     s.mutable_eval()->mutable_teacher_auc()->set_number_value(eval.teacher_auc);
   } else {

@@ -86,7 +86,8 @@ for r in range(W):
 rows = list(csv.DictReader(open(f"{w}/metrics.csv")))
 header = open(f"{w}/metrics.csv").readline().strip().split(",")
 want = ["step", "loss", "samples_per_sec", "eval_auc", "eval_logloss", "host_ms", "sc_forward_ms",
-        "tc_ms", "sc_backward_ms", "exchange_ms", "step_ms", "dense_lr", "embedding_lr"]
+        "tc_ms", "sc_backward_ms", "exchange_ms", "step_ms", "dense_lr", "embedding_lr",
+        "eval_ne", "eval_calibration", "eval_gauc"]
 if header != want: fails.append(f"CSV header {header}")
 steps = [int(r["step"]) for r in rows]
 if steps != [10, 20, 25, 30, 40, 50]: fails.append(f"CSV steps {steps}")

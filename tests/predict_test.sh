@@ -3,7 +3,9 @@
 # example trained on 2 ranks scores its eval TSV with the AUC and log loss the
 # trainer's own final evaluation reported (same digits at 2 ranks, within
 # 1e-5 at 1 and 4), one prediction per row in input order (CSV and .npy), and
-# the same probabilities for the rows without their label column.
+# the same probabilities for the rows without their label column. NE,
+# calibration and GAUC (grouped by user) printed equal the summary's and a
+# plain computation from the predictions.
 # Needs LEMRT_BIN and LEMRT_SRC.
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
@@ -15,7 +17,7 @@ python3 "$LEMRT_SRC/scripts/gen_multihot_data.py" --out "$work" --train_rows 500
 # The eval rows without their label column.
 cut -f2- "$work/eval.tsv" > "$work/unlabelled.tsv"
 text="data { text { train_path: \"$work/train.tsv\" eval_path: \"$work/eval.tsv\" header: true } }"
-override="training { global_batch: 64 epochs: 1 log_every: 0 } $text"
+override="training { global_batch: 64 epochs: 1 log_every: 0 eval_group_feature: \"user\" } $text"
 mpi() { timeout 300 mpirun --oversubscribe --bind-to none "$@"; }
 mpi -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" --override="$override" \
   --checkpoint_dir="$work/ck" --summary_json="$work/train.json" > "$work/train.log" 2>&1 \
@@ -70,6 +72,31 @@ u2 = csv("u2.csv")
 check(len(u2) == 300 and all(r[2] == "" for r in u2) and [r[1] for r in u2] == [r[1] for r in p2],
       "rows without labels: the same probabilities, empty labels")
 check("no labels" in open(f"{w}/u2.csv.log").read(), "no metrics without labels")
+# NE, calibration, GAUC: printed = the trainer's summary = plain Python.
+log2 = open(f"{w}/p2.csv.log").read()
+m = re.search(r"ne ([0-9.]+)  calibration ([0-9.]+)  gauc ([0-9.]+) \((\d+) groups\)", log2)
+check(m is not None, "predict prints ne, calibration and gauc")
+mean = sum(labels) / len(labels)
+ne = ll / -(mean * math.log(mean) + (1 - mean) * math.log(1 - mean))
+calibration = sum(probs) / sum(labels)
+header = open(f"{w}/eval.tsv").readline().rstrip("\n").split("\t")
+users = [l.split("\t")[header.index("user_id")] for l in open(f"{w}/eval.tsv").read().splitlines()[1:]]
+groups = {}
+for u, p, y in zip(users, probs, labels):
+    groups.setdefault(u, []).append((p, y))
+num = den = used = 0
+for rows in groups.values():
+    pos = [p for p, y in rows if y > 0.5]
+    neg = [p for p, y in rows if y <= 0.5]
+    if not pos or not neg: continue
+    auc = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in pos for b in neg) / (len(pos) * len(neg))
+    num += len(rows) * auc; den += len(rows); used += 1
+for key, plain in (("ne", ne), ("calibration", calibration), ("gauc", num / den)):
+    check(abs(s[key] - plain) < 1e-5, f"summary {key} {s[key]:.6f} = plain {plain:.6f}")
+if m:
+    check([float(m.group(i)) for i in (1, 2, 3)] == [round(s[k], 6) for k in ("ne", "calibration", "gauc")]
+          and int(m.group(4)) == s["gauc_groups"] == used,
+          f"2 ranks: predict ne/calibration/gauc {m.groups()} = the trainer's ({used} groups)")
 if fails:
     print("FAILED:", len(fails)); sys.exit(1)
 print("predict: all passed")

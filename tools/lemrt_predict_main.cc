@@ -1,7 +1,8 @@
 // lemrt_predict: scores files with a trained checkpoint (docs/data.md
 // "Predictions"): one click probability per input row, in input order, with
 // the label where the rows have one, and the AUC and log loss of the labelled
-// rows — the numbers the trainer's own evaluation of that checkpoint gives.
+// rows (and NE, calibration and, with training.eval_group_feature, GAUC) —
+// the numbers the trainer's own evaluation of that checkpoint gives.
 // Runs at any world size (the checkpoint is re-sharded on restore).
 //
 //   mpirun -np N lemrt_predict --config=model.pbtxt --checkpoint=DIR
@@ -164,6 +165,17 @@ absl::StatusOr<RunConfig> LoadScoringConfig(int world_size) {
   return config;
 }
 
+// "  ne X  calibration Y  gauc Z (G groups)": the metrics that are defined.
+std::string MoreMetrics(const lemrt::runtime::EvalResult& e) {
+  std::string out;
+  if (!std::isnan(e.ne)) absl::StrAppendFormat(&out, "  ne %.6f", e.ne);
+  if (!std::isnan(e.calibration)) absl::StrAppendFormat(&out, "  calibration %.6f", e.calibration);
+  if (!std::isnan(e.gauc)) {
+    absl::StrAppendFormat(&out, "  gauc %.6f (%d groups)", e.gauc, e.gauc_groups);
+  }
+  return out;
+}
+
 // Every step that can fail on one rank only is agreed before the next
 // collective (Trainer::Create and Restore agree on theirs), so every rank
 // ends with the same sentence; writing is rank 0's, after the collectives.
@@ -186,12 +198,12 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
               static_cast<long>(predictions.size()), FLAGS_data.c_str(),
               static_cast<long>(*step), world_size, FLAGS_out.c_str());
   if (result->labelled > 0 && result->one_class) {
-    std::printf("auc absent (%s)  logloss %.6f  (%ld labelled rows)\n",
+    std::printf("auc absent (%s)  logloss %.6f%s  (%ld labelled rows)\n",
                 lemrt::runtime::UndefinedMetricsReason(*result).c_str(), result->logloss,
-                static_cast<long>(result->labelled));
+                MoreMetrics(*result).c_str(), static_cast<long>(result->labelled));
   } else if (result->labelled > 0) {
-    std::printf("auc %.6f  logloss %.6f  (%ld labelled rows)\n", result->auc, result->logloss,
-                static_cast<long>(result->labelled));
+    std::printf("auc %.6f  logloss %.6f%s  (%ld labelled rows)\n", result->auc, result->logloss,
+                MoreMetrics(*result).c_str(), static_cast<long>(result->labelled));
   } else {
     std::printf("no labels: auc and logloss not computed\n");
   }

@@ -14,6 +14,12 @@
 // value's text each) and writes <out_dir>/<feature>.txt. Mappings and sizes
 // the config already takes from vocabularies are ignored while counting, so
 // a config may name the files it is about to get.
+//
+// With dense inputs in data.schema it also writes <out_dir>/dense_stats.pbtxt:
+// those dense lines with the mean, stddev (STANDARDIZE, also for inputs with
+// no normalization) or minimum and maximum (MIN_MAX) of the training rows'
+// present values after transform and clip, merged over the ranks in rank
+// order (host/dense_stats.h); the lines replace the config's dense lines.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -36,6 +42,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "google/protobuf/text_format.h"
+#include "host/input/dense_stats.h"
 #include "host/input/source_registry.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_session.h"
@@ -59,8 +66,9 @@ struct Entry {
 using Counts = absl::flat_hash_map<uint64_t, Entry>;
 
 // The config with vocabulary mappings turned into hashing and vocabulary-
-// sized tables given a placeholder size, so that it loads before the files
-// exist. Counting trains nothing, so the config is checked as for one chip:
+// sized tables given a placeholder size (and normalizations without their
+// statistics placeholder ones), so that it loads before the files exist.
+// Counting trains nothing, so the config is checked as for one chip:
 // any number of ranks can count (each takes its own share of the rows).
 absl::StatusOr<RunConfig> LoadForCounting() {
   constexpr int kOneChip = 1;
@@ -83,6 +91,17 @@ absl::StatusOr<RunConfig> LoadForCounting() {
   for (auto& t : *raw.mutable_tables()) {
     if (!t.has_vocab_size()) t.set_vocab_size(1);
   }
+  // Normalizations waiting for the statistics this run computes: placeholder
+  // ones (counting does not normalize; the written lines carry the real ones).
+  for (auto& d : *raw.mutable_data()->mutable_schema()->mutable_dense()) {
+    if (d.normalize() == lemrt::config::DenseInput::STANDARDIZE) {
+      if (!d.has_mean()) d.set_mean(0);
+      if (!d.has_stddev()) d.set_stddev(1);
+    } else if (d.normalize() == lemrt::config::DenseInput::MIN_MAX) {
+      if (!d.has_minimum()) d.set_minimum(0);
+      if (!d.has_maximum()) d.set_maximum(d.minimum() + 1);
+    }
+  }
   std::string rewritten;
   google::protobuf::TextFormat::PrintToString(raw, &rewritten);
   return lemrt::config::ParseConfig(rewritten, FLAGS_config, "", kOneChip);
@@ -92,8 +111,8 @@ std::string TextOf(uint64_t key, ValueType type, const std::vector<std::string>&
   switch (type) {
     case ValueType::kInt64:
       return absl::StrCat(static_cast<int64_t>(key));
-    case ValueType::kHex:
-      return absl::StrFormat("%x", key);
+    case ValueType::kHex:  // as read; binary files keep no text
+      return i < texts.size() ? texts[i] : absl::StrFormat("%x", key);
     case ValueType::kString:
     default:
       return i < texts.size() ? texts[i] : std::string();
@@ -103,7 +122,8 @@ std::string TextOf(uint64_t key, ValueType type, const std::vector<std::string>&
 // Counts this rank's share of the training rows into counts[column].
 absl::Status CountShare(const RunConfig& config, int rank, int world_size,
                         const std::vector<int>& columns, std::vector<Counts>* counts,
-                        int64_t* rows, int64_t* skipped) {
+                        std::vector<lemrt::host::DenseMoments>* moments, int64_t* rows,
+                        int64_t* skipped) {
   auto schema = lemrt::host::ResolveSchema(config);
   if (!schema.ok()) return schema.status();
   const lemrt::host::SourceFormat& format = lemrt::host::FormatOf(config.data());
@@ -145,6 +165,7 @@ absl::Status CountShare(const RunConfig& config, int rank, int world_size,
         continue;
       }
       ++*rows;
+      lemrt::host::AccumulateDense(**schema, sample, moments);
       for (int c : columns) {
         const std::vector<uint64_t>& values = sample.values[c];
         for (size_t k = 0; k < values.size(); ++k) {
@@ -232,11 +253,59 @@ absl::Status WriteVocabulary(const std::string& feature, const Counts& counts, i
   return absl::OkStatus();
 }
 
+// Every rank's dense moments merged on rank 0, in rank order.
+absl::Status MergeMomentsOnRankZero(lemrt::runtime::Communicator& comm,
+                                    std::vector<lemrt::host::DenseMoments>* moments) {
+  constexpr int kFields = 6;
+  std::vector<double> mine;
+  for (const lemrt::host::DenseMoments& m : *moments) {
+    mine.insert(mine.end(), {static_cast<double>(m.count), static_cast<double>(m.missing), m.mean,
+                             m.m2, m.min, m.max});
+  }
+  std::vector<double> all;
+  LEMRT_RETURN_IF_ERROR(comm.Gather<double>(mine, /*root=*/0, &all));
+  if (comm.rank() != 0) return absl::OkStatus();
+  for (size_t k = 0; k < moments->size(); ++k) {
+    lemrt::host::DenseMoments merged;
+    for (int r = 0; r < comm.size(); ++r) {
+      const double* f = all.data() + (r * moments->size() + k) * kFields;
+      merged.Merge({static_cast<int64_t>(f[0]), static_cast<int64_t>(f[1]), f[2], f[3], f[4],
+                    f[5]});
+    }
+    (*moments)[k] = merged;
+  }
+  return absl::OkStatus();
+}
+
+// <out_dir>/dense_stats.pbtxt: the config's dense lines with the statistics
+// of their normalization (host/dense_stats.h), also printed.
+absl::Status WriteDenseStats(const lemrt::config::InputSchema& schema,
+                             const std::vector<lemrt::host::DenseMoments>& moments) {
+  const std::string lines = lemrt::host::DenseStatsLines(schema, moments);
+  const std::string path = absl::StrCat(FLAGS_out_dir, "/dense_stats.pbtxt");
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "# lemrt_vocab: dense inputs with the statistics of the training rows; these lines\n"
+           "# replace the dense lines of data.schema.\n"
+        << lines;
+    if (!out.flush()) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write '", tmp, "'"));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::ErrnoToStatus(errno,
+                               absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
+  }
+  std::printf("dense inputs -> %s:\n%s", path.c_str(), lines.c_str());
+  return absl::OkStatus();
+}
+
 // This rank's counts of the columns the wanted features read.
 struct Share {
   std::vector<Counts> counts;  // per sparse column
   std::vector<int> columns;
   std::vector<std::pair<std::string, int>> outputs;  // feature, column
+  std::vector<lemrt::host::DenseMoments> moments;    // per dense input
+  lemrt::config::InputSchema schema;                  // the config's, for the dense lines
   int64_t rows = 0, skipped = 0;
 };
 
@@ -265,8 +334,10 @@ absl::Status CountThisRank(int rank, int world_size, Share* share) {
     }
   }
   share->counts.resize((*schema)->sparse.size());
-  return CountShare(*config, rank, world_size, share->columns, &share->counts, &share->rows,
-                    &share->skipped);
+  share->moments.resize((*schema)->dense.size());
+  share->schema = config->data().schema();
+  return CountShare(*config, rank, world_size, share->columns, &share->counts, &share->moments,
+                    &share->rows, &share->skipped);
 }
 
 // Collective; every rank returns the same status up to the writing on rank 0.
@@ -288,10 +359,14 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
     const absl::Status m = MergeOnRankZero(comm, &share.counts[c]);
     if (merged.ok()) merged = m;
   }
+  if (absl::Status m = MergeMomentsOnRankZero(comm, &share.moments); merged.ok()) merged = m;
   if (!merged.ok() || rank != 0) return merged;
   mkdir(FLAGS_out_dir.c_str(), 0755);
   for (const auto& [feature, column] : share.outputs) {
     if (absl::Status w = WriteVocabulary(feature, share.counts[column], sums[0]); !w.ok()) return w;
+  }
+  if (share.schema.dense_size() > 0) {
+    if (absl::Status w = WriteDenseStats(share.schema, share.moments); !w.ok()) return w;
   }
   if (sums[1] > 0) std::printf("%ld malformed rows skipped\n", static_cast<long>(sums[1]));
   return absl::OkStatus();

@@ -168,6 +168,7 @@ absl::Status DelimitedParser::ParseDense(ParsedSample* out) const {
     const int column = dense_columns_[k];
     const std::string_view text = column < 0 ? std::string_view() : Field(column);
     double x = d.default_value;
+    out->dense_missing[k] = text.empty() ? 1 : 0;
     if (!text.empty()) {
       if (d.integer) {
         int64_t value = 0;
@@ -196,7 +197,7 @@ absl::Status DelimitedParser::ParseSparse(size_t c, ParsedSample* out) const {
                       absl::StrCat("sparse input '", col.key, "'"));
     }
     values.push_back(key);
-    if (keep_text_ && col.type == ValueType::kString) out->texts[c].emplace_back(item);
+    if (keep_text_ && col.type != ValueType::kInt64) out->texts[c].emplace_back(item);
     return absl::OkStatus();
   });
   if (!st.ok() || !col.weighted()) return st;

@@ -61,12 +61,15 @@ absl::Status ExampleParser::Parse(std::string_view record, ParsedSample* out) {
   for (size_t k = 0; k < schema.dense.size(); ++k) {
     const DenseColumn& d = schema.dense[k];
     double x = d.default_value;
+    bool present = false;
     const auto it = d.absent ? features.end() : features.find(d.name);
     if (it != features.end()) {
       has = OneNumber(it->second, d.name, absl::StrCat("dense input '", d.name, "'"), &value);
       if (!has.ok()) return has.status();
-      if (*has) x = value;
+      present = *has;
+      if (present) x = value;
     }
+    out->dense_missing[k] = present ? 0 : 1;
     out->dense[k] = static_cast<float>(d.log1p ? std::log1p(std::max(x, 0.0)) : x);
   }
   for (size_t c = 0; c < schema.sparse.size(); ++c) {
@@ -97,7 +100,7 @@ absl::Status ExampleParser::Parse(std::string_view record, ParsedSample* out) {
                 col.type == ValueType::kHex ? "a hex value" : "an integer"));
           }
           values.push_back(key);
-          if (keep_text_ && col.type == ValueType::kString) out->texts[c].push_back(text);
+          if (keep_text_ && col.type != ValueType::kInt64) out->texts[c].push_back(text);
         }
       } else if (f.has_float_list()) {
         return absl::InvalidArgumentError(absl::StrFormat(

@@ -23,7 +23,7 @@ BatchFiller::BatchFiller(std::shared_ptr<const Schema> schema)
     : schema_(std::move(schema)), counts_(schema_->features.size()) {}
 
 void BatchFiller::Start(int64_t samples, Batch* batch) const {
-  batch->Resize(samples, static_cast<int>(schema_->dense.size()),
+  batch->Resize(samples, schema_->model_dense,
                 static_cast<int>(schema_->features.size()));
   batch->teacher_prob.clear();
   batch->mask.assign(samples, 0.0f);
@@ -102,8 +102,13 @@ absl::Status BatchFiller::Append(const ParsedSample& sample, int64_t row, Batch*
   DCHECK_LT(row, batch->num_samples);
   if (absl::Status st = Check(sample); !st.ok()) return st;
   batch->labels[row] = sample.label;
-  std::copy(sample.dense.begin(), sample.dense.end(),
-            batch->dense.begin() + row * batch->num_dense);
+  float* dense = batch->dense.data() + row * batch->num_dense;
+  int indicator = static_cast<int>(schema_->dense.size());
+  for (size_t k = 0; k < schema_->dense.size(); ++k) {
+    const DenseColumn& d = schema_->dense[k];
+    dense[k] = d.ModelValue(sample.dense[k]);
+    if (d.missing_indicator) dense[indicator++] = sample.dense_missing[k] ? 1.0f : 0.0f;
+  }
   batch->mask[row] = 1.0f;
   for (size_t f = 0; f < schema_->features.size(); ++f) {
     const FeatureInput& in = schema_->features[f];

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "host/input/dense_stats.h"
 #include "glog/logging.h"
 
 namespace lemrt::host {
@@ -152,6 +153,12 @@ absl::Status FileSource::TrainBatch(int64_t step, Batch* batch) {
     }
   }
   for (int64_t i = n; i < local_batch_; ++i) filler_.AppendEmpty(i, batch);
+  if (rank_ == 0 && !scale_checked_) {
+    scale_checked_ = true;
+    if (const std::string w = DenseScaleWarning(filler_.schema(), *batch); !w.empty()) {
+      LOG(WARNING) << w;
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -92,6 +92,7 @@ class FileSource : public DataSource {
   int64_t num_eval_chunks_ = 0;
   bool eval_counted_ = false;  // the first evaluation's skipped rows are counted
   int64_t skipped_lines_ = 0;
+  bool scale_checked_ = false;  // rank 0's first training batch drew DenseScaleWarning
 };
 
 }  // namespace lemrt::host

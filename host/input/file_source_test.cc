@@ -21,6 +21,7 @@
 #include "base/crc32c.h"
 #include "host/formats/binary_writer.h"
 #include "host/input/data_source.h"
+#include "host/formats/delimited_parser.h"
 #include "host/formats/text_lines_file.h"
 #include "host/input/value_key.h"
 #include "proto/config_loader.h"
@@ -349,6 +350,29 @@ TEST(FileSourceTest, CriteoPresetMatchesTheFormulas) {
   EXPECT_EQ(b.SampleIds(1, 0)[0], HashedRow(0xabc00 + 25, 1, 5));
   EXPECT_TRUE(b.SampleIds(2, 0).empty());  // missing category
   EXPECT_FALSE(b.real(1));                 // one row, batch of 4
+}
+
+// lemrt_vocab writes HEX values as the parser kept their text: leading
+// zeros stay (the key is the number either way).
+TEST(FileSourceTest, HexTextsAreKeptAsRead) {
+  config::RunConfig config = Load(R"(
+    tables { name: "a" vocab_size: 97 dim: 8 }
+    features { name: "f0" table: "a" }
+    model { bottom_mlp: [ 8 ] top_mlp: [ 1 ] }
+    data { criteo { train_path: "unused.tsv" } })", 1);
+  auto schema = ResolveSchema(config);
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  auto parser = DelimitedParser::Create(*schema, '\t', "", "test");
+  ASSERT_TRUE(parser.ok()) << parser.status();
+  (*parser)->set_keep_text(true);
+  std::string line = "0";
+  for (int k = 0; k < 13; ++k) absl::StrAppend(&line, "\t1");
+  for (int c = 0; c < 26; ++c) absl::StrAppend(&line, "\t", c == 0 ? "00abc" : "0A");
+  ParsedSample sample;
+  ASSERT_TRUE((*parser)->Parse(line, &sample).ok());
+  EXPECT_EQ(sample.values[0], std::vector<uint64_t>{0xabc});
+  EXPECT_EQ(sample.texts[0], std::vector<std::string>{"00abc"});
+  EXPECT_EQ(sample.texts[1], std::vector<std::string>{"0A"});
 }
 
 TEST(FileSourceTest, VocabularyMapsValuesAndHashesTheRestIntoOovBuckets) {

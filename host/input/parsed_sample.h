@@ -15,19 +15,24 @@ namespace lemrt::host {
 
 struct ParsedSample {
   float label = 0;
-  std::vector<float> dense;                   // [schema.dense.size()]
+  std::vector<float> dense;  // [schema.dense.size()]
+  // [schema.dense.size()]: 1 where the dense field was missing (dense holds
+  // its default_value, transformed); binary files cannot tell and leave 0.
+  std::vector<uint8_t> dense_missing;
   std::vector<std::vector<uint64_t>> values;  // [schema.sparse.size()] value keys
   // [schema.sparse.size()]: one weight per value for weighted columns,
   // empty otherwise.
   std::vector<std::vector<float>> weights;
   // [schema.sparse.size()]: with RecordParser::set_keep_text, the text of
-  // each STRING value (what its key fingerprints), for lemrt_vocab.
+  // each STRING value (what its key fingerprints) and HEX value (its digits
+  // as read, leading zeros kept), for lemrt_vocab.
   std::vector<std::vector<std::string>> texts;
 
   // Sizes the arrays for `schema` and clears the lists (keeps capacity).
   void Reset(const Schema& schema) {
     label = 0;
     dense.resize(schema.dense.size());
+    dense_missing.assign(schema.dense.size(), 0);
     values.resize(schema.sparse.size());
     weights.resize(schema.sparse.size());
     texts.resize(schema.sparse.size());

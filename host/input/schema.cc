@@ -76,6 +76,17 @@ absl::Status ResolveColumns(const config::RunConfig& config, Schema* s) {
     d.column = position(in.has_column(), in.column(), 1 + k);
     d.log1p = in.transform() == config::DenseInput::LOG1P;
     d.default_value = in.default_value();
+    if (in.has_clip_min()) d.clip_min = in.clip_min();
+    if (in.has_clip_max()) d.clip_max = in.clip_max();
+    if (in.normalize() == config::DenseInput::STANDARDIZE) {
+      d.shift = in.mean();
+      d.scale = 1 / in.stddev();
+    } else if (in.normalize() == config::DenseInput::MIN_MAX) {
+      d.shift = in.minimum();
+      d.scale = 1 / (in.maximum() - in.minimum());
+    }
+    d.normalized = in.normalize() != config::DenseInput::NORMALIZE_NONE;
+    d.missing_indicator = in.missing_indicator();
     s->dense.push_back(d);
   }
   for (int i = 0; i < p.sparse_size(); ++i) {
@@ -146,6 +157,10 @@ absl::Status ResolveFeatures(const config::RunConfig& config, Schema* s) {
 
 }  // namespace
 
+float DenseColumn::ModelValue(float parsed) const {
+  return static_cast<float>((Clip(parsed) - shift) * scale);
+}
+
 absl::StatusOr<std::shared_ptr<const Schema>> ResolveSchema(const config::RunConfig& config) {
   auto schema = std::make_shared<Schema>();
   const config::DataConfig& data = config.data();
@@ -159,6 +174,8 @@ absl::StatusOr<std::shared_ptr<const Schema>> ResolveSchema(const config::RunCon
   LEMRT_RETURN_IF_ERROR(ResolveFeatures(config, schema.get()));
   schema->labels_optional = !p.label().required();
   schema->check_id_range = config.sparse_core().enable_id_bound_check();
+  schema->model_dense = static_cast<int>(schema->dense.size());
+  for (const DenseColumn& d : schema->dense) schema->model_dense += d.missing_indicator ? 1 : 0;
   return std::shared_ptr<const Schema>(std::move(schema));
 }
 

@@ -8,6 +8,7 @@
 #define LEMRT_HOST_INPUT_SCHEMA_H_
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,23 @@ struct DenseColumn {
   bool log1p = false;  // log(1 + max(x, 0)) after parsing
   float default_value = 0;
   bool integer = false;  // only integers are valid (CRITEO)
+  // After log1p: clipped to [clip_min, clip_max], then normalized to
+  // (x - shift) * scale (STANDARDIZE: mean, 1 / stddev; MIN_MAX: minimum,
+  // 1 / (maximum - minimum); none: 0, 1).
+  float clip_min = -std::numeric_limits<float>::infinity();
+  float clip_max = std::numeric_limits<float>::infinity();
+  double shift = 0;
+  double scale = 1;
+  bool normalized = false;  // STANDARDIZE or MIN_MAX
+  // One more model input: 1 where the field is missing, else 0.
+  bool missing_indicator = false;
+
+  // The model input of a parsed value (default_value and log1p already
+  // applied by the reader): clipped, then normalized.
+  float ModelValue(float parsed) const;
+  float Clip(float parsed) const {
+    return parsed < clip_min ? clip_min : parsed > clip_max ? clip_max : parsed;
+  }
 };
 
 struct SparseColumn {
@@ -65,7 +83,11 @@ struct Schema {
   // A row without a label is valid, its label NaN (scoring with
   // lemrt_predict; data.schema.label.required: false).
   bool labels_optional = false;
-  std::vector<DenseColumn> dense;    // model.num_dense_features entries
+  // One per dense input of the data; the model reads their ModelValue()s
+  // followed by one 0/1 input per missing_indicator, in this order:
+  // model_dense = model.num_dense_features entries in all.
+  std::vector<DenseColumn> dense;
+  int model_dense = 0;
   std::vector<SparseColumn> sparse;  // input columns (a feature reads one)
   std::vector<FeatureInput> features;
   // Lists longer than max_length keep their first max_length values

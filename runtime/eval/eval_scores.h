@@ -23,9 +23,18 @@ namespace lemrt::runtime {
 // AUC and log loss are NaN where they are undefined: both when no row is
 // labelled (an empty eval set, training.eval_samples: 0), the AUC when every
 // labelled row has one class (no positive, label > 0.5, or no negative).
+// NE (normalized entropy) is the log loss over the entropy of the labelled
+// rows' base rate (base/auc.h); NaN when that is 0 (one class, no rows).
+// Calibration is the mean predicted probability over the mean label; NaN
+// when the labels sum to 0. GAUC is NaN without a group feature or when no
+// group holds both classes.
 struct EvalResult {
   double auc = 0.5;      // over the labelled rows; NaN when undefined
   double logloss = 0;    // over the labelled rows; NaN when undefined
+  double ne = 0;           // logloss / entropy of the base rate; NaN when undefined
+  double calibration = 0;  // mean probability / mean label; NaN when undefined
+  double gauc = 0;         // group AUC (EvalScores::set_group_feature); NaN when undefined
+  int64_t gauc_groups = 0;  // groups averaged (holding both classes)
   int64_t samples = 0;   // rows scored
   int64_t labelled = 0;  // rows with a label (all of them but for lemrt_predict)
   bool one_class = false;  // the labelled rows have one class
@@ -37,8 +46,10 @@ struct EvalResult {
 // or "" when it is defined; for log lines and tools.
 std::string UndefinedMetricsReason(const EvalResult& e);
 
-// "auc 0.7312  logloss 0.51234  (4096 samples)", with "auc absent" /
-// "logloss absent" and the reason where a metric is undefined.
+// "auc 0.7312  logloss 0.51234  ne 0.86120  calibration 1.0123  gauc 0.6512
+// (803 groups)  (4096 samples)", with "auc absent" / "logloss absent" and the
+// reason where a metric is undefined; NE, calibration and GAUC only where
+// defined.
 std::string FormatEvalMetrics(const EvalResult& e);
 
 // One scored eval row.
@@ -50,15 +61,21 @@ struct Prediction {
 
 class EvalScores {
  public:
+  // GAUC groups rows by the first id (table row) of feature `feature` (an
+  // index into config.features(); rows without one are in no group); -1 (the
+  // default) computes no GAUC. Every rank sets the same value.
+  void set_group_feature(int feature) { group_feature_ = feature; }
+
   void Clear();
   // Adds the real rows of `batch` (row i is eval row first_row + i) with
   // their predicted probabilities `probs` ([batch.num_samples]).
   void Add(const host::Batch& batch, std::span<const float> probs, int64_t first_row);
 
   // Collective: gathers every rank's scores onto rank 0 (one all-to-all of
-  // counts, then one all-to-all-v per array: 20 bytes per row to rank 0),
-  // orders them by row, computes AUC, log loss and (with `has_teacher`) the
-  // teacher's AUC and log loss there and broadcasts them. On rank 0, `predictions` (when
+  // counts, then one all-to-all-v per array: 20 bytes per row to rank 0, 8
+  // more with a group feature), orders them by row, computes AUC, log loss,
+  // NE, calibration, GAUC and (with `has_teacher`) the teacher's AUC and log
+  // loss there, in row order, and broadcasts them. On rank 0, `predictions` (when
   // not null) receives every scored row in row order.
   absl::StatusOr<EvalResult> Finish(Communicator& comm, bool has_teacher,
                                     std::vector<Prediction>* predictions) const;
@@ -68,6 +85,8 @@ class EvalScores {
   std::vector<float> probs_;
   std::vector<float> labels_;
   std::vector<float> teacher_;
+  std::vector<int64_t> groups_;  // with a group feature: the group key per row, -1 for none
+  int group_feature_ = -1;
 };
 
 }  // namespace lemrt::runtime

@@ -23,10 +23,11 @@ std::string Duration(double sec) {
 }  // namespace
 
 std::string MetricsCsvLine(const MetricsRow& r) {
-  return absl::StrFormat("%d,%.6f,%.1f,%s,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.6g,%.6g", r.step,
-                         r.loss, r.samples_per_sec, Optional(r.eval_auc),
+  return absl::StrFormat("%d,%.6f,%.1f,%s,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.6g,%.6g,%s,%s,%s",
+                         r.step, r.loss, r.samples_per_sec, Optional(r.eval_auc),
                          Optional(r.eval_logloss), r.host_ms, r.sc_forward_ms, r.tc_ms,
-                         r.sc_backward_ms, r.exchange_ms, r.step_ms, r.dense_lr, r.embedding_lr);
+                         r.sc_backward_ms, r.exchange_ms, r.step_ms, r.dense_lr, r.embedding_lr,
+                         Optional(r.eval_ne), Optional(r.eval_calibration), Optional(r.eval_gauc));
 }
 
 absl::StatusOr<std::unique_ptr<MetricsCsv>> MetricsCsv::Open(const std::string& path) {

@@ -10,7 +10,8 @@
 // whole step, on rank 0; then the learning rates that step ran at (after the
 // schedules: device/optimizers/lr_schedule.h): the dense optimizer's, and
 // training.embedding_learning_rate's (tables with their own learning_rate
-// are scaled by the same factor).
+// are scaled by the same factor); then eval_ne, eval_calibration and eval_gauc
+// (runtime/eval/eval_scores.h; empty when not evaluated or undefined).
 #ifndef LEMRT_RUNTIME_OBSERVABILITY_METRICS_CSV_H_
 #define LEMRT_RUNTIME_OBSERVABILITY_METRICS_CSV_H_
 
@@ -26,7 +27,7 @@ namespace lemrt::runtime {
 
 inline constexpr char kMetricsCsvHeader[] =
     "step,loss,samples_per_sec,eval_auc,eval_logloss,host_ms,sc_forward_ms,tc_ms,"
-    "sc_backward_ms,exchange_ms,step_ms,dense_lr,embedding_lr";
+    "sc_backward_ms,exchange_ms,step_ms,dense_lr,embedding_lr,eval_ne,eval_calibration,eval_gauc";
 
 struct MetricsRow {
   int64_t step = 0;
@@ -37,6 +38,19 @@ struct MetricsRow {
   double host_ms = 0, sc_forward_ms = 0, tc_ms = 0, sc_backward_ms = 0, exchange_ms = 0;
   double step_ms = 0;
   double dense_lr = 0, embedding_lr = 0;
+  std::optional<double> eval_ne;
+  std::optional<double> eval_calibration;
+  std::optional<double> eval_gauc;
+};
+
+// One evaluation's numbers for the CSV row of its step (runtime/eval/eval_scores.h
+// EvalResult); NaN where undefined (NE, calibration and GAUC are then empty).
+struct EvalColumns {
+  double auc = 0;
+  double logloss = 0;
+  double ne = 0;
+  double calibration = 0;
+  double gauc = 0;
 };
 
 // The row as CSV text (no newline).

@@ -38,13 +38,15 @@ TEST(MetricsCsvTest, HeaderAndRows) {
   b.step = 20;
   b.eval_auc = 0.75;
   b.eval_logloss = 0.45;
+  b.eval_ne = 0.875;
+  b.eval_gauc = 0.625;  // calibration left undefined
   ASSERT_TRUE((*csv)->Append(a).ok());
   ASSERT_TRUE((*csv)->Append(b).ok());
   const std::vector<std::string> lines = Lines(path);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], kMetricsCsvHeader);
   const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
-  EXPECT_EQ(header.size(), 13u);
+  EXPECT_EQ(header.size(), 16u);
   const std::vector<std::string> ra = absl::StrSplit(lines[1], ',');
   const std::vector<std::string> rb = absl::StrSplit(lines[2], ',');
   ASSERT_EQ(ra.size(), header.size());
@@ -54,6 +56,11 @@ TEST(MetricsCsvTest, HeaderAndRows) {
   EXPECT_EQ(ra[4], "");
   EXPECT_DOUBLE_EQ(std::stod(rb[3]), 0.75);
   EXPECT_DOUBLE_EQ(std::stod(rb[4]), 0.45);
+  EXPECT_EQ(header[13], "eval_ne");
+  EXPECT_EQ(ra[13], "");
+  EXPECT_DOUBLE_EQ(std::stod(rb[13]), 0.875);
+  EXPECT_EQ(rb[14], "");  // eval_calibration undefined
+  EXPECT_DOUBLE_EQ(std::stod(rb[15]), 0.625);
   EXPECT_DOUBLE_EQ(std::stod(ra[7]), 3);  // tc_ms
   EXPECT_DOUBLE_EQ(std::stod(ra[10]), 10);
   EXPECT_EQ(header[11], "dense_lr");

@@ -1,6 +1,7 @@
 #include "runtime/observability/run_recorder.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -305,11 +306,15 @@ void RunRecorder::StepDone(int64_t step, Clock::time_point begin, Clock::time_po
   if (!eval_step) (void)FlushRowLocked();  // else EvalDone adds the eval columns
 }
 
-void RunRecorder::EvalDone(int64_t step, double auc, double logloss) {
+void RunRecorder::EvalDone(int64_t step, const EvalColumns& eval) {
   TimedLock lock(*this);
   if (!pending_row_.has_value() || pending_row_->step != step + 1) return;
-  pending_row_->eval_auc = auc;
-  pending_row_->eval_logloss = logloss;
+  pending_row_->eval_auc = eval.auc;
+  pending_row_->eval_logloss = eval.logloss;
+  auto defined = [](double x) { return std::isnan(x) ? std::nullopt : std::optional<double>(x); };
+  pending_row_->eval_ne = defined(eval.ne);
+  pending_row_->eval_calibration = defined(eval.calibration);
+  pending_row_->eval_gauc = defined(eval.gauc);
   (void)FlushRowLocked();
 }
 

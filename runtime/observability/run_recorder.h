@@ -90,8 +90,9 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   // excluded) with global mean loss `loss`: progress line and CSV row on
   // logged steps.
   void StepDone(int64_t step, Clock::time_point begin, Clock::time_point end, double loss);
-  // The model after `step` was evaluated (call after StepDone(step)).
-  void EvalDone(int64_t step, double auc, double logloss);
+  // The model after `step` was evaluated (call after StepDone(step)): its
+  // metrics go into that step's CSV row.
+  void EvalDone(int64_t step, const EvalColumns& eval);
 
   // --- Reports from other components (any thread). ---
   // The partition limits applied to `table` (ids / unique ids per partition).
