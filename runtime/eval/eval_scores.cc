@@ -68,8 +68,7 @@ absl::StatusOr<EvalResult> EvalScores::Finish(Communicator& comm, bool has_teach
   // has_teacher is the same on every rank, so every rank joins this gather.
   if (has_teacher) LEMRT_RETURN_IF_ERROR(comm.Gather<float>(teacher_, kRoot, &teacher));
   std::vector<int64_t> groups;
-  if (group_feature_ >= 0)
-    LEMRT_RETURN_IF_ERROR(comm.Gather<int64_t>(groups_, kRoot, &groups));
+  if (group_feature_ >= 0) LEMRT_RETURN_IF_ERROR(comm.Gather<int64_t>(groups_, kRoot, &groups));
   const bool teacher_ok = has_teacher && teacher.size() == rows.size();
   // auc, logloss, samples, teacher auc, labelled, teacher logloss, one class,
   // ne, calibration, gauc, gauc groups
