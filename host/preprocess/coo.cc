@@ -435,6 +435,54 @@ int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Reco
   return o - out;
 }
 
+layout::PartitionCount* CooBuilder::PrepareExpandOutput(layout::PartitionedCoo* out) {
+  const int S = options_.local_sparse_cores;
+  const int N = options_.total_sparse_cores;
+  int64_t total = 0;
+  for (const int64_t c : raw_counts_) total += c;
+  out->ids_total = total;
+  // An upper bound, shrunk below; on huge pages when it grows (the entries
+  // are hundreds of MB, written every step: base/huge_pages.h).
+  base::ReserveOnHugePages(&out->entries, static_cast<size_t>(total));
+  out->entries.resize(total);
+  out->segment_offsets.resize(int64_t{N} * S + 1);
+  if (!count_partitions_) {
+    out->table_partition_counts.clear();
+    return nullptr;
+  }
+  out->table_partition_counts.assign(int64_t{num_tables_} * S * N, layout::PartitionCount{});
+  return out->table_partition_counts.data();
+}
+
+template <class Codec>
+void CooBuilder::FindFeatureRuns(const Codec& codec, const typename Codec::Record* r, int64_t n) {
+  // The records are in (feature, row, col) order.
+  using Record = typename Codec::Record;
+  const int row_bits = row_bits_;
+  runs_.clear();
+  for (int64_t i = 0; i < n;) {
+    const int f = static_cast<int>(codec.Group(r[i]) >> row_bits);
+    const auto same_feature = [&](const Record& x) {
+      return static_cast<int>(codec.Group(x) >> row_bits) == f;
+    };
+    const int64_t end = std::partition_point(r + i, r + n, same_feature) - r;
+    runs_.push_back({f, i, end});
+    i = end;
+  }
+}
+
+template <class Div, class Codec>
+void CooBuilder::ClearSegmentBitmaps(const Div& div, const Codec& codec,
+                                     const typename Codec::Record* r) {
+  // Every bit set in these words came from this segment.
+  for (const FeatureRun& run : runs_) {
+    uint64_t* const bitmap = bitmaps_.data() + bitmap_word_[codes_[run.feature].table];
+    for (int64_t i = run.begin; i < run.end; ++i) {
+      bitmap[div.Quotient(codec.Col(r[i])) >> 6] = 0;
+    }
+  }
+}
+
 // Pass 3: per segment in output order: records sorted by (group, col), then
 // each feature's run expanded (ExpandRun); partitions counted while the
 // segment is in cache, and the bitmaps cleared after it.
@@ -449,21 +497,7 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
   const int64_t per_sc = batch.num_samples / S;
   const int64_t segments = int64_t{N} * S;
   const int row_bits = row_bits_;
-  int64_t total = 0;
-  for (const int64_t c : raw_counts_) total += c;
-  out->ids_total = total;
-  // An upper bound, shrunk below; on huge pages when it grows (the entries
-  // are hundreds of MB, written every step: base/huge_pages.h).
-  base::ReserveOnHugePages(&out->entries, static_cast<size_t>(total));
-  out->entries.resize(total);
-  out->segment_offsets.resize(segments + 1);
-  layout::PartitionCount* counts = nullptr;
-  if (count_partitions_) {
-    out->table_partition_counts.assign(int64_t{num_tables_} * S * N, layout::PartitionCount{});
-    counts = out->table_partition_counts.data();
-  } else {
-    out->table_partition_counts.clear();
-  }
+  layout::PartitionCount* const counts = PrepareExpandOutput(out);
   Record* const staging = reinterpret_cast<Record*>(staging_.Get(0));
   layout::CooEntry* const entries = out->entries.data();
   int64_t w = 0;
@@ -473,17 +507,7 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
     const int64_t n = raw_counts_[k];
     out->segment_offsets[k] = w;
     SortSegment(codec, r, n);
-    // Feature runs: the records are in (feature, row, col) order.
-    runs_.clear();
-    for (int64_t i = 0; i < n;) {
-      const int f = static_cast<int>(codec.Group(r[i]) >> row_bits);
-      const int64_t end =
-          std::partition_point(r + i, r + n, [&](const Record& x) {
-            return static_cast<int>(codec.Group(x) >> row_bits) == f;
-          }) - r;
-      runs_.push_back({f, i, end});
-      i = end;
-    }
+    FindFeatureRuns(codec, r, n);
     for (const FeatureRun& run : runs_) {
       const FeatureCode code = codes_[run.feature];
       uint64_t* const bitmap = counts != nullptr ? bitmaps_.data() + bitmap_word_[code.table] : nullptr;
@@ -519,15 +543,7 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
         c.unique_ids += unique;
       }
     }
-    if (counts != nullptr) {
-      // Every bit set in these words came from this segment.
-      for (const FeatureRun& run : runs_) {
-        uint64_t* const bitmap = bitmaps_.data() + bitmap_word_[codes_[run.feature].table];
-        for (int64_t i = run.begin; i < run.end; ++i) {
-          bitmap[div.Quotient(codec.Col(r[i])) >> 6] = 0;
-        }
-      }
-    }
+    if (counts != nullptr) ClearSegmentBitmaps(div, codec, r);
   }
   out->segment_offsets[segments] = w;
   out->entries.resize(w);

@@ -124,6 +124,14 @@ class CooBuilder {
   void Scatter(const Div& div, const Codec& codec, const Batch& batch);
   template <class Div, class Codec>
   void Expand(const Div& div, const Codec& codec, const Batch& batch, layout::PartitionedCoo* out);
+  // Expand's phases: sizes `out` (returns its partition counts, null when
+  // not counted); one sorted segment's feature runs into runs_; clears the
+  // bitmap words that segment set.
+  layout::PartitionCount* PrepareExpandOutput(layout::PartitionedCoo* out);
+  template <class Codec>
+  void FindFeatureRuns(const Codec& codec, const typename Codec::Record* r, int64_t n);
+  template <class Div, class Codec>
+  void ClearSegmentBitmaps(const Div& div, const Codec& codec, const typename Codec::Record* r);
   // Records [begin, end) of a sorted segment are feature `feature`'s.
   struct FeatureRun {
     int feature;
