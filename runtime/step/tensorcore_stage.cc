@@ -5,6 +5,7 @@
 
 #include "base/exact_sum.h"
 #include "base/status_macros.h"
+#include "glog/logging.h"
 #include "proto/config_loader.h"
 #include "runtime/threads/thread_budget.h"
 
@@ -43,10 +44,18 @@ absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
                                         config.training().seed(), team.get());
   if (!model.ok()) return model.status();
   auto optimizer = device::CreateDenseOptimizer(config);
+  const int64_t block = GradientBlockSamples(config.training(), comm.size());
+  if (comm.rank() == 0 && block != GradientBlockSamples(config.training(), 1)) {
+    LOG(WARNING) << "training.world_size_independent: the local batch of " << local_batch
+                 << " samples is not a whole number of " << GradientBlockSamples(config.training(), 1)
+                 << "-sample blocks; this run sums blocks of " << block
+                 << " samples, so its model differs from those of world sizes that use the "
+                    "configured block (set training.gradient_block_samples to a divisor of "
+                    "every local batch you compare)";
+  }
   return std::unique_ptr<TensorCoreStage>(new TensorCoreStage(
       comm, std::move(team), std::move(*model), std::move(optimizer),
-      config.training().global_batch(), config.training().seed(),
-      GradientBlockSamples(config.training(), comm.size())));
+      config.training().global_batch(), config.training().seed(), block));
 }
 
 TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
