@@ -80,10 +80,11 @@ double ExactValue(const int64_t* limbs) {
     l[i] -= carry * (int64_t{1} << kExactLimbBits);
     l[i + 1] += carry;
   }
+  // Each limb's unit, 2^(32 i - 96): exact power-of-two scalings.
+  constexpr double kUnit[kExactLimbs] = {0x1p-96, 0x1p-64, 0x1p-32, 0x1p0};
+  static_assert(kExactLimbs == 4 && kExactLimbBits == 32 && kExactUnitExponent == -96);
   double value = 0.0;
-  for (int i = 0; i < kExactLimbs; ++i) {
-    value += std::ldexp(static_cast<double>(l[i]), kExactLimbBits * i + kExactUnitExponent);
-  }
+  for (int i = 0; i < kExactLimbs; ++i) value += static_cast<double>(l[i]) * kUnit[i];
   return value;
 }
 

@@ -25,6 +25,9 @@ small="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
 sed -e 's/ max_sequence_length: [0-9]*//' \
     -e 's/name: "a" vocab_size: 20000 dim: 16/& hot_rows: 10/' "$small" > "$work/onehot.pbtxt"
 echo 'sparse_core { max_ids_per_partition: 8 }' >> "$work/onehot.pbtxt"
+# Blocks of 16 of the 192-sample batch: whole blocks at 1, 2, 3 and 4 ranks
+# (the auto block, 48, covers 1, 2 and 4).
+block='training { gradient_block_samples: 16 }'
 # Long: tiny tables and MLPs, Adagrad (tables and dense) from 1e-8.
 cat > "$work/long.pbtxt" <<'PB'
 tables { name: "u" vocab_size: 300 dim: 4 combiner: SUM optimizer { adagrad { initial_accumulator: 1e-8 } } }
@@ -51,13 +54,17 @@ pipe() { echo "sparse_core { disable_full_embedding_pipelining: $1 }"; }
 # Pipelining changes the arithmetic (stale lookups), so runs compare within
 # one setting: on (the default) for every world size, off for two.
 for np in 1 2 3 4; do
-  train $np small$np "$small" "topology { sparse_cores_per_chip: $((12 / np)) } $(pipe false)"
-  train $np onehot$np "$work/onehot.pbtxt" "training { steps: 30 eval_samples: 0 } $(pipe true)"
+  train $np small$np "$small" "topology { sparse_cores_per_chip: $((12 / np)) } $(pipe false) $block"
+  train $np onehot$np "$work/onehot.pbtxt" "training { steps: 30 eval_samples: 0 } $(pipe true) $block"
 done
-train 2 small2b "$small" "topology { sparse_cores_per_chip: 6 } $(pipe false)"
-train 1 off1 "$small" "topology { sparse_cores_per_chip: 12 } $(pipe true)"
-train 3 off3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe true)"
+train 2 small2b "$small" "topology { sparse_cores_per_chip: 6 } $(pipe false) $block"
+train 1 off1 "$small" "topology { sparse_cores_per_chip: 12 } $(pipe true) $block"
+train 3 off3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe true) $block"
 train 4 float4 "$small" "topology { sparse_cores_per_chip: 3 } $(pipe false) training { world_size_independent: false }"
+# The auto block (48) on 3 ranks (64 samples each): falls back to 16, logged.
+train 3 auto3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe false) training { steps: 2 }"
+grep -q "not a whole number of 48-sample blocks; this run sums blocks of 16" "$work/auto3.log" \
+  || { cat "$work/auto3.log"; echo "FAILED: no fallback warning on 3 ranks"; exit 1; }
 train 1 long1 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 4 } $(pipe true)"
 train 2 long2 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 2 } $(pipe true)"
 
@@ -79,7 +86,7 @@ same(["long1", "long2"], "1200 steps, Adagrad from 1e-8, 1 and 2 ranks")
 if s["float4"]["model_checksum"] == s["small4"]["model_checksum"]:
     fails.append("world_size_independent false gives the model of exact sums (the switch does nothing)")
 for n, j in s.items():
-    want = 1200 if n.startswith("long") else 30 if n.startswith("onehot") else 50
+    want = 1200 if n.startswith("long") else 30 if n.startswith("onehot") else 2 if n == "auto3" else 50
     if j["steps"] != want: fails.append(f"{n}: {j['steps']} steps, not {want}")
 if not s["small1"]["eval"]["samples"] > 0: fails.append("no eval samples")
 if s["small1"]["world_size"] != 1 or s["small4"]["world_size"] != 4: fails.append("world_size wrong")

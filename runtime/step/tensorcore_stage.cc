@@ -16,19 +16,10 @@ int64_t GradientBlockSamples(const config::TrainingConfig& training, int world_s
   const int64_t global = training.global_batch();
   int64_t block = training.gradient_block_samples();
   if (block == 0) {
-    // Auto: a block every world size of {1, 2, 3, 4, 8} dividing the batch
-    // cuts into whole blocks, at most 64 samples.
-    int64_t common = global;
-    for (int64_t w : {2, 3, 4, 8}) {
-      if (global % w == 0) common = std::gcd(common, global / w);
-    }
-    block = 1;
-    for (int64_t d = std::min<int64_t>(64, common); d >= 1; --d) {
-      if (common % d == 0) {
-        block = d;
-        break;
-      }
-    }
+    // Auto: the local batch of 4 ranks (of 2 or 1 where 4 does not divide
+    // the batch): 1, 2 and 4 ranks agree, and no rank runs blocks smaller
+    // than that (smaller blocks cost dense-stage time: docs/performance.md).
+    block = global / std::gcd(global, int64_t{4});
   }
   const int64_t local = global / world_size;
   return local % block == 0 ? block : std::gcd(block, local);
