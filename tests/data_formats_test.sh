@@ -18,7 +18,8 @@ python3 "$gen" --out "$work/gz" --train_rows 700 --eval_rows 250 --seed 3 --gzip
 python3 "$gen" --out "$work/plain" --train_rows 700 --eval_rows 250 --seed 3 > /dev/null
 cmp -s "$work/gz/train.tsv" "$work/plain/train.tsv" || { echo "FAILED: generator not deterministic"; exit 1; }
 
-common='training { global_batch: 64 log_every: 0 } data { shuffle_window: 200 }
+common='training { global_batch: 64 log_every: 0 world_size_independent: true }
+  data { shuffle_window: 200 }
   sparse_core { disable_full_embedding_pipelining: false }'
 tfrecord() { echo "data { tfrecord { train_path: \"$1/train.tfrecord$2\" eval_path: \"$1/eval.tfrecord$2\" } }"; }
 text="data { text { train_path: \"$work/plain/train.tsv\" eval_path: \"$work/plain/eval.tsv\" header: true } }"

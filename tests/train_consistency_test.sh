@@ -11,8 +11,8 @@
 #   - a long run (1200 steps, Adagrad from a near-zero accumulator, a tiny
 #     model) on 1 and 2 ranks (4 SparseCores in all).
 # The same config run twice on one world size gives the same checksum, and
-# training.world_size_independent: false still trains (with float sums: a
-# model other than the exact sums').
+# training.world_size_independent (set here; off by default) false still
+# trains (with float sums: a model other than the exact sums').
 # Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
@@ -27,7 +27,7 @@ sed -e 's/ max_sequence_length: [0-9]*//' \
 echo 'sparse_core { max_ids_per_partition: 8 }' >> "$work/onehot.pbtxt"
 # Blocks of 16 of the 192-sample batch: whole blocks at 1, 2, 3 and 4 ranks
 # (the auto block, 48, covers 1, 2 and 4).
-block='training { gradient_block_samples: 16 }'
+block='training { world_size_independent: true gradient_block_samples: 16 }'
 # Long: tiny tables and MLPs, Adagrad (tables and dense) from 1e-8.
 cat > "$work/long.pbtxt" <<'PB'
 tables { name: "u" vocab_size: 300 dim: 4 combiner: SUM optimizer { adagrad { initial_accumulator: 1e-8 } } }
@@ -62,11 +62,11 @@ train 1 off1 "$small" "topology { sparse_cores_per_chip: 12 } $(pipe true) $bloc
 train 3 off3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe true) $block"
 train 4 float4 "$small" "topology { sparse_cores_per_chip: 3 } $(pipe false) training { world_size_independent: false }"
 # The auto block (48) on 3 ranks (64 samples each): falls back to 16, logged.
-train 3 auto3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe false) training { steps: 2 }"
+train 3 auto3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe false) training { steps: 2 world_size_independent: true }"
 grep -q "not a whole number of 48-sample blocks; this run sums blocks of 16" "$work/auto3.log" \
   || { cat "$work/auto3.log"; echo "FAILED: no fallback warning on 3 ranks"; exit 1; }
-train 1 long1 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 4 } $(pipe true)"
-train 2 long2 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 2 } $(pipe true)"
+train 1 long1 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 4 } $(pipe true) training { world_size_independent: true }"
+train 2 long2 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 2 } $(pipe true) training { world_size_independent: true }"
 
 python3 - "$work" <<'PY'
 import glob, json, os, sys

@@ -151,11 +151,12 @@ absl::Status SparseCoreStage::BackwardRowGroup(std::span<const layout::Partition
     absl::Status st = ExchangeGradients(minibatches[n], d_activations, &(*bufs)[n]);
     if (!st.ok()) return st;
   }
-  // One update per local SparseCore over the group's received segments, in
-  // (source SparseCore, minibatch) order: each row's gradient is the sum
-  // over the group, and as each source's samples are cut into consecutive
-  // ranges in minibatch order (host/sample_split.h), that order is the
-  // global sample order, whatever the number of SparseCores.
+  // One update per local SparseCore over the group's received segments:
+  // each row's gradient is the sum over the group. With world-size-
+  // independent sums in (source SparseCore, minibatch) order: as each
+  // source's samples are cut into consecutive ranges in minibatch order
+  // (host/sample_split.h), that is global sample order, whatever the number
+  // of SparseCores.
   SparseStepBuffers& first = (*bufs)[group_members_.front()];
   const size_t members = group_members_.size();
   for (int l = 0; l < S_; ++l) {
@@ -169,13 +170,17 @@ absl::Status SparseCoreStage::BackwardRowGroup(std::span<const layout::Partition
       AppendGradientViews(buf, l);
       group_ins_.insert(group_ins_.end(), ins_.begin(), ins_.end());
     }
+    // Without world-size-independent sums: minibatch order, as before.
     const size_t per_member = group_segs_.size() / members;
+    const size_t outer = world_size_independent_ ? per_member : members;
+    const size_t inner = world_size_independent_ ? members : per_member;
     segs_.clear();
     ins_.clear();
-    for (size_t source = 0; source < per_member; ++source) {
-      for (size_t m = 0; m < members; ++m) {
-        segs_.push_back(group_segs_[m * per_member + source]);
-        ins_.push_back(group_ins_[m * per_member + source]);
+    for (size_t a = 0; a < outer; ++a) {
+      for (size_t b = 0; b < inner; ++b) {
+        const size_t i = world_size_independent_ ? b * per_member + a : a * per_member + b;
+        segs_.push_back(group_segs_[i]);
+        ins_.push_back(group_ins_[i]);
       }
     }
     const auto begin = std::chrono::steady_clock::now();
