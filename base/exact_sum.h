@@ -3,7 +3,7 @@
 // rank, or split over any number of ranks and combined with an integer
 // all-reduce, give the same bits. Used where a reduction's grouping would
 // otherwise follow the world size (the dense gradients and the loss,
-// runtime/tensorcore_stage.h). Pure functions; thread-compatible.
+// runtime/step/tensorcore_stage.h). Pure functions; thread-compatible.
 //
 // One sum is kExactLimbs signed 64-bit limbs; limb i counts units of
 // 2^(32 i - 96), so the limbs span [2^-96, 2^32). A term puts at most 32 bits
