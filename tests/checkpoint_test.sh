@@ -55,7 +55,10 @@ for n in 1 3; do train "$n" reshard$n --restore_from="$ck"; done
 # The 2-rank restore also saves: a checkpoint of the same model on N = 8.
 train 2 reshard2 --restore_from="$ck" --checkpoint_dir="$work/ck_r2"
 train 3 continue3 --restore_from="$ck/step-00000020"
-train 2 continue2 --restore_from="$ck/step-00000020" --override='topology { sparse_cores_per_chip: 8 }'
+# The same checkpoint schedule as the 4-rank run: with pipelining a
+# checkpoint is a drain point.
+train 2 continue2 --restore_from="$ck/step-00000020" --override='topology { sparse_cores_per_chip: 8 }' \
+  --checkpoint_dir="$work/ck_c2" --checkpoint_every=20
 
 python3 - "$work" "$ck/step-00000050/manifest.pbtxt" <<'PY'
 import json, re, sys
