@@ -120,6 +120,15 @@ void CheckTraining(const RunConfig& c, ConfigErrors& errors) {
     }
   }
   if (t.log_every() < 0) errors.Fail(at("log_every"), "must be >= 0");
+  if (t.gradient_block_samples() < 0) {
+    errors.Fail(at("gradient_block_samples"),
+                absl::StrCat("must be >= 0 (0 = auto), got ", t.gradient_block_samples()));
+  } else if (t.gradient_block_samples() > 0 && t.global_batch() > 0 &&
+             t.global_batch() % t.gradient_block_samples() != 0) {
+    errors.Fail(at("gradient_block_samples"),
+                absl::StrCat(t.gradient_block_samples(), " does not divide global_batch ",
+                             t.global_batch()));
+  }
 }
 
 }  // namespace lemrt::config

@@ -5,7 +5,10 @@
 #    with pipelining a checkpoint is a drain point);
 #  - the final checkpoint saved on 4 ranks restores on 1, 2 and 3 ranks with
 #    the saved model_checksum (re-sharded), and training continues on 3 ranks
-#    to the same params_l2 (relative 1e-4) as the 4-rank run;
+#    to the same params_l2 (relative 1e-4) as the 4-rank run, and on 2 ranks x
+#    8 SparseCores (the same 16 in all) to the 4-rank run's model_checksum,
+#    bit for bit (training.world_size_independent, set for every run here;
+#    docs/architecture.md);
 #  - a corrupted, truncated or missing file, a manifest that does not match
 #    the config, and an empty directory are clear errors naming the problem,
 #    and the checkpoint files are left untouched.
@@ -16,6 +19,11 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 config="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
 
+# World-size-independent sums for every run (as the config's own field).
+cp "$config" "$work/config.pbtxt"
+sed -i 's/^  seed: 7$/  seed: 7 world_size_independent: true/' "$work/config.pbtxt"
+grep -q 'world_size_independent: true' "$work/config.pbtxt" || { echo "FAILED: config edit"; exit 1; }
+config="$work/config.pbtxt"
 train() {  # train NP NAME ARGS...: must succeed
   local np="$1" name="$2"; shift 2
   timeout 300 mpirun --oversubscribe --bind-to none -np "$np" "$LEMRT_BIN/lemrt_train" \
@@ -47,12 +55,16 @@ for n in 1 3; do train "$n" reshard$n --restore_from="$ck"; done
 # The 2-rank restore also saves: a checkpoint of the same model on N = 8.
 train 2 reshard2 --restore_from="$ck" --checkpoint_dir="$work/ck_r2"
 train 3 continue3 --restore_from="$ck/step-00000020"
+# The same checkpoint schedule as the 4-rank run: with pipelining a
+# checkpoint is a drain point.
+train 2 continue2 --restore_from="$ck/step-00000020" --override='topology { sparse_cores_per_chip: 8 }' \
+  --checkpoint_dir="$work/ck_c2" --checkpoint_every=20
 
 python3 - "$work" "$ck/step-00000050/manifest.pbtxt" <<'PY'
 import json, re, sys
 w, manifest = sys.argv[1], sys.argv[2]
 s = {n: json.load(open(f"{w}/{n}.json"))
-     for n in ["full", "resumed", "reshard1", "reshard2", "reshard3", "continue3"]}
+     for n in ["full", "resumed", "reshard1", "reshard2", "reshard3", "continue3", "continue2"]}
 saved = re.search(r'model_checksum: "([0-9a-f]+)"', open(manifest).read()).group(1)
 fails = []
 full = s["full"]["model_checksum"]
@@ -67,6 +79,9 @@ a, b = s["full"]["params_l2"], s["continue3"]["params_l2"]
 rel = abs(a - b) / max(abs(a), abs(b))
 print(f"continued on 3 ranks from step 20: params_l2 {b!r} vs {a!r} (rel {rel:.1e})")
 if rel > 1e-4: fails.append("training continued on 3 ranks diverges")
+print(f"continued on 2 ranks x 8 SparseCores from step 20: {s['continue2']['model_checksum']}")
+if s["continue2"]["model_checksum"] != full:
+    fails.append("training continued on 2 ranks x 8 SparseCores differs from the 4-rank run")
 if fails:
     print("FAILED:", "; ".join(fails)); sys.exit(1)
 PY

@@ -2,9 +2,12 @@
 # The user's own data end to end (docs/data.md): the multi-hot example data set
 # (scripts/gen_multihot_data.py, small) as gzip TFRecord, plain TFRecord, TSV
 # with a header, and binary files converted from the TFRecord by lemrt_convert
-# trains the same model (equal model_checksum) at 1, 2 and 4 ranks; the
-# parameters at 2 and 4 ranks are within 1e-4 of the 1-rank run's (the
-# world size changes only the order of sums); two epochs run the derived
+# trains the same model at 1, 2 and 4 ranks (4 SparseCores in all: the
+# features are multi-hot; training.world_size_independent): one
+# model_checksum for every format at each world size, the same at 1 x 4 and
+# 2 x 2 SparseCores with every exported parameter equal; at 4 x 1 every
+# parameter within 1e-4 (it differs in the last bits there: a sum order not
+# yet found, docs/architecture.md "Determinism"); two epochs run the derived
 # number of steps, and evaluation scores every eval row exactly once.
 # Needs LEMRT_BIN and LEMRT_SRC.
 set -euo pipefail
@@ -17,7 +20,9 @@ python3 "$gen" --out "$work/gz" --train_rows 700 --eval_rows 250 --seed 3 --gzip
 python3 "$gen" --out "$work/plain" --train_rows 700 --eval_rows 250 --seed 3 > /dev/null
 cmp -s "$work/gz/train.tsv" "$work/plain/train.tsv" || { echo "FAILED: generator not deterministic"; exit 1; }
 
-common='training { global_batch: 64 log_every: 0 } data { shuffle_window: 200 }'
+common='training { global_batch: 64 log_every: 0 world_size_independent: true }
+  data { shuffle_window: 200 }
+  sparse_core { disable_full_embedding_pipelining: false }'
 tfrecord() { echo "data { tfrecord { train_path: \"$1/train.tfrecord$2\" eval_path: \"$1/eval.tfrecord$2\" } }"; }
 text="data { text { train_path: \"$work/plain/train.tsv\" eval_path: \"$work/plain/eval.tsv\" header: true } }"
 binary="data { binary { train_path: \"$work/train.bin\" eval_path: \"$work/eval.bin\" } }"
@@ -28,7 +33,8 @@ done
 
 train() {  # train NP NAME OVERRIDE
   timeout 300 mpirun --oversubscribe --bind-to none -np "$1" "$LEMRT_BIN/lemrt_train" \
-    --config="$config" --override="$common $3" --summary_json="$work/$2.json" \
+    --config="$config" --override="$common topology { sparse_cores_per_chip: $((4 / $1)) } $3" \
+    --summary_json="$work/$2.json" \
     --checkpoint_dir="$work/ck_$2" > "$work/$2.log" 2>&1 \
     || { cat "$work/$2.log"; echo "FAILED: lemrt_train $2"; exit 1; }
 }
@@ -65,13 +71,15 @@ s = {n: json.load(open(f"{w}/{n}.json")) for n in
 for np in (1, 2, 4):
     sums = {f: s[f"{f}{np}"]["model_checksum"] for f in ("gz", "tf", "tsv", "bin")}
     check(len(set(sums.values())) == 1, f"{np} ranks: one model from every format {sums}")
+check(s["gz1"]["model_checksum"] == s["gz2"]["model_checksum"],
+      f"1 x 4 and 2 x 2 SparseCores: one model_checksum ({s['gz1']['model_checksum']})")
 for n, j in s.items():
     check(j["steps"] == 22 and abs(j["train"]["epochs"] - 2) < 1e-9 and
           j["train"]["steps_per_epoch"] == 11 and j["train"]["samples"] == 1400,
           f"{n}: 2 epochs of 700 rows = {j['steps']} steps, {j['train']['samples']} samples")
     check(j["eval"]["samples"] == 250, f"{n}: eval scored {j['eval']['samples']} of 250 rows")
 for np in (2, 4):
-    check(abs(s[f"gz{np}"]["eval"]["auc"] - s["gz1"]["eval"]["auc"]) < 1e-4,
+    check(abs(s[f"gz{np}"]["eval"]["auc"] - s["gz1"]["eval"]["auc"]) < (1e-9 if np == 2 else 1e-4),
           f"{np} ranks: eval auc {s[f'gz{np}']['eval']['auc']:.6f} vs {s['gz1']['eval']['auc']:.6f}")
     worst = 0.0
     for t in ("users", "items", "categories", "tags"):
@@ -80,7 +88,8 @@ for np in (2, 4):
     a, b = floats_dense(1), floats_dense(np)
     check(len(a) == len(b), f"{np} ranks: dense file sizes")
     worst = max(worst, max(abs(x - y) for x, y in zip(a, b)))
-    check(worst < 1e-4, f"{np} ranks: every parameter within 1e-4 of 1 rank (max diff {worst:.2e})")
+    limit = 0 if np == 2 else 1e-4
+    check(worst <= limit, f"{np} ranks: every parameter within {limit} of 1 rank's (max diff {worst:.2e})")
 print("auc", s["gz1"]["eval"]["auc"], "checksums",
       {np: s[f"gz{np}"]["model_checksum"] for np in (1, 2, 4)})
 if fails:

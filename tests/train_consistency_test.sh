@@ -1,46 +1,95 @@
 #!/usr/bin/env bash
-# End to end through mpirun: the same config trained on 1 and on 4 ranks
-# agrees (params_l2 and eval logloss within a relative 1e-4 after 50 steps),
-# and the same config run twice on the same world size gives the same
-# model_checksum. Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
+# End to end through mpirun: world-size independence (docs/architecture.md
+# "Determinism"). The same config trained on 1, 2, 3 and 4 ranks gives one
+# model_checksum, bit for bit:
+#   - small_dlrm (multi-hot, a table shared by two features) with the total
+#     SparseCore count held at 12 (1x12, 2x6, 3x4, 4x3), pipelined, and not
+#     pipelined on 1 and 3 ranks (pipelining changes the arithmetic, so runs
+#     compare within one setting);
+#   - a one-hot variant at 4 SparseCores per chip (so 4..16 SparseCores), with
+#     hot rows and vocabulary-dimension minibatching, not pipelined;
+#   - a long run (1200 steps, Adagrad from a near-zero accumulator, a tiny
+#     model) on 1 and 2 ranks (4 SparseCores in all).
+# The same config run twice on one world size gives the same checksum, and
+# training.world_size_independent (set here; off by default) false still
+# trains (with float sums: a model other than the exact sums').
+# Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-config="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
-
-# Pipelining set: left unset, lemrt_train chooses it from each rank's cores,
-# which differ between 1 and 4 ranks on a small machine.
-train() {  # train NP NAME
-  timeout 300 mpirun --oversubscribe --bind-to none -np "$1" "$LEMRT_BIN/lemrt_train" \
-    --config="$config" --override='sparse_core { disable_full_embedding_pipelining: false }' \
-    --summary_json="$work/$2.json" > "$work/$2.log" 2>&1 \
-    || { cat "$work/$2.log"; echo "FAILED: lemrt_train on $1 ranks"; exit 1; }
+small="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
+# One-hot: every feature of small_dlrm with one id (a1 and a2 share table a),
+# 10 hot rows of table a, and a partition limit that splits steps into
+# vocabulary-dimension minibatches.
+sed -e 's/ max_sequence_length: [0-9]*//' \
+    -e 's/name: "a" vocab_size: 20000 dim: 16/& hot_rows: 10/' "$small" > "$work/onehot.pbtxt"
+echo 'sparse_core { max_ids_per_partition: 8 }' >> "$work/onehot.pbtxt"
+# Blocks of 16 of the 192-sample batch: whole blocks at 1, 2, 3 and 4 ranks
+# (the auto block, 48, covers 1, 2 and 4).
+block='training { world_size_independent: true gradient_block_samples: 16 }'
+# Long: tiny tables and MLPs, Adagrad (tables and dense) from 1e-8.
+cat > "$work/long.pbtxt" <<'PB'
+tables { name: "u" vocab_size: 300 dim: 4 combiner: SUM optimizer { adagrad { initial_accumulator: 1e-8 } } }
+tables { name: "v" vocab_size: 200 dim: 8 combiner: MEAN optimizer { adagrad { initial_accumulator: 1e-8 } } }
+features { name: "u1" table: "u" }
+features { name: "u2" table: "u" max_sequence_length: 3 }
+features { name: "v1" table: "v" max_sequence_length: 4 }
+model { num_dense_features: 4 bottom_mlp: [ 8, 4 ] top_mlp: [ 8, 1 ] }
+training {
+  global_batch: 32 steps: 1200 seed: 11 eval_samples: 0 log_every: 0
+  dense_learning_rate: 0.05 embedding_learning_rate: 0.05
+  dense_optimizer { adagrad { initial_accumulator: 1e-8 } }
 }
-train 1 np1
-train 4 np4
-train 2 np2a
-train 2 np2b
+PB
+
+# train NP NAME CONFIG OVERRIDE: pipelining always set (left unset,
+# lemrt_train chooses it from each rank's cores).
+train() {
+  timeout 300 mpirun --oversubscribe --bind-to none -np "$1" "$LEMRT_BIN/lemrt_train" \
+    --config="$3" --override="$4" --summary_json="$work/$2.json" > "$work/$2.log" 2>&1 \
+    || { cat "$work/$2.log"; echo "FAILED: lemrt_train $2 on $1 ranks"; exit 1; }
+}
+pipe() { echo "sparse_core { disable_full_embedding_pipelining: $1 }"; }
+# Pipelining changes the arithmetic (stale lookups), so runs compare within
+# one setting: on (the default) for every world size, off for two.
+for np in 1 2 3 4; do
+  train $np small$np "$small" "topology { sparse_cores_per_chip: $((12 / np)) } $(pipe false) $block"
+  train $np onehot$np "$work/onehot.pbtxt" "training { steps: 30 eval_samples: 0 } $(pipe true) $block"
+done
+train 2 small2b "$small" "topology { sparse_cores_per_chip: 6 } $(pipe false) $block"
+train 1 off1 "$small" "topology { sparse_cores_per_chip: 12 } $(pipe true) $block"
+train 3 off3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe true) $block"
+train 4 float4 "$small" "topology { sparse_cores_per_chip: 3 } $(pipe false) training { world_size_independent: false }"
+# The auto block (48) on 3 ranks (64 samples each): falls back to 16, logged.
+train 3 auto3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe false) training { steps: 2 world_size_independent: true }"
+grep -q "not a whole number of 48-sample blocks; this run sums blocks of 16" "$work/auto3.log" \
+  || { cat "$work/auto3.log"; echo "FAILED: no fallback warning on 3 ranks"; exit 1; }
+train 1 long1 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 4 } $(pipe true) training { world_size_independent: true }"
+train 2 long2 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 2 } $(pipe true) training { world_size_independent: true }"
 
 python3 - "$work" <<'PY'
-import json, sys
+import glob, json, os, sys
 w = sys.argv[1]
-s = {n: json.load(open(f"{w}/{n}.json")) for n in ["np1", "np4", "np2a", "np2b"]}
+s = {os.path.basename(p)[:-5]: json.load(open(p)) for p in glob.glob(f"{w}/*.json")}
 fails = []
-def rel(a, b): return abs(a - b) / max(abs(a), abs(b), 1e-30)
-for key, get in [("params_l2", lambda j: j["params_l2"]),
-                 ("eval.logloss", lambda j: j["eval"]["logloss"])]:
-    a, b = get(s["np1"]), get(s["np4"])
-    print(f"{key}: 1 rank {a!r}  4 ranks {b!r}  rel diff {rel(a, b):.2e}")
-    if rel(a, b) > 1e-4: fails.append(f"{key} differs between 1 and 4 ranks")
-for n in s:
-    if s[n]["steps"] != 50: fails.append(f"{n}: steps {s[n]['steps']}")
-if s["np1"]["world_size"] != 1 or s["np4"]["world_size"] != 4: fails.append("world_size wrong")
-a, b = s["np2a"]["model_checksum"], s["np2b"]["model_checksum"]
-print(f"model_checksum on 2 ranks: {a} {b}")
-if a != b or len(a) != 16: fails.append("model_checksum differs between two identical runs")
-if s["np1"]["ids"]["total"] != s["np4"]["ids"]["total"]: fails.append("ids.total differs")
-if not s["np1"]["eval"]["samples"] > 0: fails.append("no eval samples")
+def same(names, what):
+    sums = {n: s[n]["model_checksum"] for n in names}
+    losses = {n: s[n]["train"]["loss_last"] for n in names}
+    print(f"{what}: checksums {sums}")
+    if len(set(sums.values())) != 1: fails.append(f"{what}: checksums differ {sums}")
+    if len(set(losses.values())) != 1: fails.append(f"{what}: last losses differ {losses}")
+same([f"small{n}" for n in (1, 2, 3, 4)] + ["small2b"], "small_dlrm, 12 SparseCores, 1-4 ranks, pipelined")
+same(["off1", "off3"], "small_dlrm, 12 SparseCores, 1 and 3 ranks, not pipelined")
+same([f"onehot{n}" for n in (1, 2, 3, 4)], "one-hot, hot rows, minibatches, 1-4 ranks x 4 SparseCores")
+same(["long1", "long2"], "1200 steps, Adagrad from 1e-8, 1 and 2 ranks")
+if s["float4"]["model_checksum"] == s["small4"]["model_checksum"]:
+    fails.append("world_size_independent false gives the model of exact sums (the switch does nothing)")
+for n, j in s.items():
+    want = 1200 if n.startswith("long") else 30 if n.startswith("onehot") else 2 if n == "auto3" else 50
+    if j["steps"] != want: fails.append(f"{n}: {j['steps']} steps, not {want}")
+if not s["small1"]["eval"]["samples"] > 0: fails.append("no eval samples")
+if s["small1"]["world_size"] != 1 or s["small4"]["world_size"] != 4: fails.append("world_size wrong")
 if fails:
     print("FAILED:", "; ".join(fails)); sys.exit(1)
 print("1 passed, 0 failed")

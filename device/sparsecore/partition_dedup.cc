@@ -136,42 +136,54 @@ class SortedKeyNumbering {
 
 void DedupPartition(std::span<const std::span<const layout::CooEntry>> segments,
                     std::span<const int> dims, std::span<const std::unique_ptr<TableShard>> shards,
-                    SparseCoreStepState* state) {
+                    SparseCoreStepState* state, bool feature_major) {
   // Entries whose keys already ascend (the SparseCore's own preprocessing
   // sorts them) are numbered in one pass straight from the segments;
-  // otherwise (key, entry index) pairs are sorted first.
+  // otherwise (key, entry index) pairs are sorted first. Feature-major:
+  // both in ForEachFeatureRun's order, so among equal keys the first pair is
+  // the key's first entry in that order.
   state->segment_begin.resize(segments.size() + 1);
   state->segment_begin[0] = 0;
   for (size_t k = 0; k < segments.size(); ++k) {
     state->segment_begin[k + 1] = state->segment_begin[k] + static_cast<int64_t>(segments[k].size());
   }
   const int64_t total = state->segment_begin.back();
+  auto for_each_run = [&](auto&& fn) {
+    if (feature_major) {
+      ForEachFeatureRun(segments, &state->run_cursor, fn);
+    } else {
+      for (size_t k = 0; k < segments.size(); ++k) {
+        fn(k, int64_t{0}, static_cast<int64_t>(segments[k].size()));
+      }
+    }
+  };
   bool numbered = true;
   {
     SortedKeyNumbering numbering(total, dims, shards, state);
-    for (size_t k = 0; k < segments.size() && numbered; ++k) {
-      const layout::CooEntry* seg = segments[k].data();
-      const int64_t size = static_cast<int64_t>(segments[k].size());
-      const int32_t first = static_cast<int32_t>(state->segment_begin[k]);
+    for_each_run([&](size_t k, int64_t begin, int64_t end) {
+      if (!numbered) return;
+      const layout::CooEntry* seg = segments[k].data() + begin;
+      const int64_t size = end - begin;
+      const int32_t first = static_cast<int32_t>(state->segment_begin[k] + begin);
       numbered = numbering.AddRange(size, [&](int64_t i) {
         if (i + kEntriesAhead < size) __builtin_prefetch(seg + i + kEntriesAhead);
         return KeyIndex{Key(seg[i]), first + static_cast<int32_t>(i)};
       });
-    }
+    });
     if (numbered) numbering.Finish();
   }
   if (!numbered) {
     auto& pairs = state->sort_scratch;
     pairs.resize(total);
     KeyIndex* p = pairs.data();
-    int32_t index = 0;
-    for (auto seg : segments) {
-      for (const layout::CooEntry& e : seg) {
-        p[index] = {Key(e), index};
-        ++index;
+    int64_t n = 0;
+    for_each_run([&](size_t k, int64_t begin, int64_t end) {
+      const int32_t first = static_cast<int32_t>(state->segment_begin[k]);
+      for (int64_t i = begin; i < end; ++i) {
+        p[n++] = {Key(segments[k][i]), first + static_cast<int32_t>(i)};
       }
-    }
-    // Stable radix sort: the same order as std::sort of the pairs (indices ascend).
+    });
+    // Stable radix sort: equal keys keep the order they were added in.
     SortByKey(&pairs, &state->sort_scratch2);
     SortedKeyNumbering numbering(total, dims, shards, state);
     CHECK(numbering.AddRange(total, [p](int64_t i) { return p[i]; }));

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "device/sparsecore/step_state.h"
 #include "device/sparsecore/table_shard.h"
@@ -32,10 +33,46 @@ namespace lemrt::device {
 //                  its earliest entry and kAddEntry for the others.
 // `dims[t]` and `shards[t]` are table t's dim and this SparseCore's shard;
 // every entry's table must index them and its col belong to that shard.
-// Reuses the state's vectors (and sort scratch) without shrinking them.
+// `feature_major`: a key's "earliest" entry is the first in feature-major
+// order (ForEachFeatureRun) instead of entry order, the order Backward then
+// sums in. Reuses the state's vectors (and sort scratch) without shrinking
+// them.
 void DedupPartition(std::span<const std::span<const layout::CooEntry>> segments,
                     std::span<const int> dims, std::span<const std::unique_ptr<TableShard>> shards,
-                    SparseCoreStepState* state);
+                    SparseCoreStepState* state, bool feature_major = false);
+
+// Feature-major order of the entries of `segments` (each sorted by feature,
+// as the COO format is): for each feature present, ascending, for each
+// segment k in order, fn(k, begin, end) with [begin, end) that segment's run
+// of the feature (empty runs skipped). When segments come in global sample
+// order (source rank, source SparseCore), a key's entries in this order are
+// in (feature, global sample) order, whatever the number of SparseCores:
+// the order a world-size-independent gradient sum needs. `cursor` is
+// scratch (resized to segments.size()).
+template <typename Fn>
+void ForEachFeatureRun(std::span<const std::span<const layout::CooEntry>> segments,
+                       std::vector<size_t>* cursor_buf, Fn&& fn) {
+  std::vector<size_t>& cursor = *cursor_buf;
+  cursor.assign(segments.size(), 0);
+  for (;;) {
+    int32_t feature = -1;
+    for (size_t k = 0; k < segments.size(); ++k) {
+      if (cursor[k] < segments[k].size()) {
+        const int32_t f = segments[k][cursor[k]].feature;
+        if (feature < 0 || f < feature) feature = f;
+      }
+    }
+    if (feature < 0) return;
+    for (size_t k = 0; k < segments.size(); ++k) {
+      const size_t begin = cursor[k];
+      size_t end = begin;
+      while (end < segments[k].size() && segments[k][end].feature == feature) ++end;
+      if (end == begin) continue;
+      cursor[k] = end;
+      fn(k, static_cast<int64_t>(begin), static_cast<int64_t>(end));
+    }
+  }
+}
 
 }  // namespace lemrt::device
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -33,20 +34,36 @@ class PartitionDedupTest : public ::testing::Test {
   }
 
   // The plain reference: a map from (table, col) to the entries that name
-  // it, in entry order; the dedup must number the map's keys in order.
-  void ExpectMatchesMap(const std::vector<std::vector<CooEntry>>& segments) {
+  // it, in entry order (feature_major: ordered by (feature, segment), then
+  // entry order); the dedup must number the map's keys in order and give
+  // each key's first entry in that order the first role.
+  void ExpectMatchesMap(const std::vector<std::vector<CooEntry>>& segments,
+                        bool feature_major = false) {
     std::vector<std::span<const CooEntry>> spans(segments.begin(), segments.end());
     SparseCoreStepState state;
-    DedupPartition(spans, dims_, shards_, &state);
+    DedupPartition(spans, dims_, shards_, &state, feature_major);
 
-    std::map<std::pair<int, int64_t>, std::vector<int>> ids;
+    struct Ref {
+      int feature, segment, index;
+      const CooEntry* e;
+    };
+    std::vector<Ref> refs;
     int index = 0;
     ASSERT_EQ(state.segment_begin.size(), segments.size() + 1);
     for (size_t k = 0; k < segments.size(); ++k) {
       EXPECT_EQ(state.segment_begin[k], index);
-      for (const CooEntry& e : segments[k]) ids[{e.table, e.col}].push_back(index++);
+      for (const CooEntry& e : segments[k]) {
+        refs.push_back({e.feature, static_cast<int>(k), index++, &e});
+      }
     }
     EXPECT_EQ(state.segment_begin.back(), index);
+    if (feature_major) {
+      std::stable_sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) {
+        return std::pair(a.feature, a.segment) < std::pair(b.feature, b.segment);
+      });
+    }
+    std::map<std::pair<int, int64_t>, std::vector<int>> ids;
+    for (const Ref& r : refs) ids[{r.e->table, r.e->col}].push_back(r.index);
     ASSERT_EQ(state.unique_keys.size(), ids.size());
     ASSERT_EQ(state.unique_offsets.size(), ids.size() + 1);
     ASSERT_EQ(state.entry_unique.size(), static_cast<size_t>(index));
@@ -58,8 +75,8 @@ class PartitionDedupTest : public ::testing::Test {
         want_runs.push_back(unique);
         table = key.first;
       }
-      EXPECT_EQ(state.unique_keys[unique],
-                (uint64_t{static_cast<uint32_t>(key.first)} << 48) | static_cast<uint64_t>(key.second));
+      EXPECT_EQ(state.unique_keys[unique], (uint64_t{static_cast<uint32_t>(key.first)} << 48) |
+                                               static_cast<uint64_t>(key.second));
       EXPECT_EQ(UniqueKeyTable(state.unique_keys[unique]), key.first);
       EXPECT_EQ(state.unique_rows[unique], key.second / 2);
       EXPECT_EQ(state.unique_offsets[unique], offset);
@@ -112,8 +129,8 @@ TEST_F(PartitionDedupTest, RandomPartitionsMatchTheMap) {
       const int n = static_cast<int>(rng() % 50);
       for (int i = 0; i < n; ++i) {
         const int table = static_cast<int>(rng() % 2);
-        seg.push_back({2 * static_cast<int64_t>(rng() % (round < 10 ? 8 : 400)) + 1, i, table,
-                       table, 1.0f});
+        seg.push_back(
+            {2 * static_cast<int64_t>(rng() % (round < 10 ? 8 : 400)) + 1, i, table, table, 1.0f});
       }
       if (round % 2 == 0) {  // sorted segments: the one-pass path when they ascend overall
         std::sort(seg.begin(), seg.end(), [](const CooEntry& x, const CooEntry& y) {
@@ -123,6 +140,46 @@ TEST_F(PartitionDedupTest, RandomPartitionsMatchTheMap) {
     }
     ExpectMatchesMap(segments);
   }
+}
+
+// Feature-major: a key that two features share starts its sum at its first
+// entry of the lower feature, in the first segment that has one, whatever
+// the entry order; segments are sorted by feature, as the COO format is.
+TEST_F(PartitionDedupTest, FeatureMajorFirstEntries) {
+  // Key (0, 5): feature 2 in segment 0 (entry 1), feature 0 in segment 1
+  // (entry 2): entry 2 starts the sum. Key (1, 7): feature 1 in both
+  // segments, then feature 3: entry order.
+  ExpectMatchesMap({{{7, 4, 1, 1, 1}, {5, 2, 2, 0, 1}},
+                    {{5, 1, 0, 0, 1}, {9, 0, 1, 1, 1}, {7, 2, 1, 1, 1}, {7, 3, 3, 1, 1}}},
+                   /*feature_major=*/true);
+  std::mt19937 rng(9);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::vector<CooEntry>> segments(1 + rng() % 5);
+    for (auto& seg : segments) {
+      const int n = static_cast<int>(rng() % 60);
+      for (int i = 0; i < n; ++i) {
+        const int feature = static_cast<int>(rng() % 4);  // features 0, 2 on table 0; 1, 3 on 1
+        seg.push_back({2 * static_cast<int64_t>(rng() % 12) + 1, i, feature, feature % 2, 1.0f});
+      }
+      std::stable_sort(seg.begin(), seg.end(), [](const CooEntry& x, const CooEntry& y) {
+        return std::pair(x.feature, x.row) < std::pair(y.feature, y.row);
+      });
+    }
+    ExpectMatchesMap(segments, /*feature_major=*/true);
+  }
+}
+
+TEST(ForEachFeatureRunTest, RunsInFeatureThenSegmentOrder) {
+  const std::vector<CooEntry> a = {{1, 0, 0, 0, 1}, {1, 0, 2, 0, 1}, {1, 1, 2, 0, 1}};
+  const std::vector<CooEntry> b = {}, c = {{1, 0, 1, 0, 1}, {1, 0, 2, 0, 1}};
+  const std::vector<std::span<const CooEntry>> segs = {a, b, c};
+  std::vector<size_t> cursor;
+  std::vector<std::tuple<size_t, int64_t, int64_t>> runs;
+  ForEachFeatureRun(segs, &cursor, [&](size_t k, int64_t begin, int64_t end) {
+    runs.emplace_back(k, begin, end);
+  });
+  EXPECT_EQ(runs, (std::vector<std::tuple<size_t, int64_t, int64_t>>{
+                      {0, 0, 1}, {2, 0, 1}, {0, 1, 3}, {2, 1, 2}}));
 }
 
 // The state's vectors are reused: a smaller partition after a larger one

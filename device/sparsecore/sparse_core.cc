@@ -63,6 +63,13 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
                                                    config::TableIdPermutation(config, t)));
   }
   table_lr_.resize(shards_.size());
+  // Feature-major sums only matter where two features share a table (an
+  // id's entries then come from several features).
+  std::vector<int> features_of_table(config.tables_size(), 0);
+  for (const auto& f : config.features()) ++features_of_table[config::FindTable(config, f.table())];
+  feature_major_ = config.training().world_size_independent() &&
+                   std::any_of(features_of_table.begin(), features_of_table.end(),
+                               [](int n) { return n > 1; });
 }
 
 template <typename Fn>
@@ -83,7 +90,7 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
     state->debug_status = CheckBounds(segments);
     if (!state->debug_status.ok()) return;
   }
-  DedupPartition(segments, dims_, shards_, state);
+  DedupPartition(segments, dims_, shards_, state, feature_major_);
   const int64_t offset = state->unique_offsets.back();
 
   // Gather: when rows are staged, each tile copies its share of the unique
@@ -246,7 +253,7 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
 
 void SparseCore::DedupForBackward(std::span<const std::span<const layout::CooEntry>> segments,
                                   SparseCoreStepState* state) const {
-  DedupPartition(segments, dims_, shards_, state);
+  DedupPartition(segments, dims_, shards_, state, feature_major_);
 }
 
 void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> segments,
@@ -271,14 +278,15 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
   float* const acc = acc_buf.data() + kGuardFloats;
   state->unique_gain.resize(state->unique_keys.size());
   state->unique_grad.resize(state->unique_keys.size());
-  int64_t entry = 0;
-  for (size_t k = 0; k < segments.size(); ++k) {
+  // The groups of segment k's entries [begin, end), whose gradients start
+  // at g.
+  auto scatter = [&](size_t k, int64_t begin, int64_t end, const float* g) {
     std::span<const layout::CooEntry> seg = segments[k];
-    const float* g = grads[k];
-    for (size_t i = 0; i < seg.size();) {
+    int64_t entry = state->segment_begin[k] + begin;
+    for (int64_t i = begin; i < end;) {
       const int dim = dims_[seg[i].table];
-      size_t j = i + 1;
-      while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
+      int64_t j = i + 1;
+      while (j < end && SameGroup(seg[i], seg[j])) ++j;
       const int32_t* group_unique = state->entry_unique.data() + entry;
       const uint8_t* group_role = state->entry_role.data() + entry;
       if (j - i == 1 && group_role[0] == kOnlyEntry) {
@@ -290,16 +298,31 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
         i = j;
         continue;
       }
-      ScatterGroup(dim, seg.data() + i, group_unique, group_role, static_cast<int64_t>(j - i),
+      ScatterGroup(dim, seg.data() + i, group_unique, group_role, j - i,
                    state->unique_offsets.data(), g, acc);
-      for (size_t e = 0; e < j - i; ++e) {
+      for (int64_t e = 0; e < j - i; ++e) {
         if (group_role[e] != kOnlyEntry) continue;
         state->unique_gain[group_unique[e]] = seg[i + e].gain;
         state->unique_grad[group_unique[e]] = g;
       }
-      entry += static_cast<int64_t>(j - i);
+      entry += j - i;
       g += dim;
       i = j;
+    }
+    return g;
+  };
+  if (feature_major_) {
+    // Each id's entries in (feature, segment) order, as the dedup numbered
+    // them; each segment's feature runs come in order, so its gradient
+    // cursor advances run by run.
+    std::vector<const float*>& cursor = state->grad_cursor;
+    cursor.assign(grads.begin(), grads.end());
+    ForEachFeatureRun(segments, &state->run_cursor, [&](size_t k, int64_t begin, int64_t end) {
+      cursor[k] = scatter(k, begin, end, cursor[k]);
+    });
+  } else {
+    for (size_t k = 0; k < segments.size(); ++k) {
+      scatter(k, 0, static_cast<int64_t>(segments[k].size()), grads[k]);
     }
   }
   // Each tile applies the optimizer to its share of the unique rows (local

@@ -78,7 +78,11 @@ class SparseCore {
 
   // Update: grads[k] holds the loss gradients w.r.t. segment k's partials.
   // Sums each unique id's contributions in entry order (independent of
-  // arrival timing) and applies its table's optimizer once per unique id.
+  // arrival timing), or, with training.world_size_independent where two
+  // features share a table, in feature-major order (ForEachFeatureRun,
+  // partition_dedup.h: (feature, global sample) for segments in source
+  // order, whatever the number of SparseCores), and applies its table's
+  // optimizer once per unique id.
   // Each training step is one optimizer update (Adam's t = number of steps
   // so far, counted per SparseCore; every SparseCore runs Backward every
   // step). A step split into several Backward calls (vocabulary-dimension
@@ -124,6 +128,8 @@ class SparseCore {
                                  std::span<const float* const> values, const char* what,
                                  const char* stage, int64_t step) const;
   int64_t updates_ = 0;
+  // Backward sums each id's entries in feature-major order (see Backward).
+  bool feature_major_ = false;
   // Per table, the learning rate of the step Backward runs (scratch).
   std::vector<float> table_lr_;
   std::vector<int> dims_;

@@ -42,6 +42,10 @@ struct SparseCoreStepState {
   std::vector<std::pair<uint64_t, int32_t>> sort_scratch;
   std::vector<std::pair<uint64_t, int32_t>> sort_scratch2;  // SortByKey's buffer
   std::vector<float> grad_acc;
+  // Feature-major order (partition_dedup.h): each segment's entry cursor,
+  // and Backward's gradient cursor.
+  std::vector<size_t> run_cursor;
+  std::vector<const float*> grad_cursor;
   // The unique rows gathered by the tiles (tile SPMEM), at unique_offsets;
   // filled only for the tables whose rows are staged this step.
   std::vector<float> gathered;

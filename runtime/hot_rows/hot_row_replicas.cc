@@ -3,16 +3,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/exact_sum.h"
 #include "device/sparsecore/quantization.h"
 #include "glog/logging.h"
 
 namespace lemrt::runtime {
 
 HotRowReplicas::HotRowReplicas(host::HotRowSet set, std::span<const int> table_dims,
-                               std::span<const device::Optimizer* const> optimizers)
+                               std::span<const device::Optimizer* const> optimizers,
+                               bool exact_sums)
     : set_(std::move(set)),
       dims_(table_dims.begin(), table_dims.end()),
-      optimizers_(optimizers.begin(), optimizers.end()) {
+      optimizers_(optimizers.begin(), optimizers.end()),
+      exact_sums_(exact_sums) {
   CHECK_LE(set_.num_tables(), static_cast<int>(dims_.size()));
   int64_t weights = 0, slots = 0;
   for (int t = 0; t < set_.num_tables(); ++t) {
@@ -27,6 +30,7 @@ HotRowReplicas::HotRowReplicas(host::HotRowSet set, std::span<const int> table_d
   weights_.assign(weights, 0.0f);
   slots_.assign(slots, 0.0f);
   local_.resize(weights + set_.slots());
+  if (exact_sums_) exact_.resize(base::ExactSlots(weights) + set_.slots());
 }
 
 int64_t HotRowReplicas::bytes() const {
@@ -87,12 +91,24 @@ void HotRowReplicas::Lookup(std::span<const host::HotEntry> hot,
   }
 }
 
-absl::Status HotRowReplicas::Update(std::span<const host::HotEntry> hot,
-                                    std::span<const int> feature_offsets, int width,
-                                    std::span<const float> d_activations, int64_t step,
-                                    Communicator& comm,
-                                    std::span<const std::unique_ptr<device::SparseCore>> scs) {
+void HotRowReplicas::SumLocal(std::span<const host::HotEntry> hot,
+                              std::span<const int> feature_offsets, int width,
+                              std::span<const float> d_activations) {
   const int64_t g = static_cast<int64_t>(weights_.size());
+  if (exact_sums_) {
+    std::fill(exact_.begin(), exact_.end(), 0);
+    int64_t& specials = exact_[base::ExactSlots(g) - 1];
+    for (const host::HotEntry& e : hot) {
+      const int dim = dims_[TableOf(e.slot)];
+      const float* d = d_activations.data() + int64_t{e.row} * width + feature_offsets[e.feature];
+      int64_t* limbs = exact_.data() + weight_offset_[e.slot] * base::kExactLimbs;
+      for (int k = 0; k < dim; ++k) {
+        specials += base::AddExact(e.gain * d[k], limbs + k * base::kExactLimbs) ? 0 : 1;
+      }
+      exact_[base::ExactSlots(g) + e.slot] = 1;  // touched
+    }
+    return;
+  }
   std::fill(local_.begin(), local_.end(), 0.0f);
   for (const host::HotEntry& e : hot) {
     const int dim = dims_[TableOf(e.slot)];
@@ -101,9 +117,31 @@ absl::Status HotRowReplicas::Update(std::span<const host::HotEntry> hot,
     for (int k = 0; k < dim; ++k) acc[k] += e.gain * d[k];
     local_[g + e.slot] = 1.0f;  // touched
   }
+}
+
+absl::Status HotRowReplicas::SumOverChips(Communicator& comm) {
   // One all-reduce: every chip gets the same sum, as the dense gradients'
   // all-reduce relies on (runtime/step/tensorcore_stage.h), in place.
-  absl::Status st = comm.AllReduceSum(std::span<float>(local_));
+  if (!exact_sums_) return comm.AllReduceSum(std::span<float>(local_));
+  absl::Status st = comm.AllReduceSum(std::span<int64_t>(exact_));
+  if (!st.ok()) return st;
+  const size_t g = weights_.size();
+  base::ExactValues(std::span<const int64_t>(exact_.data(), base::ExactSlots(g)),
+                    std::span<float>(local_.data(), g));
+  for (size_t s = 0; s < local_.size() - g; ++s) {
+    local_[g + s] = exact_[base::ExactSlots(g) + s] != 0 ? 1.0f : 0.0f;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HotRowReplicas::Update(std::span<const host::HotEntry> hot,
+                                    std::span<const int> feature_offsets, int width,
+                                    std::span<const float> d_activations, int64_t step,
+                                    Communicator& comm,
+                                    std::span<const std::unique_ptr<device::SparseCore>> scs) {
+  const int64_t g = static_cast<int64_t>(weights_.size());
+  SumLocal(hot, feature_offsets, width, d_activations);
+  absl::Status st = SumOverChips(comm);
   if (!st.ok()) return st;
   const std::vector<float>& total = local_;
   for (int t = 0; t < set_.num_tables(); ++t) {

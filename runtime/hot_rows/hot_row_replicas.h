@@ -11,7 +11,10 @@
 // the model checksum and evaluation read them unchanged.
 //
 // Per step and chip: one all-reduce of n floats, n = the hot rows' dim + 1
-// (the gradients and a touch count per row).
+// (the gradients and a touch count per row); with exact sums (training.
+// world_size_independent), of n int64 values, n = 4 x the dim + 1 + rows:
+// each entry's gain x gradient is added exactly (base/exact_sum.h), so the
+// summed gradients do not depend on how the samples are split over chips.
 // Thread-compatible.
 #ifndef LEMRT_RUNTIME_HOT_ROWS_HOT_ROW_REPLICAS_H_
 #define LEMRT_RUNTIME_HOT_ROWS_HOT_ROW_REPLICAS_H_
@@ -33,7 +36,7 @@ class HotRowReplicas {
   // `table_dims[t]`: table t's dim; `optimizers[t]`: its optimizer (must
   // outlive the replicas). The replicas start zero: Refresh fills them.
   HotRowReplicas(host::HotRowSet set, std::span<const int> table_dims,
-                 std::span<const device::Optimizer* const> optimizers);
+                 std::span<const device::Optimizer* const> optimizers, bool exact_sums = false);
 
   const host::HotRowSet& set() const { return set_; }
   // Bytes of the replicas per chip (weights and slots).
@@ -87,6 +90,15 @@ class HotRowReplicas {
   // Update's scratch: this chip's sums (gradients, then a touch count per
   // slot), summed over the chips in place.
   std::vector<float> local_;
+  // With exact sums: the gradients' limbs and special count, then a touch
+  // count per slot (all-reduced), converted into local_.
+  bool exact_sums_;
+  std::vector<int64_t> exact_;
+  // Update's local sums into local_ (float) or exact_ (exact sums).
+  void SumLocal(std::span<const host::HotEntry> hot, std::span<const int> feature_offsets,
+                int width, std::span<const float> d_activations);
+  // The all-reduce of those sums, leaving the totals in local_.
+  absl::Status SumOverChips(Communicator& comm);
 };
 
 }  // namespace lemrt::runtime

@@ -42,7 +42,10 @@ void SparseCoreStage::ForEachGroup(const layout::PartitionedCoo& coo, Fn&& fn) c
 SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& comm,
                                  std::span<const device::Optimizer* const> optimizers,
                                  bool initialize_tables)
-    : comm_(comm), S_(config.topology().sparse_cores_per_chip()), W_(comm.size()) {
+    : comm_(comm),
+      S_(config.topology().sparse_cores_per_chip()),
+      W_(comm.size()),
+      world_size_independent_(config.training().world_size_independent()) {
   for (const auto& t : config.tables()) table_dims_.push_back(t.dim());
   for (const auto& f : config.features()) {
     const int dim = table_dims_[config::FindTable(config, f.table())];
@@ -63,7 +66,8 @@ void SparseCoreStage::SetHotRows(host::HotRowSet set,
     hot_.reset();
     return;
   }
-  hot_ = std::make_unique<HotRowReplicas>(std::move(set), table_dims_, optimizers);
+  hot_ = std::make_unique<HotRowReplicas>(std::move(set), table_dims_, optimizers,
+                                          world_size_independent_);
 }
 
 absl::Status SparseCoreStage::RefreshHotRows() {
@@ -147,19 +151,38 @@ absl::Status SparseCoreStage::BackwardRowGroup(std::span<const layout::Partition
     absl::Status st = ExchangeGradients(minibatches[n], d_activations, &(*bufs)[n]);
     if (!st.ok()) return st;
   }
-  // One update per local SparseCore over the group's received segments, in
-  // minibatch order: each row's gradient is the sum over the group.
+  // One update per local SparseCore over the group's received segments:
+  // each row's gradient is the sum over the group. With world-size-
+  // independent sums in (source SparseCore, minibatch) order: as each
+  // source's samples are cut into consecutive ranges in minibatch order
+  // (host/sample_split.h), that is global sample order, whatever the number
+  // of SparseCores.
   SparseStepBuffers& first = (*bufs)[group_members_.front()];
+  const size_t members = group_members_.size();
   for (int l = 0; l < S_; ++l) {
     group_segs_.clear();
-    ins_.clear();
+    group_ins_.clear();
     for (size_t n : group_members_) {
       const SparseStepBuffers& buf = (*bufs)[n];
       SegmentsOf(buf, l, &segs_);
       group_segs_.insert(group_segs_.end(), segs_.begin(), segs_.end());
+      ins_.clear();
       AppendGradientViews(buf, l);
+      group_ins_.insert(group_ins_.end(), ins_.begin(), ins_.end());
     }
-    segs_.assign(group_segs_.begin(), group_segs_.end());
+    // Without world-size-independent sums: minibatch order, as before.
+    const size_t per_member = group_segs_.size() / members;
+    const size_t outer = world_size_independent_ ? per_member : members;
+    const size_t inner = world_size_independent_ ? members : per_member;
+    segs_.clear();
+    ins_.clear();
+    for (size_t a = 0; a < outer; ++a) {
+      for (size_t b = 0; b < inner; ++b) {
+        const size_t i = world_size_independent_ ? b * per_member + a : a * per_member + b;
+        segs_.push_back(group_segs_[i]);
+        ins_.push_back(group_ins_[i]);
+      }
+    }
     const auto begin = std::chrono::steady_clock::now();
     scs_[l]->DedupForBackward(segs_, &first.sc_states[l]);
     scs_[l]->Backward(segs_, ins_, &first.sc_states[l], continue_step);

@@ -153,6 +153,7 @@ class SparseCoreStage {
   Communicator& comm_;
   int S_;
   int W_;
+  bool world_size_independent_;  // training.world_size_independent
   int activation_width_ = 0;
   std::vector<int> feature_offsets_;
   std::vector<int> feature_dims_;
@@ -164,6 +165,7 @@ class SparseCoreStage {
   std::vector<float*> outs_;
   std::vector<const float*> ins_;
   std::vector<std::span<const layout::CooEntry>> group_segs_;
+  std::vector<const float*> group_ins_;
   std::vector<char> group_done_;
   std::vector<size_t> group_members_;
 };

@@ -4,7 +4,17 @@
 // optimizer step. The stage owns the ThreadTeam the dense step runs on
 // (tensor_core.gemm_threads threads; 0 counts as 1). Thread-compatible.
 //
-// Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B).
+// World-size-independent mode (training.world_size_independent, the
+// default): the local batch runs as blocks of GradientBlockSamples()
+// consecutive samples of the global batch, each block's gradients and loss
+// are added exactly into int64 fixed point (base/exact_sum.h), and the
+// all-reduce sums those integers, so the bits of the dense update and of the
+// loss do not depend on the world size (only on the global batch and the
+// block). Otherwise the local batch runs in one pass and its float
+// gradients are all-reduced (bits that follow the world size).
+//
+// Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B;
+// world-size-independent: int64, 32 x num_params + 48 B, the loss included).
 #ifndef LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
 #define LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
 
@@ -22,6 +32,11 @@
 
 namespace lemrt::runtime {
 
+// The block world_size_independent sums over on `world_size` ranks (see
+// training.gradient_block_samples); 0 when it is off. A value that differs
+// from the one of other world sizes is logged by the caller.
+int64_t GradientBlockSamples(const config::TrainingConfig& training, int world_size);
+
 class TensorCoreStage {
  public:
   // `comm` must outlive the stage. Errors: InvalidArgument for a model shape
@@ -37,7 +52,9 @@ class TensorCoreStage {
   // zero) and updates the dense parameters. Dropout masks are keyed by
   // (training.seed, step, the row's position in the global batch), so they
   // depend neither on the world size nor on the packing. Returns this chip's
-  // sum of losses over its real rows.
+  // sum of losses over its real rows; world-size-independent: the global
+  // batch's exactly summed loss on rank 0 and 0 on the others, so the
+  // trainer's sum over ranks is that loss, bit for bit.
   absl::StatusOr<double> Step(int64_t step, const host::Batch& batch,
                               std::span<const float> activations, std::span<float> d_activations);
 
@@ -46,6 +63,8 @@ class TensorCoreStage {
                std::span<float> probs);
 
   const device::DenseModel& model() const { return *model_; }
+  // Samples per exactly summed block (0 when world_size_independent is off).
+  int64_t gradient_block_samples() const { return block_; }
   // Threads of the dense step (the calling thread included).
   int gemm_threads() const { return team_->threads(); }
 
@@ -61,13 +80,21 @@ class TensorCoreStage {
   TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
                   std::unique_ptr<device::DenseModel> model,
                   std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch,
-                  uint64_t seed);
+                  uint64_t seed, int64_t block);
 
-  // ForwardBackward over batch's real rows only (packed contiguously into the
-  // buffers below, gradients scattered back).
-  double ForwardBackwardRealRows(device::DropoutKey key, const host::Batch& batch,
-                                 std::span<const float> activations,
-                                 std::span<float> d_activations, float loss_scale);
+  // ForwardBackward over batch rows [begin, end) (first_sample of `key` is
+  // the global sample of batch row 0), of the real rows only when some are
+  // masked (packed contiguously into the buffers below, gradients scattered
+  // back). Returns the loss sum; grads() holds the rows' gradients (none
+  // real: the grads are not touched and *ran is false).
+  double ForwardBackwardRows(device::DropoutKey key, const host::Batch& batch, int64_t begin,
+                             int64_t end, std::span<const float> activations,
+                             std::span<float> d_activations, float loss_scale, bool* ran);
+  // The world-size-independent step's gradients and loss (see the top).
+  absl::StatusOr<double> BlockedForwardBackward(device::DropoutKey key, const host::Batch& batch,
+                                                std::span<const float> activations,
+                                                std::span<float> d_activations,
+                                                float loss_scale);
 
   Communicator& comm_;
   std::unique_ptr<device::ThreadTeam> team_;  // before model_, which uses it
@@ -78,6 +105,10 @@ class TensorCoreStage {
   int64_t global_batch_;
   uint64_t seed_;
   int64_t updates_ = 0;  // optimizer updates so far (Adam's t)
+  int64_t block_;        // samples per exactly summed block; 0: off
+  // Exact sums (base/exact_sum.h) of the gradients, then of the loss: one
+  // all-reduce.
+  std::vector<int64_t> exact_;
   // Packed real rows of a batch with masked rows (grown once, then reused).
   std::vector<float> packed_dense_;
   std::vector<float> packed_emb_;

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -113,6 +114,98 @@ TEST_P(TensorCoreStageTest, AllRowsMasked) {
   EXPECT_EQ(*loss, 0.0);
   for (float g : (*stage)->model().grads()) ASSERT_EQ(g, 0.0f);
   for (float x : d) ASSERT_EQ(x, 0.0f);
+}
+
+// Plays rank `rank` of `size` for a TensorCore stage whose step makes one
+// collective, the int64 all-reduce of world_size_independent: recording, it
+// keeps this rank's values and returns them as they are; otherwise it adds
+// `others` (the other ranks' recorded values) to them. The float all-reduce
+// is not expected.
+class SplitRankCommunicator : public SelfCommunicator {
+ public:
+  SplitRankCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  absl::Status AllReduceSum(std::span<int64_t> values) override {
+    if (others.empty()) {
+      recorded.assign(values.begin(), values.end());
+    } else {
+      for (size_t i = 0; i < values.size(); ++i) values[i] += others[i];
+    }
+    return absl::OkStatus();
+  }
+  absl::Status AllReduceSum(std::span<float>) override {
+    return absl::UnimplementedError("float all-reduce");
+  }
+  std::vector<int64_t> recorded, others;
+
+ private:
+  int rank_, size_;
+};
+
+// Rows [begin, end) of `b` as a batch of their own.
+host::Batch Slice(const host::Batch& b, int begin, int end) {
+  host::Batch s;
+  s.Resize(end - begin, 3, 2);
+  std::copy(b.dense.begin() + begin * 3, b.dense.begin() + end * 3, s.dense.begin());
+  std::copy(b.labels.begin() + begin, b.labels.begin() + end, s.labels.begin());
+  if (!b.mask.empty()) s.mask.assign(b.mask.begin() + begin, b.mask.begin() + end);
+  s.global_samples = b.global_samples;
+  return s;
+}
+
+// world_size_independent: the step of 2 or 4 ranks, each on its slice of the
+// global batch (some rows masked), gives rank 0 the parameters and the loss
+// of one rank's step over the whole batch, bit for bit, and every rank the
+// d_activations of its rows.
+TEST_P(TensorCoreStageTest, WorldSizeIndependentStepMatchesOneRank) {
+  config::RunConfig config = Config(GetParam());
+  config.mutable_training()->set_world_size_independent(true);
+  const std::vector<float> mask = {1, 1, 0, 1, 1, 1, 1, 0};
+  const host::Batch batch = MakeBatch(8, 6, mask, 6);
+  SelfCommunicator one;
+  auto whole = TensorCoreStage::Create(config, one);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  const int width = (*whole)->model().embedding_width();
+  const std::vector<float> act = Activations(8, width);
+  std::vector<float> d_whole(8 * width);
+  auto loss_whole = (*whole)->Step(0, batch, act, d_whole);
+  ASSERT_TRUE(loss_whole.ok());
+  EXPECT_EQ((*whole)->gradient_block_samples(), 2);
+  for (int world : {2, 4}) {
+    const int local = 8 / world;
+    std::vector<int64_t> others;
+    auto rank_step = [&](SplitRankCommunicator& comm, std::vector<float>* d) {
+      auto stage = TensorCoreStage::Create(config, comm);
+      EXPECT_TRUE(stage.ok());
+      const int r = comm.rank();
+      const std::vector<float> rows(act.begin() + r * local * width,
+                                    act.begin() + (r + 1) * local * width);
+      d->resize(local * width);
+      auto loss = (*stage)->Step(0, Slice(batch, r * local, (r + 1) * local), rows, *d);
+      EXPECT_TRUE(loss.ok()) << loss.status();
+      for (int i = 0; i < local * width; ++i) {
+        EXPECT_EQ((*d)[i], d_whole[r * local * width + i]) << world << " ranks, rank " << r;
+      }
+      return std::make_pair(std::move(*stage), loss.ok() ? *loss : -1.0);
+    };
+    for (int r = 1; r < world; ++r) {
+      SplitRankCommunicator comm(r, world);
+      std::vector<float> d;
+      rank_step(comm, &d);
+      if (others.empty()) others.assign(comm.recorded.size(), 0);
+      for (size_t i = 0; i < others.size(); ++i) others[i] += comm.recorded[i];
+    }
+    SplitRankCommunicator comm0(0, world);
+    comm0.others = others;
+    std::vector<float> d0;
+    auto [stage0, loss0] = rank_step(comm0, &d0);
+    EXPECT_EQ(loss0, *loss_whole) << world << " ranks";
+    const auto p0 = stage0->mutable_params();
+    const auto p1 = (*whole)->mutable_params();
+    ASSERT_EQ(p0.size(), p1.size());
+    for (size_t i = 0; i < p0.size(); ++i) ASSERT_EQ(p0[i], p1[i]) << world << " ranks, param " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TensorCoreStageTest,
