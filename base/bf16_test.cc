@@ -164,5 +164,27 @@ TEST(Bf16Test, StochasticRowMatchesPerColumnBits) {
   EXPECT_NE(Bf16RoundingKey(1, 0, 5, 1), Bf16RoundingKey(1, 0, 6, 1));
 }
 
+// The 16-lane row loops equal the scalar functions on special values too
+// (infinities, NaNs with payload only in the dropped bits, zeros, the largest
+// finite float, subnormals), in every lane position.
+TEST(Bf16Test, RowLoopsMatchScalarOnSpecials) {
+  const std::vector<uint32_t> specials = {0x7f800000, 0xff800000, 0x7f800001, 0xffc00000,
+                                          0x00000000, 0x80000000, 0x7f7fffff, 0x00000001,
+                                          0x807fffff, 0x3f808000, 0x3f818000, 0x7f7f8000,
+                                          0x7fffffff, 0x0000ffff, 0x3f80ffff};
+  std::vector<float> in;
+  for (int rep = 0; rep < 3; ++rep) {
+    for (uint32_t b : specials) in.push_back(FromBits(b));
+  }
+  std::vector<uint16_t> nearest(in.size()), stochastic(in.size());
+  NarrowBf16Nearest(in, nearest.data());
+  const uint64_t key = Bf16RoundingKey(4, 0, 1, 2);
+  NarrowBf16Stochastic(in, key, stochastic.data());
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(nearest[i], FloatToBf16Nearest(in[i])) << i;
+    EXPECT_EQ(stochastic[i], FloatToBf16Stochastic(in[i], Bf16RoundingBits(key, i))) << i;
+  }
+}
+
 }  // namespace
 }  // namespace lemrt::base

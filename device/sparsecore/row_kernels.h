@@ -216,9 +216,7 @@ inline void GatherRowsBf16(int dim, const uint16_t* table, const int64_t* local_
   const int64_t row_bytes = int64_t{dim} * 2;
   for (int64_t i = 0; i < n; ++i) {
     if (i + ahead < n) PrefetchBytes(table + local_rows[i + ahead] * dim, row_bytes);
-    const uint16_t* row = table + local_rows[i] * dim;
-    float* o = out + i * dim;
-    for (int d = 0; d < dim; ++d) o[d] = base::Bf16ToFloat(row[d]);
+    base::WidenBf16(std::span<const uint16_t>(table + local_rows[i] * dim, dim), out + i * dim);
   }
 }
 
