@@ -23,6 +23,7 @@ void CheckTopology(const RunConfig& c, int world_size, ConfigErrors& errors) {
   positive("sparse_cores_per_chip", t.sparse_cores_per_chip());
   positive("tiles_per_sparse_core", t.tiles_per_sparse_core());
   positive("simd_width", t.simd_width());
+  positive("simd_width_bf16", t.simd_width_bf16());
   positive("hbm_bytes", t.hbm_bytes());
   positive("spmem_bytes_per_tile", t.spmem_bytes_per_tile());
 }

@@ -47,7 +47,7 @@ int FindTable(const RunConfig& config, std::string_view name);
 
 // Why tables `a` and `b` (indices into config.tables()) cannot share a table
 // stack (layout/stacking.h): "" when they can, i.e. same padded dim (dim rounded
-// up to 8 floats), same combiner and equivalent effective optimizer configs
+// up to 8 floats), same dtype (FP32 / BF16 rows), same combiner and equivalent effective optimizer configs
 // (unset kind = SGD, unset learning rate = training.embedding_learning_rate);
 // otherwise a phrase naming the first difference.
 std::string TableStackingMismatch(const RunConfig& config, int a, int b);
@@ -55,6 +55,9 @@ std::string TableStackingMismatch(const RunConfig& config, int a, int b);
 // The model's dense inputs a column schema gives: one per dense input plus
 // one per missing_indicator (model.num_dense_features defaults to it).
 int ModelDenseInputs(const InputSchema& schema);
+
+// Whether `dtype` is BF16 (DTYPE_UNSPECIFIED and FP32 are fp32).
+inline bool IsBf16(DType dtype) { return dtype == BF16; }
 
 // Total SparseCores over all chips.
 inline int64_t TotalSparseCores(const RunConfig& config) {

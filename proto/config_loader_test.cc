@@ -56,6 +56,28 @@ TEST(ConfigLoaderTest, PresetsAndExplicitOverrides) {
   EXPECT_EQ(tr->topology().tiles_per_sparse_core(), 8);
 }
 
+// bf16: the Trillium preset's 16-wide bf16 SIMD; BF16 tables with hot-row
+// replication and BF16 dense products are config errors naming the field;
+// BF16 exchanges are accepted.
+TEST(ConfigLoaderTest, Bf16OptionsAndTheirErrors) {
+  auto tr = ParseConfig(kValid, "m", "topology { preset: TRILLIUM }", 1);
+  ASSERT_TRUE(tr.ok()) << tr.status();
+  EXPECT_EQ(tr->topology().simd_width_bf16(), 16);
+  auto v5 = ParseConfig(kValid, "m", "", 1);
+  ASSERT_TRUE(v5.ok()) << v5.status();
+  EXPECT_EQ(v5->topology().simd_width_bf16(), 8);
+  std::string bf16_hot = kValid;
+  bf16_hot.replace(bf16_hot.find("combiner: SUM }"), 15, "combiner: SUM dtype: BF16 hot_rows: 4 }");
+  auto hot = ParseConfig(bf16_hot, "m", "", 1);
+  ASSERT_FALSE(hot.ok());
+  EXPECT_THAT(hot.status().message(), HasSubstr("tables[0].hot_rows"));
+  EXPECT_THAT(hot.status().message(),
+              HasSubstr("hot-row replication is not implemented for BF16 rows or slots"));
+  EXPECT_THAT(ErrorOf("model { dense_dtype: BF16 }"),
+              HasSubstr("BF16 dense products are not implemented yet"));
+  EXPECT_EQ(ErrorOf("sparse_core { exchange_dtype: BF16 }"), "");
+}
+
 TEST(ConfigLoaderTest, OverrideMergesScalars) {
   auto c = ParseConfig(kValid, "m", "training { steps: 77 }", 2);
   ASSERT_TRUE(c.ok()) << c.status();

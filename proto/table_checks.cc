@@ -97,6 +97,12 @@ void CheckHotRows(const RunConfig& c, ConfigErrors& errors) {
                                "': hot-row replication does not support simulated quantization "
                                "(the replicas' lookups would read unquantized rows)"));
     }
+    if (IsBf16(t.dtype()) || IsBf16(t.slot_dtype())) {
+      errors.Fail(at("hot_rows"),
+                  absl::StrCat("table '", t.name(),
+                               "': hot-row replication is not implemented for BF16 rows or slots "
+                               "(dtype / slot_dtype); use FP32 for this table or hot_rows: 0"));
+    }
   }
 }
 
@@ -183,6 +189,10 @@ std::string TableStackingMismatch(const RunConfig& config, int a, int b) {
   if (padded(ta.dim()) != padded(tb.dim())) {
     return absl::StrFormat("padded dims differ (%d vs %d floats)", padded(ta.dim()),
                            padded(tb.dim()));
+  }
+  if (IsBf16(ta.dtype()) != IsBf16(tb.dtype())) {
+    return absl::StrFormat("dtypes differ (%s vs %s)", IsBf16(ta.dtype()) ? "BF16" : "FP32",
+                           IsBf16(tb.dtype()) ? "BF16" : "FP32");
   }
   if (ta.combiner() != tb.combiner()) {
     return absl::StrFormat("combiners differ (%s vs %s)", TableConfig::Combiner_Name(ta.combiner()),

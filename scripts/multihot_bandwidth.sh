@@ -26,9 +26,13 @@
 # the first step, and the table initialisation's share) and the first metrics
 # rows' mean step times (LOG_EVERY=1 for every step).
 #
+# DTYPE=BF16 stores the tables as bf16 (tables.dtype; the byte limits then
+# count 2 bytes an element); VOCAB=N gives every table N rows instead of
+# 10^6 (a smaller workload for small machines).
+#
 #   LEMRT_BUILD=build-x STEPS=60 [WARMUP=10] [LOG_EVERY=5] [OVERRIDE='sparse_core { ... }'] \
-#     scripts/multihot_bandwidth.sh
-# Needs about 7 GB of memory. Not part of ctest.
+#     [DTYPE=BF16] [VOCAB=200000] scripts/multihot_bandwidth.sh
+# Needs about 7 GB of memory (FP32, 10^6 rows). Not part of ctest.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
@@ -36,7 +40,10 @@ BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
 STEPS="${STEPS:-60}"
 WARMUP="${WARMUP:-10}"
 OUT="${OUT:-$LEMRT_ROOT/out/multihot}"
+DTYPE="${DTYPE:-FP32}"
 mkdir -p "$OUT"
+sed -e "s/vocab_size: 1000000 dim: 64 combiner: SUM/vocab_size: ${VOCAB:-1000000} dim: 64 combiner: SUM dtype: $DTYPE/" \
+  "$LEMRT_ROOT/examples/configs/multihot_large.pbtxt" > "$OUT/config.pbtxt"
 if [ ! -x "$BUILD/bin/lemrt_train" ] || [ ! -x "$BUILD/bin/bench_sparsecore" ]; then
   lemrt_build "$BUILD"
 fi
@@ -44,14 +51,14 @@ fi
   > "$OUT/stream.json"
 START_NS=$(date +%s%N)
 mpirun --oversubscribe --bind-to none -np 1 "$BUILD/bin/lemrt_train" \
-  --config="$LEMRT_ROOT/examples/configs/multihot_large.pbtxt" \
+  --config="$OUT/config.pbtxt" \
   --override="training { steps: $STEPS log_every: ${LOG_EVERY:-5} } ${OVERRIDE:-}" --summary_json="$OUT/summary.json" \
   --metrics_csv="$OUT/metrics.csv" > "$OUT/train.log" 2>&1 || { cat "$OUT/train.log"; exit 1; }
 PROCESS_S=$(( ($(date +%s%N) - START_NS) / 1000000 ))
 "$BUILD/bin/bench_sparsecore" --benchmark_filter=BM_StreamCopy --benchmark_format=json \
   > "$OUT/stream_after.json"
 "${LEMRT_PYTHON:-python3}" - "$OUT/stream.json" "$OUT/stream_after.json" "$OUT/summary.json" \
-  "$OUT/metrics.csv" "$WARMUP" "$OUT/train.log" "$PROCESS_S" <<'PY'
+  "$OUT/metrics.csv" "$WARMUP" "$OUT/train.log" "$PROCESS_S" "$DTYPE" <<'PY'
 import csv, json, re, sys
 bw = max(json.load(open(f))["benchmarks"][0]["copy_GBps"] for f in sys.argv[1:3]) * 1e9
 s = json.load(open(sys.argv[3]))
@@ -67,10 +74,12 @@ staged = [r for r in rows if float(r["sc_forward_ms"]) > 0]
 steady = batch / (mean("step_ms") / 1e3)
 ids = s["ids"]
 dim = 64
+eb = 2 if sys.argv[8] == "BF16" else 4  # bytes per stored element
 unique, per_id = ids["unique_per_partition"] / steps, ids["after_dedup"] / steps
 sps = s["samples_per_sec"]
-for name, bytes_per_step in (("unique rows (3 x U x 256 B)", 3 * unique * dim * 4),
-                             ("per-id (ids + 2 x U) x 256 B", (per_id + 2 * unique) * dim * 4)):
+row = dim * eb
+for name, bytes_per_step in ((f"unique rows (3 x U x {row} B)", 3 * unique * row),
+                             (f"per-id (ids + 2 x U) x {row} B", (per_id + 2 * unique) * row)):
     limit = bw / (bytes_per_step / batch)
     print(f"{name:30s}: {bytes_per_step / batch / 1e3:8.1f} KB/sample, limit {limit:8.0f} samples/s,"
           f" reached {steady / limit * 100:5.1f}% steady ({sps / limit * 100:4.1f}% whole run)")

@@ -27,7 +27,7 @@ config="$work/config.pbtxt"
 train() {  # train NP NAME ARGS...: must succeed
   local np="$1" name="$2"; shift 2
   timeout 300 mpirun --oversubscribe --bind-to none -np "$np" "$LEMRT_BIN/lemrt_train" \
-    --config="$config" --summary_json="$work/$name.json" "$@" > "$work/$name.log" 2>&1 \
+    --config="${CONFIG:-$config}" --summary_json="$work/$name.json" "$@" > "$work/$name.log" 2>&1 \
     || { cat "$work/$name.log"; echo "FAILED: lemrt_train $name on $np ranks"; exit 1; }
 }
 fails=0
@@ -123,6 +123,50 @@ for j in [0, 1, 15, 16, 17, 1234, 2999]:
 vals = struct.unpack(f"<{rows * cols}f", data)
 assert all(v == v for v in vals) and any(v != 0 for v in vals)
 print("ok: export of table c matches the raw records and the 2-rank save")
+PY
+
+# bf16 tables (rows and Adagrad slots): the checkpoint stores bf16 records
+# (manifest dtype "bf16"), restores into an FP32 config on another world size
+# with the same model_checksum (widening is exact) and into BF16 on a third;
+# the fp32 checkpoint restores into BF16 (rounded to nearest: close, not
+# equal); export writes fp32 whose values are the stored bf16 ones.
+bf16_config="$work/bf16.pbtxt"
+sed -e 's/^\(tables {.*\) }$/\1 dtype: BF16 slot_dtype: BF16 }/' "$config" > "$bf16_config"
+CONFIG="$bf16_config" train 2 bf16 --checkpoint_dir="$work/ckb"
+train 1 bf16_to_fp32 --restore_from="$work/ckb"
+CONFIG="$bf16_config" train 3 bf16_reshard --restore_from="$work/ckb"
+CONFIG="$bf16_config" train 1 fp32_to_bf16 --restore_from="$ck"
+"$LEMRT_BIN/lemrt_ckpt" export "$work/ckb" --table=c --out="$work/cb.npy"
+python3 - "$work" "$work/ckb/step-00000050" <<'PY'
+import ast, json, struct, sys
+w, step_dir = sys.argv[1], sys.argv[2]
+s = {n: json.load(open(f"{w}/{n}.json")) for n in ["bf16", "bf16_to_fp32", "bf16_reshard", "fp32_to_bf16", "full"]}
+fails = []
+manifest = open(f"{step_dir}/manifest.pbtxt").read()
+import re
+if len(re.findall(r'^\s*dtype: "bf16"', manifest, re.M)) != 3 or manifest.count('slot_dtype: "bf16"') != 3:
+    fails.append("manifest lacks dtype / slot_dtype bf16 for the 3 tables")
+for n in ["bf16_to_fp32", "bf16_reshard"]:
+    print(f"{n}: world {s[n]['world_size']} checksum {s[n]['model_checksum']} (saved {s['bf16']['model_checksum']})")
+    if s[n]["model_checksum"] != s["bf16"]["model_checksum"]: fails.append(f"{n}: restored model differs")
+a, b = s["full"]["params_l2"], s["fp32_to_bf16"]["params_l2"]
+print(f"fp32 -> bf16: params_l2 {b!r} vs {a!r}")
+if abs(a - b) > 1e-2 * a or s["fp32_to_bf16"]["model_checksum"] == s["full"]["model_checksum"]:
+    fails.append("fp32 -> bf16 restore: not the rounded model")
+b = open(f"{w}/cb.npy", "rb").read()
+n = struct.unpack("<H", b[8:10])[0]
+h = ast.literal_eval(b[10:10 + n].decode())
+if h["descr"] != "<f4" or h["shape"] != (3000, 32): fails.append(f"export header {h}")
+words = struct.unpack(f"<{3000 * 32}I", b[10 + n:])
+if any(x & 0xffff for x in words) or not any(words): fails.append("export values are not bf16 values")
+rb = 8 + 2 * 32 * 2  # row, 32 bf16 weights, 32 bf16 slots; 4 x 2 = 8 files
+for j in [0, 1, 7, 8, 2999]:
+    raw = open(f"{step_dir}/table-002-sc-{j % 8:05d}.bin", "rb").read()[(j // 8) * rb:(j // 8 + 1) * rb]
+    if struct.unpack("<q", raw[:8])[0] != j or list(struct.unpack("<32H", raw[8:72])) != [x >> 16 for x in words[j * 32:(j + 1) * 32]]:
+        fails.append(f"row {j}: export differs from the bf16 record")
+if fails:
+    print("FAILED:", "; ".join(fails)); sys.exit(1)
+print("ok: bf16 checkpoints store bf16, convert on restore, export fp32")
 PY
 
 # Error cases on a copy; the copy's bytes must not change.

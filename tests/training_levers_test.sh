@@ -112,8 +112,8 @@ if abs(a - s["pipe"]["params_l2"]) < 1e-4 * a: fails.append("dropout did not cha
 if d["resumed"]["model_checksum"] != d["np4"]["model_checksum"]: fails.append("dropout: resumed differs")
 if not 0.5 < d["pipe"]["eval"]["auc"] < 1: fails.append(f"dropout: eval auc {d['pipe']['eval']['auc']}")
 text = open(manifest).read()
-if "format_version: 3" not in text or "row_slots: 1" not in text:
-    fails.append("manifest lacks format_version 3 / row_slots 1")
+if "format_version: 4" not in text or "row_slots: 1" not in text:
+    fails.append("manifest lacks format_version 4 / row_slots 1")
 head = open(f"{w}/a_slots.npy", "rb").read(128).decode("latin1")
 if "'shape': (20000, 1)" not in head: fails.append(f"exported slots header {head!r}")
 rows = list(csv.DictReader(open(f"{w}/metrics.csv")))

@@ -38,13 +38,22 @@ std::pair<int64_t, int> TableLoad(const config::RunConfig& c, int t) {
   return {ids, features};
 }
 
+// Elements of `element_bytes` bytes in one 32-byte HBM line.
+int64_t ElementsPerLine(int64_t element_bytes) { return kFloatsPerLine * kF32 / element_bytes; }
+
 void PlanSpmem(const config::RunConfig& c, StackPlan* sp) {
   const auto& topo = c.topology();
   const int64_t n = config::TotalSparseCores(c);
   const int64_t tiles = topo.tiles_per_sparse_core();
   sp->spmem_ids_bytes = CeilDiv(n * sp->limits.max_ids, tiles) * kSpmemBytesPerId;
   sp->spmem_unique_bytes = CeilDiv(n * sp->limits.max_unique_ids, tiles) * kF32;
-  sp->spmem_rows_bytes = 2 * int64_t{topo.simd_width()} * sp->padded_dim * kF32;
+  // Gathered rows move in the table's format: bf16 rows are processed
+  // simd_width_bf16 at a time, at 2 bytes an element and padded to 16
+  // elements (a 32-byte line).
+  const bool bf16 = sp->element_bytes == 2;
+  sp->simd_width = bf16 ? topo.simd_width_bf16() : topo.simd_width();
+  sp->row_elements = RoundUp(sp->padded_dim, ElementsPerLine(sp->element_bytes));
+  sp->spmem_rows_bytes = 2 * int64_t{sp->simd_width} * sp->row_elements * sp->element_bytes;
   sp->spmem_fixed_bytes = sp->spmem_ids_bytes + sp->spmem_unique_bytes + sp->spmem_rows_bytes;
   // Reference section 10: the batch sets the sample_count *per SparseCore*
   // (each SparseCore stages its own samples), so more chips shrink it.
@@ -146,28 +155,43 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     TablePlan tp;
     tp.name = tc.name();
     tp.dim = tc.dim();
-    tp.padded_dim = static_cast<int>(RoundUp(tc.dim(), kFloatsPerLine));
+    tp.element_bytes = config::IsBf16(tc.dtype()) ? 2 : 4;
+    tp.slot_element_bytes = config::IsBf16(tc.slot_dtype()) ? 2 : 4;
+    tp.padded_dim = static_cast<int>(RoundUp(tc.dim(), ElementsPerLine(tp.element_bytes)));
     tp.vocab_size = tc.vocab_size();
     tp.padded_vocab = RoundUp(tc.vocab_size(), n);
     tp.rows_per_chip = tp.padded_vocab / n * p.sparse_cores_per_chip;
     const auto optimizer = CreateOptimizer(tc.optimizer(), 1.0f);
     tp.slots_per_param = optimizer->slots_per_param();
     tp.row_slots = optimizer->row_slots();
-    tp.table_bytes = tp.rows_per_chip * tp.padded_dim * kF32;
-    if (c.sparse_core().pack_narrow_tables() && tc.dim() <= kFloatsPerLine / 2) {
+    // Rows of dim elements of `eb` bytes: padded to whole lines, or packed
+    // (pack_narrow_tables: a row of at most half a line at the next
+    // power-of-two width, line / width rows a line).
+    const bool pack = c.sparse_core().pack_narrow_tables();
+    auto rows_bytes = [&](int64_t eb, bool packed, int* rows_per_line) {
+      const int64_t per_line = ElementsPerLine(eb);
+      if (!packed || tc.dim() > per_line / 2) {
+        return tp.rows_per_chip * RoundUp(tc.dim(), per_line) * eb;
+      }
       int width = 1;
       while (width < tc.dim()) width *= 2;
-      tp.rows_per_line = kFloatsPerLine / width;
-      const int64_t packed = CeilDiv(tp.rows_per_chip, tp.rows_per_line) * kFloatsPerLine * kF32;
-      p.packing_saved_bytes += (tp.table_bytes - packed) * (1 + tp.slots_per_param);
-      tp.table_bytes = packed;
-    }
+      if (rows_per_line != nullptr) *rows_per_line = static_cast<int>(per_line / width);
+      return CeilDiv(tp.rows_per_chip, per_line / width) * kFloatsPerLine * kF32;
+    };
+    tp.table_bytes = rows_bytes(tp.element_bytes, pack, &tp.rows_per_line);
+    const int64_t slot_param_bytes = rows_bytes(tp.slot_element_bytes, pack, nullptr);
+    p.packing_saved_bytes += rows_bytes(tp.element_bytes, false, nullptr) - tp.table_bytes +
+                             tp.slots_per_param *
+                                 (rows_bytes(tp.slot_element_bytes, false, nullptr) -
+                                  slot_param_bytes);
     // Per-row slots are one dense vector of rows_per_chip x row_slots
-    // floats, rounded up to a whole line.
-    tp.slot_bytes = tp.slots_per_param * tp.table_bytes +
-                    RoundUp(tp.rows_per_chip * tp.row_slots * kF32, kFloatsPerLine * kF32);
+    // values, rounded up to a whole line.
+    tp.slot_bytes = tp.slots_per_param * slot_param_bytes +
+                    RoundUp(tp.rows_per_chip * tp.row_slots * tp.slot_element_bytes,
+                            kFloatsPerLine * kF32);
     const int64_t unpadded_all_chips =
-        tp.vocab_size * (tp.dim * (1 + tp.slots_per_param) + tp.row_slots) * kF32;
+        tp.vocab_size * (tp.dim * tp.element_bytes +
+                         (tp.dim * tp.slots_per_param + tp.row_slots) * tp.slot_element_bytes);
     const int64_t unpadded = unpadded_all_chips / p.num_chips;
     tp.padding_bytes = tp.table_bytes + tp.slot_bytes - unpadded;
     p.unpadded_bytes += unpadded;
@@ -194,6 +218,7 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     sp.name = stack.name;
     sp.tables = stack.tables;
     sp.padded_dim = stack.padded_dim;
+    sp.element_bytes = p.tables[stack.tables[0]].element_bytes;  // members share it
     sp.rows_per_sparse_core = stack.rows / n;
     for (int t : stack.tables) {
       sp.table_names.push_back(p.tables[t].name);

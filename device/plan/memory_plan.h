@@ -4,15 +4,19 @@
 // fit refuses to start with the chip's own failure messages. Immutable value;
 // thread-safe.
 //
-// How the reference's terms map to lemrt (all sizes in bytes, f32 = 4 B):
+// How the reference's terms map to lemrt (all sizes in bytes, f32 = 4 B,
+// bf16 = 2 B; e = a table's element bytes: 4, or 2 with dtype BF16; es =
+// its slots', by slot_dtype):
 //   N = num_chips x sparse_cores_per_chip, T = tiles_per_sparse_core.
-//   padded_dim      = dim rounded up to 8 floats (32 B lines).
+//   padded_dim      = dim rounded up to a 32 B line: 8 fp32 or 16 bf16
+//                     elements.
 //   padded_vocab    = vocab_size rounded up to a multiple of N; each chip holds
 //                     padded_vocab / N x S rows.
-//   table bytes     = rows per chip x padded_dim x 4; slots = the table
-//                     optimizer's slots_per_param x table bytes + its
-//                     row_slots x rows per chip x 4 (row-wise Adagrad: one
-//                     float per row), rounded up to a 32 B line.
+//   table bytes     = rows per chip x padded_dim x e; slots = the table
+//                     optimizer's slots_per_param x (rows per chip x dim
+//                     padded to a line of es-byte values x es) + its
+//                     row_slots x rows per chip x es (row-wise Adagrad: one
+//                     value per row), rounded up to a 32 B line.
 //   packing         = sparse_core.pack_narrow_tables: a table of dim <= 4
 //                     stores rows at the next power-of-two width w (1, 2, 4
 //                     floats), rows_per_line = 8 / w rows per 32 B line, so
@@ -57,7 +61,9 @@
 //                  sample, gain, unique index)
 //     unique ids = N x max_unique_ids_per_partition / T x 4 B
 //     rows       = 2 x simd_width x padded_dim x 4 (double-buffered chunk of
-//                  gathered rows, processed simd_width rows at a time)
+//                  gathered rows, processed simd_width rows at a time); a
+//                  BF16 stack: 2 x simd_width_bf16 x (dim padded to 16) x 2
+//                  (Trillium's 16-wide bf16 vectors)
 //     fixed      = ids + unique ids + rows;
 //     gather operand (partial sums) = sample_count x feature_width x 4 / T,
 //                  sample_count = global_batch / N (samples per SparseCore)
@@ -108,7 +114,9 @@ PlanPartitionLimits PartitionLimitsForPlan(const config::RunConfig& config, int 
 struct TablePlan {
   std::string name;
   int dim = 0;
-  int padded_dim = 0;                 // floats
+  int padded_dim = 0;                 // elements (8 fp32 / 16 bf16 a line)
+  int element_bytes = 4;              // 4 fp32, 2 bf16 (TableConfig.dtype)
+  int slot_element_bytes = 4;         // of the optimizer slots (slot_dtype)
   int64_t vocab_size = 0;             // rows
   int64_t padded_vocab = 0;           // rows, multiple of N
   int64_t rows_per_chip = 0;          // padded_vocab / N x S
@@ -134,6 +142,9 @@ struct StackPlan {
   std::vector<int> tables;            // member table indices, member order
   std::vector<std::string> table_names;
   int padded_dim = 0;                 // feature_width, floats
+  int element_bytes = 4;              // of the stored rows: 4 fp32, 2 bf16
+  int simd_width = 0;                 // rows a vector step: simd_width(_bf16)
+  int64_t row_elements = 0;           // a gathered row, padded to a line
   int64_t rows_per_sparse_core = 0;   // stack rows / N
   int64_t ids_per_sample = 0;         // max_unique_nz_per_row
   int num_features = 0;

@@ -38,6 +38,17 @@ void FillMemoryStats(const MemoryPlan& p, summary::MemoryStats* out) {
   }
 }
 
+namespace {
+
+// "  (bf16 rows, fp32 slots)" for a table with a bf16 part, else "".
+std::string FormatDtypes(const TablePlan& t) {
+  if (t.element_bytes == 4 && t.slot_element_bytes == 4) return "";
+  return absl::StrFormat("  (%s rows, %s slots)", t.element_bytes == 2 ? "bf16" : "fp32",
+                         t.slot_element_bytes == 2 ? "bf16" : "fp32");
+}
+
+}  // namespace
+
 std::string FormatMemoryPlan(const MemoryPlan& p) {
   std::string out = absl::StrFormat(
       "Memory plan per chip (%d chips x %d SparseCores x %d tiles)\n", p.num_chips,
@@ -49,14 +60,15 @@ std::string FormatMemoryPlan(const MemoryPlan& p) {
   for (const TablePlan& t : p.tables) {
     const int64_t alloc = t.table_bytes + t.slot_bytes;
     absl::StrAppend(
-        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5s %16d %16d %8d %4.1f%% %12d %12d%s\n",
+        &out, absl::StrFormat("%-12s %6d %6d %12d %12d %5s %16d %16d %8d %4.1f%% %12d %12d%s%s\n",
                               t.name, t.dim, t.padded_dim, t.vocab_size, t.padded_vocab,
                               SlotLabel(t), t.table_bytes, t.slot_bytes, t.padding_bytes,
                               alloc > 0 ? 100.0 * t.padding_bytes / alloc : 0.0,
                               t.stack_forward_bytes, t.stack_backward_bytes,
                               t.rows_per_line > 1
                                   ? absl::StrFormat("  (packed, %d rows per line)", t.rows_per_line)
-                                  : ""));
+                                  : "",
+                              FormatDtypes(t)));
   }
   absl::StrAppend(&out, absl::StrFormat(
       "Stacks (the SparseCore's unit: a stack's features are looked up as one batch; SPMEM per "

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
@@ -550,6 +551,73 @@ TEST(MemoryPlanTest, HeapCountsHostQueueAndInFlightSteps) {
     EXPECT_EQ(m.prefetch_depth(), k.depth);
     EXPECT_EQ(m.in_flight_steps(), k.in_flight);
   }
+}
+
+// BF16 rows halve the table bytes (dim 64: 128 B a row instead of 256),
+// BF16 slots halve the slots' too; dims pad to 16 bf16 elements (one 32 B
+// line); the SPMEM row buffers follow the bf16 SIMD width (Trillium 16
+// rows a step at 2 B, the same bytes as 8 fp32 rows), and the summary line
+// names the formats.
+TEST(MemoryPlanTest, Bf16TablesAndSlotsHalveTheirBytes) {
+  const std::string table = R"pb(tables { name: "t" vocab_size: 4096 dim: DIM combiner: SUM
+                                          optimizer { adam {} } DTYPES }
+                                 features { name: "f" table: "t" })pb";
+  auto plan = [&](int dim, const std::string& dtypes, const std::string& preset = "") {
+    std::string text = absl::StrReplaceAll(table, {{"DIM", std::to_string(dim)},
+                                                   {"DTYPES", dtypes}});
+    auto c = config::ParseConfig(std::string(kBase) + text + preset, "plan_test", "", 1);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return BuildMemoryPlan(*c, 0);
+  };
+  const MemoryPlan fp = plan(64, "");
+  const MemoryPlan rows = plan(64, "dtype: BF16");
+  const MemoryPlan both = plan(64, "dtype: BF16 slot_dtype: BF16");
+  EXPECT_EQ(fp.tables[0].table_bytes, 4096 * 64 * 4);
+  EXPECT_EQ(rows.tables[0].table_bytes, fp.tables[0].table_bytes / 2);
+  EXPECT_EQ(rows.tables[0].slot_bytes, fp.tables[0].slot_bytes);  // Adam: 2 fp32 slots
+  EXPECT_EQ(both.tables[0].slot_bytes, fp.tables[0].slot_bytes / 2);
+  EXPECT_EQ(both.tables_bytes, fp.tables_bytes / 2);
+  EXPECT_EQ(both.unpadded_bytes, fp.unpadded_bytes / 2);
+  EXPECT_EQ(rows.tables[0].element_bytes, 2);
+  // Dim 20: 24 fp32 elements (3 lines of 8) but 32 bf16 ones (2 lines of 16).
+  EXPECT_EQ(plan(20, "").tables[0].padded_dim, 24);
+  EXPECT_EQ(plan(20, "dtype: BF16").tables[0].padded_dim, 32);
+  EXPECT_EQ(plan(20, "dtype: BF16").tables[0].table_bytes, 4096 * 32 * 2);
+  // SPMEM rows: v5p has no bf16 vector mode (8 rows a step at 2 B: half the
+  // fp32 bytes); Trillium processes 16 bf16 rows a step.
+  EXPECT_EQ(fp.stacks[0].spmem_rows_bytes, 2 * 8 * 64 * 4);
+  EXPECT_EQ(rows.stacks[0].spmem_rows_bytes, 2 * 8 * 64 * 2);
+  auto tr = config::ParseConfig(
+      absl::StrReplaceAll(std::string(kBase), {{"TPU_V5P", "TRILLIUM"}}) +
+          absl::StrReplaceAll(table, {{"DIM", "64"}, {"DTYPES", "dtype: BF16"}}),
+      "plan_test", "", 1);
+  ASSERT_TRUE(tr.ok()) << tr.status();
+  const MemoryPlan t = BuildMemoryPlan(*tr, 0);
+  EXPECT_EQ(t.stacks[0].simd_width, 16);
+  EXPECT_EQ(t.stacks[0].spmem_rows_bytes, 2 * 16 * 64 * 2);
+  EXPECT_THAT(FormatMemoryPlan(both), HasSubstr("(bf16 rows, bf16 slots)"));
+  EXPECT_THAT(FormatMemoryPlan(fp), ::testing::Not(HasSubstr("bf16")));
+}
+
+// BF16 and FP32 tables of one dim do not share a stack (automatic stacking
+// keeps them apart; an explicit stack of both is a config error naming why).
+TEST(MemoryPlanTest, Bf16AndFp32TablesAreNotStacked) {
+  const std::string tables = R"pb(
+    tables { name: "a" vocab_size: 100 dim: 16 combiner: SUM dtype: BF16 }
+    tables { name: "b" vocab_size: 100 dim: 16 combiner: SUM }
+    tables { name: "c" vocab_size: 100 dim: 16 combiner: SUM dtype: BF16 }
+    features { name: "a" table: "a" } features { name: "b" table: "b" }
+    features { name: "c" table: "c" })pb";
+  const MemoryPlan p = BuildMemoryPlan(Load(tables), 0);
+  ASSERT_EQ(p.stacks.size(), 2u);
+  EXPECT_EQ(p.stacks[0].table_names, (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(p.stacks[0].element_bytes, 2);
+  EXPECT_EQ(p.stacks[1].element_bytes, 4);
+  auto bad = config::ParseConfig(
+      std::string(kBase) + tables + R"pb(sparse_core { table_stacks { name: "s" tables: "a" tables: "b" } })pb",
+      "plan_test", "", 1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("dtypes differ"));
 }
 
 }  // namespace

@@ -122,7 +122,8 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
       const int64_t span = rows[end - 1] - rows[u] + 1;
       const uint8_t* single = state->unique_single.data();
       const bool distinct = std::all_of(single + u, single + end, [](uint8_t s) { return s != 0; });
-      stage_table[table] = dims_[table] < kDirectPoolMinDim || (!distinct && 2 * (end - u) < span);
+      stage_table[table] = dims_[table] < kDirectPoolMinDim || shards_[table]->bf16() ||
+                           (!distinct && 2 * (end - u) < span);
     }
   }
   auto staged = [&](int table) { return stage_table[table] != 0; };
@@ -139,8 +140,12 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
         while (run_end < end && KeyTable(keys[run_end]) == table) ++run_end;
         if (staged(table)) {
           const TableShard& shard = *shards_[table];
-          GatherRows(shard.dim(), shard.row(0), rows + u, run_end - u,
-                     gathered + state->unique_offsets[u]);
+          float* out = gathered + state->unique_offsets[u];
+          if (shard.bf16()) {
+            GatherRowsBf16(shard.dim(), shard.row_bf16(0), rows + u, run_end - u, out);
+          } else {
+            GatherRows(shard.dim(), shard.row(0), rows + u, run_end - u, out);
+          }
         }
         u = run_end;
       }
@@ -210,7 +215,7 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
           table = seg[i].table;
           dim = dims_[table];
           table_staged = staged(table);
-          table_rows = shards_[table]->row(0);
+          table_rows = table_staged ? nullptr : shards_[table]->row(0);
           ahead_rows = PrefetchRows(dim);
         }
         size_t j = i + 1;
@@ -343,9 +348,10 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
       const int64_t next = u + PrefetchRows(shard.dim());
       if (next < end && KeyTable(keys[next]) == KeyTable(keys[u])) {
         const int64_t ahead = rows[next];
-        PrefetchRow(shard.row(ahead), shard.dim(), /*for_write=*/true);
-        const std::span<const float> slots = shard.row_slots(ahead);
-        if (!slots.empty()) PrefetchRow(slots.data(), static_cast<int>(slots.size()), true);
+        PrefetchBytes(shard.row_address(ahead), shard.row_bytes(), /*for_write=*/true);
+        if (shard.slot_stride() > 0) {
+          PrefetchBytes(shard.slots_address(ahead), shard.slots_bytes_per_row(), true);
+        }
         if (state->unique_single[next]) PrefetchRow(state->unique_grad[next], shard.dim());
       }
       float* grad = acc + state->unique_offsets[u];
@@ -359,11 +365,13 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
   });
   if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_backward");
   if (checks_.nan && state->debug_status.ok()) {
+    std::vector<float> row;
     for (size_t u = 0; u < state->unique_keys.size(); ++u) {
       const uint64_t key = state->unique_keys[u];
       const TableShard& shard = *shards_[KeyTable(key)];
-      const int64_t bad = FirstNonFinite(
-          std::span<const float>(shard.row(shard.LocalRow(KeyCol(key))), shard.dim()));
+      row.resize(shard.dim());
+      shard.ReadRows(shard.LocalRow(KeyCol(key)), 1, row.data());
+      const int64_t bad = FirstNonFinite(row);
       if (bad >= 0) {
         state->debug_status = absl::InternalError(absl::StrFormat(
             "NaN check: step %d, stage sc_backward: the update made row %d of table '%s' "

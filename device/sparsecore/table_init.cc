@@ -30,9 +30,20 @@ class RowFiller {
   uint64_t seed_;
 };
 
-// Rows [begin, end) of table t's shard, in place.
+void FillRowsStaged(const RowFiller& filler, const Optimizer& optimizer, int64_t begin,
+                    int64_t end, TableShard& shard, std::vector<float>* stage);
+
+// Rows [begin, end) of table t's shard, in place (BF16 rows or slots:
+// through a staging buffer, kChunkRows rows at a time).
 void FillRowsInPlace(const RowFiller& filler, const Optimizer& optimizer, int64_t begin,
                      int64_t end, TableShard& shard) {
+  if (shard.bf16() || shard.bf16_slots()) {
+    std::vector<float> stage;
+    for (int64_t b = begin; b < end; b += kChunkRows) {
+      FillRowsStaged(filler, optimizer, b, std::min(end, b + kChunkRows), shard, &stage);
+    }
+    return;
+  }
   for (int64_t r = begin; r < end; ++r) {
     filler.Fill(shard.OriginalRow(r), shard.mutable_row(r).data());
     optimizer.InitSlots(shard.mutable_row_slots(r));
@@ -44,18 +55,17 @@ void FillRowsInPlace(const RowFiller& filler, const Optimizer& optimizer, int64_
 void FillRowsStaged(const RowFiller& filler, const Optimizer& optimizer, int64_t begin,
                     int64_t end, TableShard& shard, std::vector<float>* stage) {
   const int64_t dim = shard.dim();
-  const int64_t slot_stride = shard.mutable_row_slots(0).size();
+  const int64_t slot_stride = shard.slot_stride();
   const int64_t n = end - begin;
   stage->resize(n * std::max(dim, slot_stride));
   for (int64_t i = 0; i < n; ++i) filler.Fill(shard.OriginalRow(begin + i), stage->data() + i * dim);
-  std::memcpy(shard.mutable_row(begin).data(), stage->data(), sizeof(float) * n * dim);
+  shard.WriteRows(begin, n, stage->data());
   if (slot_stride == 0) return;
   for (int64_t i = 0; i < n; ++i) {
     optimizer.InitSlots(std::span<float>(stage->data() + i * slot_stride, slot_stride));
   }
   // Slots are contiguous, row-major.
-  std::memcpy(shard.mutable_row_slots(begin).data(), stage->data(),
-              sizeof(float) * n * slot_stride);
+  shard.WriteSlots(begin, n, stage->data());
 }
 
 // One unit of work: rows [begin, end) of table `table` on SparseCore `sc`.

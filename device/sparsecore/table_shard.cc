@@ -1,8 +1,10 @@
 #include "device/sparsecore/table_shard.h"
 
 #include <cstring>
+#include <vector>
 
 #include "base/random.h"
+#include "proto/config_loader.h"
 
 namespace lemrt::device {
 namespace {
@@ -66,17 +68,114 @@ TableShard::TableShard(const config::TableConfig& table, int table_index, int gl
       slot_stride_(optimizer.SlotFloats(table.dim())),
       optimizer_(optimizer),
       permutation_(permutation),
-      weights_(local_rows_ * dim_),
-      slots_(local_rows_ * slot_stride_) {
-  if (!initialize) return;
-  for (int64_t r = 0; r < local_rows_; ++r) {
-    InitialRow(table, table_index, OriginalRow(r), seed,
-               std::span<float>(weights_.data() + r * dim_, dim_));
+      table_index_(table_index),
+      seed_(seed),
+      bf16_(config::IsBf16(table.dtype())),
+      bf16_slots_(config::IsBf16(table.slot_dtype())) {
+  if (bf16_) {
+    weights_bf16_.resize(local_rows_ * dim_);
+  } else {
+    weights_.resize(local_rows_ * dim_);
   }
-  if (slot_stride_ > 0) {
-    for (int64_t r = 0; r < local_rows_; ++r) {
-      optimizer_.InitSlots(std::span<float>(slots_.data() + r * slot_stride_, slot_stride_));
+  if (bf16_slots_) {
+    slots_bf16_.resize(local_rows_ * slot_stride_);
+  } else {
+    slots_.resize(local_rows_ * slot_stride_);
+  }
+  if (!initialize) return;
+  std::vector<float> row(dim_);
+  for (int64_t r = 0; r < local_rows_; ++r) {
+    if (bf16_) {
+      InitialRow(table, table_index, OriginalRow(r), seed, row);
+      WriteRows(r, 1, row.data());
+    } else {
+      InitialRow(table, table_index, OriginalRow(r), seed,
+                 std::span<float>(weights_.data() + r * dim_, dim_));
     }
+  }
+  if (slot_stride_ == 0) return;
+  std::vector<float> slots(slot_stride_);
+  for (int64_t r = 0; r < local_rows_; ++r) {
+    optimizer_.InitSlots(slots);
+    WriteSlots(r, 1, slots.data());
+  }
+}
+
+const void* TableShard::slots_address(int64_t local_row) const {
+  if (bf16_slots_) return slots_bf16_.data() + local_row * slot_stride_;
+  return slots_.data() + local_row * slot_stride_;
+}
+
+void TableShard::ReadRows(int64_t begin, int64_t n, float* out) const {
+  if (!bf16_) {
+    std::memcpy(out, weights_.data() + begin * dim_, sizeof(float) * n * dim_);
+    return;
+  }
+  base::WidenBf16(std::span<const uint16_t>(weights_bf16_.data() + begin * dim_, n * dim_), out);
+}
+
+void TableShard::WriteRows(int64_t begin, int64_t n, const float* in) {
+  if (!bf16_) {
+    std::memcpy(weights_.data() + begin * dim_, in, sizeof(float) * n * dim_);
+    return;
+  }
+  base::NarrowBf16Nearest(std::span<const float>(in, n * dim_),
+                          weights_bf16_.data() + begin * dim_);
+}
+
+void TableShard::ReadSlots(int64_t begin, int64_t n, float* out) const {
+  const int64_t count = n * slot_stride_;
+  if (!bf16_slots_) {
+    std::memcpy(out, slots_.data() + begin * slot_stride_, sizeof(float) * count);
+    return;
+  }
+  base::WidenBf16(std::span<const uint16_t>(slots_bf16_.data() + begin * slot_stride_, count),
+                  out);
+}
+
+void TableShard::WriteSlots(int64_t begin, int64_t n, const float* in) {
+  const int64_t count = n * slot_stride_;
+  if (!bf16_slots_) {
+    std::memcpy(slots_.data() + begin * slot_stride_, in, sizeof(float) * count);
+    return;
+  }
+  base::NarrowBf16Nearest(std::span<const float>(in, count),
+                          slots_bf16_.data() + begin * slot_stride_);
+}
+
+void TableShard::UpdateRounded(int64_t local_row, std::span<const float> grad, int64_t step,
+                               float learning_rate) {
+  // Rows up to kStackFloats wide are widened on the stack; wider ones (rare)
+  // in a heap buffer.
+  constexpr int64_t kStackFloats = 1024;
+  alignas(64) float stack[kStackFloats];
+  std::vector<float> heap;
+  float* w = stack;
+  if (dim_ + slot_stride_ > kStackFloats) {
+    heap.resize(dim_ + slot_stride_);
+    w = heap.data();
+  }
+  float* s = w + dim_;
+  ReadRows(local_row, 1, w);
+  ReadSlots(local_row, 1, s);
+  optimizer_.Apply(std::span<float>(w, dim_), std::span<float>(s, slot_stride_), grad, step,
+                   learning_rate);
+  const int64_t row = bf16_ || bf16_slots_ ? OriginalRow(local_row) : 0;
+  if (bf16_) {
+    base::NarrowBf16Stochastic(std::span<const float>(w, dim_),
+                               base::Bf16RoundingKey(seed_, table_index_, row, step),
+                               weights_bf16_.data() + local_row * dim_);
+  } else {
+    std::memcpy(weights_.data() + local_row * dim_, w, sizeof(float) * dim_);
+  }
+  if (slot_stride_ == 0) return;
+  if (bf16_slots_) {
+    base::NarrowBf16Stochastic(
+        std::span<const float>(s, slot_stride_),
+        base::Bf16RoundingKey(seed_, table_index_, row, step + (int64_t{1} << 62)),
+        slots_bf16_.data() + local_row * slot_stride_);
+  } else {
+    std::memcpy(slots_.data() + local_row * slot_stride_, s, sizeof(float) * slot_stride_);
   }
 }
 

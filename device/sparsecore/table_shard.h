@@ -6,10 +6,20 @@
 // OriginalRow maps them back for initialisation, checkpoints and the model
 // checksum. Thread-compatible.
 //
-//   weights_: [local_rows x dim] floats
-//   slots_:   [local_rows x SlotFloats(dim)] floats (row-major, so one row's
-//             slots are contiguous and laid out as Optimizer expects:
+//   weights_: [local_rows x dim] floats        (TableConfig.dtype FP32)
+//       or    [local_rows x dim] bf16 (uint16)  (BF16: weights_bf16_)
+//   slots_:   [local_rows x SlotFloats(dim)] floats, or bf16 with
+//             slot_dtype BF16 (slots_bf16_) (row-major, so one row's slots
+//             are contiguous and laid out as Optimizer expects:
 //             slots_per_param x dim slot-major, then the row slots)
+//
+// BF16 rows and slots (base/bf16.h): readers widen them to fp32 exactly
+// (ReadRows, ReadSlots); Update widens the row and slots, applies the
+// optimizer in fp32 and writes them back with stochastic rounding keyed by
+// base::Bf16RoundingKey(seed, table_index, original row, step) (the slots
+// with the key of step + 2^62, an independent stream), so the bits do not
+// depend on the world size or on threads. WriteRows / WriteSlots round to
+// nearest (initialisation, checkpoint restore).
 #ifndef LEMRT_DEVICE_SPARSECORE_TABLE_SHARD_H_
 #define LEMRT_DEVICE_SPARSECORE_TABLE_SHARD_H_
 
@@ -17,10 +27,12 @@
 #include <span>
 #include <vector>
 
+#include "base/bf16.h"
 #include "base/id_permutation.h"
 #include "base/row_key.h"
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/table_allocator.h"
+#include "glog/logging.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::device {
@@ -60,34 +72,88 @@ class TableShard {
     }
     return global_row / total_sc_;
   }
-  const float* row(int64_t local_row) const { return weights_.data() + local_row * dim_; }
+  // Whether rows (bf16()) and slots (bf16_slots()) are stored as bf16.
+  bool bf16() const { return bf16_; }
+  bool bf16_slots() const { return bf16_slots_; }
+  // Bytes of one stored element of a row (4 or 2) and of one row.
+  int element_bytes() const { return bf16_ ? 2 : 4; }
+  int64_t row_bytes() const { return int64_t{dim_} * element_bytes(); }
+  // The fp32 row at `local_row`; FP32 tables only (DCHECK).
+  const float* row(int64_t local_row) const {
+    DCHECK(!bf16_);
+    return weights_.data() + local_row * dim_;
+  }
+  // The bf16 row at `local_row`; BF16 tables only (DCHECK).
+  const uint16_t* row_bf16(int64_t local_row) const {
+    DCHECK(bf16_);
+    return weights_bf16_.data() + local_row * dim_;
+  }
+  // The stored row and slots of `local_row`, whatever the format (prefetch).
+  const void* row_address(int64_t local_row) const {
+    return bf16_ ? static_cast<const void*>(row_bf16(local_row)) : row(local_row);
+  }
+  const void* slots_address(int64_t local_row) const;
+  int64_t slots_bytes_per_row() const { return slot_stride_ * (bf16_slots_ ? 2 : 4); }
 
   // Applies the optimizer to one row with gradient `grad` (dim floats) as
-  // update number `step` (1-based) at `learning_rate` (see Optimizer::Apply).
+  // update number `step` (1-based) at `learning_rate` (see Optimizer::Apply);
+  // BF16 rows and slots through fp32 and stochastic rounding (above).
   void Update(int64_t local_row, std::span<const float> grad, int64_t step,
               float learning_rate) {
-    optimizer_.Apply(std::span<float>(weights_.data() + local_row * dim_, dim_),
-                     std::span<float>(slots_.data() + local_row * slot_stride_, slot_stride_),
-                     grad, step, learning_rate);
+    if (!bf16_ && !bf16_slots_) {
+      optimizer_.Apply(std::span<float>(weights_.data() + local_row * dim_, dim_),
+                       std::span<float>(slots_.data() + local_row * slot_stride_, slot_stride_),
+                       grad, step, learning_rate);
+      return;
+    }
+    UpdateRounded(local_row, grad, step, learning_rate);
   }
   const Optimizer& optimizer() const { return optimizer_; }
-  // One row's slots (Optimizer::SlotFloats(dim) floats).
+  // Optimizer::SlotFloats(dim): slot values per row.
+  int64_t slot_stride() const { return slot_stride_; }
+  // One row's fp32 slots; FP32 slots only (DCHECK).
   std::span<const float> row_slots(int64_t local_row) const {
+    DCHECK(!bf16_slots_);
     return std::span<const float>(slots_.data() + local_row * slot_stride_, slot_stride_);
   }
 
-  // One row's weights and slots, writable (checkpoint restore).
+  // One row's fp32 weights and slots, writable; FP32 rows / slots only
+  // (DCHECK; initialisation in place).
   std::span<float> mutable_row(int64_t local_row) {
+    DCHECK(!bf16_);
     return std::span<float>(weights_.data() + local_row * dim_, dim_);
   }
   std::span<float> mutable_row_slots(int64_t local_row) {
+    DCHECK(!bf16_slots_);
     return std::span<float>(slots_.data() + local_row * slot_stride_, slot_stride_);
   }
 
-  std::span<const float> weights() const { return weights_; }
-  std::span<float> mutable_weights() { return std::span<float>(weights_); }
+  // All fp32 rows ([local_rows x dim]); FP32 tables only (DCHECK).
+  std::span<const float> weights() const {
+    DCHECK(!bf16_);
+    return weights_;
+  }
+  // All stored row bits, either format: [local_rows x row_bytes()] bytes.
+  std::span<const uint8_t> weight_bytes() const {
+    const void* p = bf16_ ? static_cast<const void*>(weights_bf16_.data()) : weights_.data();
+    return std::span<const uint8_t>(static_cast<const uint8_t*>(p), local_rows_ * row_bytes());
+  }
+
+  // Rows [begin, begin + n) as fp32 (exact for BF16) into out[n x dim].
+  void ReadRows(int64_t begin, int64_t n, float* out) const;
+  // Writes rows [begin, begin + n) from in[n x dim] (BF16: rounded to
+  // nearest-even).
+  void WriteRows(int64_t begin, int64_t n, const float* in);
+  // The slots of rows [begin, begin + n) as fp32 into out[n x slot_stride()],
+  // and written from in[n x slot_stride()] (BF16: rounded to nearest-even).
+  void ReadSlots(int64_t begin, int64_t n, float* out) const;
+  void WriteSlots(int64_t begin, int64_t n, const float* in);
 
  private:
+  // Update for BF16 rows or slots.
+  void UpdateRounded(int64_t local_row, std::span<const float> grad, int64_t step,
+                     float learning_rate);
+
   int dim_;
   int global_sc_;
   int total_sc_;
@@ -97,9 +163,16 @@ class TableShard {
   int64_t slot_stride_;
   const Optimizer& optimizer_;
   base::IdPermutation permutation_;
-  // Aligned rows on huge pages where possible (table_allocator.h).
+  int table_index_;
+  uint64_t seed_;
+  bool bf16_;
+  bool bf16_slots_;
+  // Aligned rows on huge pages where possible (table_allocator.h); of each
+  // pair, the one of the stored format is used and the other stays empty.
   std::vector<float, TableAllocator<float>> weights_;
+  std::vector<uint16_t, TableAllocator<uint16_t>> weights_bf16_;
   std::vector<float, TableAllocator<float>> slots_;
+  std::vector<uint16_t, TableAllocator<uint16_t>> slots_bf16_;
 };
 
 // The initial values of global row `row` of table `table_index`: element k

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/bf16.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -24,14 +25,40 @@ absl::Status ReadErrno(const std::string& what, const std::string& path) {
 }
 
 
+// Values [0, n) at `p` stored with `bytes` (4 or 2) bytes each, to fp32.
+void DecodeValues(const char* p, int64_t n, int bytes, float* out) {
+  if (bytes == 4) {
+    std::memcpy(out, p, 4 * n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t b;
+    std::memcpy(&b, p + 2 * i, 2);
+    out[i] = base::Bf16ToFloat(b);
+  }
+}
+
+void EncodeValues(const float* in, int64_t n, int bytes, char* p) {
+  if (bytes == 4) {
+    std::memcpy(p, in, 4 * n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t b = base::FloatToBf16Nearest(in[i]);
+    std::memcpy(p + 2 * i, &b, 2);
+  }
+}
+
 // Checks one mapped table file's records: row ids (record k holds the
 // original row of placed row first_row + k row_stride) and checksum, copying
-// rows out to their original rows.
+// rows out (as fp32) to their original rows.
 absl::Status CheckTableFile(const std::string& path, std::span<const char> bytes,
                             const FileEntry& file, const base::IdPermutation& permutation,
-                            int64_t first_row, int64_t row_stride, int dim, int64_t slot_floats,
+                            int64_t first_row, int64_t row_stride, const TableEntry& t,
                             float* weights, float* slots) {
-  const int64_t rb = 8 + 4 * (int64_t{dim} + slot_floats);
+  const int dim = t.dim();
+  const int64_t slot_floats = SlotFloatsPerRecord(t);
+  const int64_t rb = RecordBytes(t);
   const char* p = bytes.data();
   uint64_t sum = 0;
   for (int64_t k = 0; k < file.records(); ++k, p += rb) {
@@ -44,10 +71,8 @@ absl::Status CheckTableFile(const std::string& path, std::span<const char> bytes
           row, want));
     }
     sum += RecordHash(std::span<const char>(p, rb));
-    std::memcpy(weights + row * dim, p + 8, 4 * int64_t{dim});
-    if (slots != nullptr && slot_floats > 0) {
-      std::memcpy(slots + row * slot_floats, p + 8 + 4 * int64_t{dim}, 4 * slot_floats);
-    }
+    DecodeRecord(t, p, weights + row * dim,
+                 slots != nullptr && slot_floats > 0 ? slots + row * slot_floats : nullptr);
   }
   return CheckChecksum(path, sum, file.checksum());
 }
@@ -67,6 +92,23 @@ std::string DescribeNonFinite(std::span<const float> values, int64_t width,
 }
 
 }  // namespace
+
+void DecodeRecord(const TableEntry& t, const char* record, float* weights, float* slots) {
+  const int64_t dim = t.dim();
+  DecodeValues(record + 8, dim, WeightBytes(t), weights);
+  if (slots != nullptr) {
+    DecodeValues(record + 8 + WeightBytes(t) * dim, SlotFloatsPerRecord(t), SlotBytes(t), slots);
+  }
+}
+
+void EncodeRecord(const TableEntry& t, const float* weights, const float* slots, char* record) {
+  const int64_t dim = t.dim();
+  EncodeValues(weights, dim, WeightBytes(t), record + 8);
+  const int64_t slot_floats = SlotFloatsPerRecord(t);
+  if (slot_floats > 0) {
+    EncodeValues(slots, slot_floats, SlotBytes(t), record + 8 + WeightBytes(t) * dim);
+  }
+}
 
 std::string Join(const std::string& dir, const std::string& name) {
   return absl::StrCat(dir, "/", name);
@@ -181,8 +223,7 @@ absl::Status ReadWholeTable(const std::string& dir, const Manifest& manifest,
     for (int g = 0; g < t.files_size(); ++g) {
       LEMRT_RETURN_IF_ERROR(CheckTableFile(Join(dir, t.files(g).name()), files[g].bytes(),
                                            t.files(g), SavedPermutation(t), g,
-                                           manifest.total_sparse_cores(), t.dim(),
-                                           slot_floats, weights->data(),
+                                           manifest.total_sparse_cores(), t, weights->data(),
                                            slots == nullptr ? nullptr : slots->data()));
     }
     return absl::OkStatus();

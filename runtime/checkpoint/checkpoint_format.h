@@ -11,10 +11,11 @@
 //   +------------------+--------------------+-------------------------------+
 //   | int64 global row | float weights[dim] | float slots[spp x dim + rs]   |
 //   +------------------+--------------------+-------------------------------+
-//   record bytes = 8 + 4 x (dim x (1 + spp) + rs)
+//   record bytes = 8 + wb x dim + sb x (spp x dim + rs)
 //   (spp = optimizer slots per parameter, slot-major; rs = slots per row,
 //   e.g. row-wise Adagrad's accumulator, TableEntry.row_slots; formats 1
-//   and 2 have no rs)
+//   and 2 have no rs; wb, sb = 4 for fp32 values, 2 for bf16 ones:
+//   TableEntry.dtype / slot_dtype, format 4)
 //
 // so row j is record j / N of file j % N: a rank restoring on another world
 // size maps the files and touches only the records of the rows it owns. With
@@ -45,8 +46,9 @@
 namespace lemrt::checkpoint {
 
 // 2: the manifest carries manifest_checksum and config_text; 3: tables may
-// have per-row slots (row_slots). 1 and 2 are still read.
-inline constexpr int kFormatVersion = 3;
+// have per-row slots (row_slots); 4: tables may store bf16 weights or slots
+// (dtype, slot_dtype). 1 to 3 are still read.
+inline constexpr int kFormatVersion = 4;
 inline constexpr char kDenseFileName[] = "dense.bin";
 
 // "step-00001200" (at least 8 digits).
@@ -65,9 +67,21 @@ inline base::IdPermutation SavedPermutation(const TableEntry& table) {
 inline int64_t SlotFloatsPerRecord(const TableEntry& t) {
   return int64_t{t.dim()} * t.slots_per_param() + t.row_slots();
 }
+// Bytes of one stored weight and of one stored slot value of table `t`.
+inline int WeightBytes(const TableEntry& t) { return t.dtype() == "bf16" ? 2 : 4; }
+inline int SlotBytes(const TableEntry& t) { return t.slot_dtype() == "bf16" ? 2 : 4; }
 inline int64_t RecordBytes(const TableEntry& t) {
-  return 8 + 4 * (int64_t{t.dim()} + SlotFloatsPerRecord(t));
+  return 8 + WeightBytes(t) * int64_t{t.dim()} + SlotBytes(t) * SlotFloatsPerRecord(t);
 }
+
+// Decodes the weights (dim values) and, when `slots` is not null, the slots
+// (SlotFloatsPerRecord values) of the record at `record` to fp32 (bf16
+// widened exactly).
+void DecodeRecord(const TableEntry& t, const char* record, float* weights, float* slots);
+// Encodes fp32 `weights` and `slots` into the record at `record` (after its
+// row field), as `t` stores them (bf16: rounded to nearest-even, which keeps
+// values that are bf16 already).
+void EncodeRecord(const TableEntry& t, const float* weights, const float* slots, char* record);
 
 // Records of table file g: the rows j < vocab_size with j % total_sc == g.
 inline int64_t RecordsInFile(int64_t vocab_size, int global_sc, int total_sc) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/bf16.h"
 #include "google/protobuf/text_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -44,9 +45,10 @@ std::string ReadAll(const std::string& path) {
 // it: files in placed-row order, each record naming its original row.
 // `poison` makes one stored float NaN, checksums and all (a saved diverged
 // model): 1 row 3's weight, 2 row 3's slot, 3 the second dense parameter.
+// With `bf16`, weights and slots are stored as bf16 (rounded to nearest).
 Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc,
                              std::optional<uint64_t> shuffle_key = std::nullopt,
-                             int poison = 0) {
+                             int poison = 0, bool bf16 = false) {
   Manifest m;
   m.set_format_version(kFormatVersion);
   m.set_step(7);
@@ -61,6 +63,10 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
   t->set_optimizer("adagrad");
   t->set_slots_per_param(1);
   if (shuffle_key.has_value()) t->set_id_shuffle_key(*shuffle_key);
+  if (bf16) {
+    t->set_dtype("bf16");
+    t->set_slot_dtype("bf16");
+  }
   const base::IdPermutation permutation = SavedPermutation(*t);
   const int64_t rb = RecordBytes(*t);
   for (int g = 0; g < total_sc; ++g) {
@@ -75,7 +81,8 @@ Manifest WriteFakeCheckpoint(const std::string& dir, int64_t vocab, int total_sc
       float v[4] = {float(row), -float(row), row / 10.0f, row / 10.0f};
       if (row == 3 && (poison == 1 || poison == 2)) v[poison == 1 ? 1 : 3] = std::nanf("");
       std::memcpy(bytes.data() + k * rb, &row, 8);
-      std::memcpy(bytes.data() + k * rb + 8, v, 16);
+      EncodeRecord(*t, v, v + 2, bytes.data() + k * rb);
+      DecodeRecord(*t, bytes.data() + k * rb, v, v + 2);  // the stored values
       sum += RecordHash(std::span<const char>(bytes.data() + k * rb, rb));
       row_hash_sum += runtime::ModelRowHash(0, row, v, 2);
     }
@@ -493,6 +500,62 @@ TEST(CheckpointFormatTest, FailedWriteRemovesTheTemporary) {
   struct stat info;
   EXPECT_NE(lstat((path + ".tmp").c_str(), &info), 0);
   EXPECT_NE(access(path.c_str(), F_OK), 0);
+}
+
+// BF16 tables: 2-byte values in the records, read back (ReadWholeTable,
+// what `lemrt_ckpt export` writes) as the exact fp32 of the stored bf16;
+// the model checksum is over those values, so Verify passes.
+TEST(CheckpointFormatTest, Bf16RecordsReadBackAsFp32) {
+  TableEntry e;
+  e.set_dim(16);
+  e.set_slots_per_param(1);
+  e.set_dtype("bf16");
+  EXPECT_EQ(RecordBytes(e), 8 + 2 * 16 + 4 * 16);
+  e.set_slot_dtype("bf16");
+  EXPECT_EQ(RecordBytes(e), 8 + 2 * 32);
+  // Encode / decode: nearest-even rounding, then exact widening.
+  const float w[2] = {1.0f / 3.0f, -1e-3f}, sl[2] = {0.1f, 7.0f};
+  TableEntry t;
+  t.set_dim(2);
+  t.set_slots_per_param(1);
+  t.set_dtype("bf16");
+  t.set_slot_dtype("bf16");
+  std::string rec(RecordBytes(t), '\0');
+  EncodeRecord(t, w, sl, rec.data());
+  float w2[2], s2[2];
+  DecodeRecord(t, rec.data(), w2, s2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(w2[i], base::Bf16ToFloat(base::FloatToBf16Nearest(w[i])));
+    EXPECT_EQ(s2[i], base::Bf16ToFloat(base::FloatToBf16Nearest(sl[i])));
+  }
+  EXPECT_NE(w2[0], w[0]);  // 1/3 is not a bf16 value
+
+  const std::string dir = TempDir();
+  const Manifest m = WriteFakeCheckpoint(dir, 10, 3, std::nullopt, 0, /*bf16=*/true);
+  const Manifest read = *ReadManifest(dir);
+  EXPECT_EQ(read.tables(0).dtype(), "bf16");
+  std::vector<float> weights, slots;
+  ASSERT_TRUE(ReadWholeTable(dir, read, "t0", &weights, &slots).ok());
+  ASSERT_EQ(weights.size(), 20u);
+  for (int j = 0; j < 10; ++j) {
+    EXPECT_EQ(weights[2 * j], static_cast<float>(j));  // small integers are bf16 values
+    EXPECT_EQ(slots[2 * j], base::Bf16ToFloat(base::FloatToBf16Nearest(j / 10.0f))) << j;
+  }
+  EXPECT_TRUE(VerifyCheckpoint(dir, read).ok()) << VerifyCheckpoint(dir, read);
+}
+
+// Manifests: dtype needs format 4 and names a known format.
+TEST(CheckpointFormatTest, ManifestDtypeChecks) {
+  const std::string dir = TempDir();
+  Manifest m = WriteFakeCheckpoint(dir, 10, 2, std::nullopt, 0, /*bf16=*/true);
+  m.set_format_version(3);
+  ASSERT_TRUE(WriteManifest(dir, m).ok());
+  EXPECT_THAT(ReadManifest(dir).status().message(),
+              HasSubstr("dtype / slot_dtype in a format_version 3"));
+  m.set_format_version(kFormatVersion);
+  m.mutable_tables(0)->set_slot_dtype("fp8");
+  ASSERT_TRUE(WriteManifest(dir, m).ok());
+  EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("stores values as 'fp8'"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
+#include "proto/config_loader.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/checkpoint_format.h"
 #include "runtime/checkpoint/config_match.h"
@@ -37,7 +38,9 @@ absl::Status RestoreTable(const std::string& dir, const Manifest& m, int t,
     files.push_back(std::move(f));
   }
   const int64_t rb = RecordBytes(e);
-  const int64_t slot_floats = SlotFloatsPerRecord(e);
+  // Records decode to fp32 and the shard stores them in its own format
+  // (TableConfig.dtype / slot_dtype: fp32 -> bf16 rounds to nearest-even).
+  std::vector<float> weights(e.dim()), slots(SlotFloatsPerRecord(e));
   // Layout-free: each shard row's original row, placed as the saving run
   // placed it (id shuffling on either side, or neither).
   const base::IdPermutation saved = SavedPermutation(e);
@@ -57,13 +60,20 @@ absl::Status RestoreTable(const std::string& dir, const Manifest& m, int t,
             Join(dir, e.files(g).name()), k, stored, row));
       }
       (*sums)[int64_t{t} * old_sc + g] += RecordHash(std::span<const char>(p, rb));
-      std::memcpy(shard.mutable_row(r).data(), p + 8, 4 * int64_t{e.dim()});
-      if (slot_floats > 0) {
-        std::memcpy(shard.mutable_row_slots(r).data(), p + 8 + 4 * e.dim(), 4 * slot_floats);
-      }
+      DecodeRecord(e, p, weights.data(), slots.data());
+      shard.WriteRows(r, 1, weights.data());
+      shard.WriteSlots(r, 1, slots.data());
     }
   }
   return absl::OkStatus();
+}
+
+// Whether restoring `m` into `config` rounds some table's fp32 rows to bf16.
+bool NarrowsRows(const Manifest& m, const config::RunConfig& config) {
+  for (int t = 0; t < m.tables_size() && t < config.tables_size(); ++t) {
+    if (WeightBytes(m.tables(t)) == 4 && config::IsBf16(config.tables(t).dtype())) return true;
+  }
+  return false;
 }
 
 absl::Status RestoreDense(const std::string& dir, const Manifest& m,
@@ -115,7 +125,9 @@ absl::Status RestoreOne(const std::string& dir, const config::RunConfig& config,
   dense.set_updates(m.dense_updates());
   LEMRT_ASSIGN_OR_RETURN(runtime::ModelStats stats,
                          runtime::ComputeModelStats(comm, sparse, dense.model().params()));
-  if (stats.checksum != m.model_checksum()) {
+  // Rows narrowed from fp32 to bf16 on restore are a different model: the
+  // saved checksum no longer applies (the files' checksums were verified).
+  if (stats.checksum != m.model_checksum() && !NarrowsRows(m, config)) {
     return absl::DataLossError(absl::StrFormat(
         "checkpoint '%s': the restored model's checksum is %s, the manifest says %s.", dir,
         stats.checksum, m.model_checksum()));

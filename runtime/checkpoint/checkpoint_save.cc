@@ -48,6 +48,8 @@ Manifest SkeletonManifest(const config::RunConfig& config, int world_size, int64
     e->set_optimizer(opt->name());
     e->set_slots_per_param(opt->slots_per_param());
     if (opt->row_slots() > 0) e->set_row_slots(opt->row_slots());
+    if (config::IsBf16(tc.dtype())) e->set_dtype("bf16");
+    if (config::IsBf16(tc.slot_dtype())) e->set_slot_dtype("bf16");
     const base::IdPermutation permutation = config::TableIdPermutation(config, t);
     if (!permutation.identity()) e->set_id_shuffle_key(permutation.key());
     for (int g = 0; g < total_sc; ++g) {
@@ -79,6 +81,7 @@ absl::Status WriteLocalTables(const std::string& dir, const Manifest& m,
       static_cast<int>(sparse.sparse_cores().size()) * m.tables_size();
   const int total_sc = m.total_sparse_cores();
   std::string buffer;
+  std::vector<float> weights, slots;
   for (const auto& sc : sparse.sparse_cores()) {
     for (int t = 0; t < m.tables_size(); ++t) {
       const device::TableShard& shard = sc->shard(t);
@@ -88,16 +91,19 @@ absl::Status WriteLocalTables(const std::string& dir, const Manifest& m,
       const int g = static_cast<int>(shard.GlobalRow(0));
       const TableEntry& e = m.tables(t);
       const int64_t rb = RecordBytes(e);
-      const int64_t slot_bytes = 4 * SlotFloatsPerRecord(e);
       CHECK_EQ(shard.local_rows(), e.files(g).records());
       buffer.resize(shard.local_rows() * rb);
       uint64_t sum = 0;
+      // Through fp32 (bf16 values widen and encode back bit for bit).
+      weights.resize(e.dim());
+      slots.resize(shard.slot_stride());
       for (int64_t r = 0; r < shard.local_rows(); ++r) {
         char* p = buffer.data() + r * rb;
         const int64_t row = shard.OriginalRow(r);
         std::memcpy(p, &row, 8);
-        std::memcpy(p + 8, shard.row(r), 4 * int64_t{e.dim()});
-        if (slot_bytes > 0) std::memcpy(p + 8 + 4 * e.dim(), shard.row_slots(r).data(), slot_bytes);
+        shard.ReadRows(r, 1, weights.data());
+        shard.ReadSlots(r, 1, slots.data());
+        EncodeRecord(e, weights.data(), slots.data(), p);
         sum += RecordHash(std::span<const char>(p, rb));
       }
       const std::string path = Join(dir, e.files(g).name());

@@ -119,6 +119,18 @@ absl::Status CheckManifestFields(const Manifest& m, const std::string& dir, cons
       return bad(absl::StrFormat("table '%s' has row_slots in a format_version %d manifest",
                                  t.name(), m.format_version()));
     }
+    for (const std::string* dtype : {&t.dtype(), &t.slot_dtype()}) {
+      if (!dtype->empty() && *dtype != "fp32" && *dtype != "bf16") {
+        return bad(absl::StrFormat("table '%s' stores values as '%s' (this build reads fp32 and "
+                                   "bf16)",
+                                   t.name(), *dtype));
+      }
+    }
+    if (m.format_version() < 4 && (t.has_dtype() || t.has_slot_dtype())) {
+      return bad(absl::StrFormat("table '%s' has dtype / slot_dtype in a format_version %d "
+                                 "manifest",
+                                 t.name(), m.format_version()));
+    }
     if (t.files_size() != m.total_sparse_cores()) {
       return bad(absl::StrFormat("table '%s' lists %d files, expected one per SparseCore (%d)",
                                  t.name(), t.files_size(), m.total_sparse_cores()));

@@ -34,8 +34,8 @@ float LocalMaxInt8Error(const SparseCoreStage& sparse) {
     for (int t = 0; t < sc->num_tables(); ++t) {
       const device::TableShard& shard = sc->shard(t);
       for (int64_t r = 0; r < shard.local_rows(); ++r) {
-        const float* row = shard.row(r);
-        scratch.assign(row, row + shard.dim());
+        scratch.resize(shard.dim());
+        shard.ReadRows(r, 1, scratch.data());
         max_error = std::max(max_error, device::Int8RoundTripRow(scratch));
       }
     }

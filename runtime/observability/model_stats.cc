@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "base/random.h"
@@ -19,18 +20,23 @@ absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCor
   // after another);
   // the squares are summed row after row in the original order.
   constexpr int64_t kLanes = 8;
+  std::vector<float> widened;
   for (const auto& sc : sparse.sparse_cores()) {
     for (int t = 0; t < sc->num_tables(); ++t) {
       const device::TableShard& shard = sc->shard(t);
       const int dim = shard.dim();
+      // BF16 rows are hashed as their (exact) fp32 values, so a checkpoint
+      // converted from BF16 to FP32 keeps the checksum.
+      widened.resize(shard.bf16() ? kLanes * dim : 0);
       for (int64_t r0 = 0; r0 < shard.local_rows(); r0 += kLanes) {
         const int64_t lanes = std::min(kLanes, shard.local_rows() - r0);
         uint64_t h[kLanes];
         const float* rows[kLanes];
+        if (shard.bf16()) shard.ReadRows(r0, lanes, widened.data());
         for (int64_t l = 0; l < lanes; ++l) {
           h[l] = base::HashKeys(
               {static_cast<uint64_t>(t), static_cast<uint64_t>(shard.OriginalRow(r0 + l))});
-          rows[l] = shard.row(r0 + l);
+          rows[l] = shard.bf16() ? widened.data() + l * dim : shard.row(r0 + l);
         }
         for (int d = 0; d < dim; ++d) {
           for (int64_t l = 0; l < lanes; ++l) {

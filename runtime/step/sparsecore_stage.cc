@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/bf16.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::runtime {
@@ -43,6 +44,7 @@ SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& 
                                  std::span<const device::Optimizer* const> optimizers,
                                  bool initialize_tables)
     : comm_(comm),
+      bf16_exchange_(config::IsBf16(config.sparse_core().exchange_dtype())),
       S_(config.topology().sparse_cores_per_chip()),
       W_(comm.size()),
       world_size_independent_(config.training().world_size_independent()) {
@@ -257,10 +259,8 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
     buf->source_offsets[k + 1] = buf->source_offsets[k] + device::PartialFloats(seg, table_dims_);
   }
   buf->source_partials.resize(buf->source_offsets[segs]);
-  BlockBytes(buf->owner_offsets, W_, block, sizeof(float), &buf->bytes_a, &buf->offs_a);
-  BlockBytes(buf->source_offsets, W_, block, sizeof(float), &buf->bytes_b, &buf->offs_b);
-  st = comm_.AllToAllv(buf->owner_partials.data(), buf->bytes_a, buf->offs_a,
-                       buf->source_partials.data(), buf->bytes_b, buf->offs_b);
+  st = ExchangeValues(buf->owner_partials.data(), buf->owner_offsets,
+                      buf->source_partials.data(), buf->source_offsets, buf);
   if (!st.ok()) return st;
 
   // 5. Sum partials into activations, destination SparseCores in order.
@@ -276,7 +276,6 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
 absl::Status SparseCoreStage::ExchangeGradients(const layout::PartitionedCoo& coo,
                                                 std::span<const float> d_activations,
                                                 SparseStepBuffers* buf) {
-  const int block = S_ * S_;
   buf->grads_out.resize(buf->source_partials.size());
   float* g = buf->grads_out.data();
   ForEachGroup(coo, [&](const CooEntry& e, int dim) {
@@ -285,10 +284,30 @@ absl::Status SparseCoreStage::ExchangeGradients(const layout::PartitionedCoo& co
     g += dim;
   });
   buf->grads_in.resize(buf->owner_partials.size());
-  BlockBytes(buf->source_offsets, W_, block, sizeof(float), &buf->bytes_a, &buf->offs_a);
-  BlockBytes(buf->owner_offsets, W_, block, sizeof(float), &buf->bytes_b, &buf->offs_b);
-  return comm_.AllToAllv(buf->grads_out.data(), buf->bytes_a, buf->offs_a,
-                         buf->grads_in.data(), buf->bytes_b, buf->offs_b);
+  return ExchangeValues(buf->grads_out.data(), buf->source_offsets, buf->grads_in.data(),
+                        buf->owner_offsets, buf);
+}
+
+absl::Status SparseCoreStage::ExchangeValues(const float* send,
+                                             std::span<const int64_t> send_offsets, float* recv,
+                                             std::span<const int64_t> recv_offsets,
+                                             SparseStepBuffers* buf) {
+  const int block = S_ * S_;
+  const int64_t unit = bf16_exchange_ ? 2 : sizeof(float);
+  BlockBytes(send_offsets, W_, block, unit, &buf->bytes_a, &buf->offs_a);
+  BlockBytes(recv_offsets, W_, block, unit, &buf->bytes_b, &buf->offs_b);
+  if (!bf16_exchange_) {
+    return comm_.AllToAllv(send, buf->bytes_a, buf->offs_a, recv, buf->bytes_b, buf->offs_b);
+  }
+  const int64_t sent = send_offsets.back(), received = recv_offsets.back();
+  buf->send_bf16.resize(sent);
+  buf->recv_bf16.resize(received);
+  base::NarrowBf16Nearest(std::span<const float>(send, sent), buf->send_bf16.data());
+  absl::Status st = comm_.AllToAllv(buf->send_bf16.data(), buf->bytes_a, buf->offs_a,
+                                    buf->recv_bf16.data(), buf->bytes_b, buf->offs_b);
+  if (!st.ok()) return st;
+  base::WidenBf16(buf->recv_bf16, recv);
+  return absl::OkStatus();
 }
 
 void SparseCoreStage::AppendGradientViews(const SparseStepBuffers& buf, int l) {

@@ -8,8 +8,11 @@
 //   forward 1: MPI_Alltoall of S x S segment sizes per rank pair (8 S^2 B)
 //   forward 2: MPI_Alltoallv of COO entries (24 B per id after per-sample dedup)
 //   forward 3: MPI_Alltoallv of partials (4 x dim B per (sample, feature,
-//              destination SparseCore) group)
-//   backward:  MPI_Alltoallv of gradients, the reverse of forward 3.
+//              destination SparseCore) group; 2 x dim B with
+//              sparse_core.exchange_dtype BF16: each value rounded to the
+//              nearest bf16 before it is sent, widened exactly after)
+//   backward:  MPI_Alltoallv of gradients, the reverse of forward 3 (bf16
+//              alike).
 // Segment order everywhere is [destination SC][source local SC]; on the
 // receiving side [source rank][destination local SC][source local SC].
 #ifndef LEMRT_RUNTIME_STEP_SPARSECORE_STAGE_H_
@@ -53,6 +56,9 @@ struct SparseStepBuffers {
   std::vector<int64_t> bytes_a, offs_a, bytes_b, offs_b;
   std::vector<float> grads_in;                    // owner side, layout of owner_partials
   std::vector<float> grads_out;                   // source side, layout of source_partials
+  // BF16 exchanges (sparse_core.exchange_dtype): the values as sent and
+  // received, in the layout of the float buffers they stand for.
+  std::vector<uint16_t> send_bf16, recv_bf16;
   // Kernel spans of the last Forward (which clears the list) and Backward.
   std::vector<SparseCoreSpan> sc_spans;
 };
@@ -126,6 +132,12 @@ class SparseCoreStage {
   // (buf->grads_in).
   absl::Status ExchangeGradients(const layout::PartitionedCoo& coo,
                                  std::span<const float> d_activations, SparseStepBuffers* buf);
+  // The partials' or gradients' exchange: the values at `send` (per-segment
+  // float offsets send_offsets) to their ranks, into `recv` (recv_offsets),
+  // as fp32 or (bf16_exchange_) as bf16 through buf's bf16 buffers.
+  absl::Status ExchangeValues(const float* send, std::span<const int64_t> send_offsets,
+                              float* recv, std::span<const int64_t> recv_offsets,
+                              SparseStepBuffers* buf);
   // Appends local SC l's received gradient views of `buf` to ins_.
   void AppendGradientViews(const SparseStepBuffers& buf, int l);
   // The exchanges and the one update of the minibatches group_members_.
@@ -151,6 +163,7 @@ class SparseCoreStage {
   void ForEachGroup(const layout::PartitionedCoo& coo, Fn&& fn) const;
 
   Communicator& comm_;
+  bool bf16_exchange_;
   int S_;
   int W_;
   bool world_size_independent_;  // training.world_size_independent
