@@ -6,6 +6,10 @@
 //                                       one logical table as a [vocab x dim]
 //                                       float32 .npy (--slots: its optimizer
 //                                       slots, [vocab x slot floats per row])
+//   lemrt_ckpt import DIR --table=NAME --npy=FILE.npy
+//                                       replaces the table's rows with a
+//                                       [vocab x dim] float32 .npy (pretrained
+//                                       rows); rewrites DIR's step atomically
 //
 // DIR is a step directory or a directory of them (the newest complete one).
 #include <cstdio>
@@ -20,11 +24,13 @@
 #include "google/protobuf/text_format.h"
 #include "runtime/checkpoint/checkpoint_format.h"
 #include "runtime/checkpoint/manifest.h"
-#include "runtime/checkpoint/step_dirs.h"
 #include "runtime/checkpoint/npy.h"
+#include "runtime/checkpoint/step_dirs.h"
+#include "runtime/checkpoint/table_import.h"
 
-DEFINE_string(table, "", "export: the logical table to write.");
+DEFINE_string(table, "", "export, import: the logical table to write or replace.");
 DEFINE_string(out, "", "export: the .npy file to write.");
+DEFINE_string(npy, "", "import: the [vocab x dim] float32 .npy file of the table's new rows.");
 DEFINE_bool(slots, false, "export: write the table's optimizer slots instead of its weights.");
 DEFINE_bool(full, false, "inspect: print the whole manifest, with every file entry.");
 
@@ -45,8 +51,9 @@ absl::Status Inspect(const std::string& dir, const Manifest& m) {
   for (const TableEntry& t : m.tables()) {
     int64_t bytes = 0;
     for (const FileEntry& f : t.files()) bytes += f.bytes();
-    std::printf("%-16s %12ld %5d %-15s %12ld\n", t.name().c_str(), static_cast<long>(t.vocab_size()),
-                t.dim(), t.optimizer().c_str(), static_cast<long>(bytes));
+    std::printf("%-16s %12ld %5d %-15s %12ld\n", t.name().c_str(),
+                static_cast<long>(t.vocab_size()), t.dim(), t.optimizer().c_str(),
+                static_cast<long>(bytes));
   }
   std::printf("%-16s %12ld %5s %-15s %12ld\n", "(dense)", static_cast<long>(m.dense().num_params()),
               "", m.dense().optimizer().c_str(), static_cast<long>(m.dense().file().bytes()));
@@ -63,20 +70,31 @@ absl::Status Export(const std::string& dir, const Manifest& m) {
     return absl::InvalidArgumentError("export needs --table=NAME and --out=FILE.npy");
   }
   std::vector<float> weights, slots;
-  LEMRT_RETURN_IF_ERROR(ReadWholeTable(dir, m, FLAGS_table, &weights, FLAGS_slots ? &slots : nullptr));
+  LEMRT_RETURN_IF_ERROR(
+      ReadWholeTable(dir, m, FLAGS_table, &weights, FLAGS_slots ? &slots : nullptr));
   for (const TableEntry& t : m.tables()) {
     if (t.name() != FLAGS_table) continue;
     const int64_t cols = FLAGS_slots ? SlotFloatsPerRecord(t) : t.dim();
-    LEMRT_RETURN_IF_ERROR(
-        WriteNpy(FLAGS_out, t.vocab_size(), cols, FLAGS_slots ? slots : weights));
-    std::printf("wrote %s: table '%s' %s, %ld x %ld float32\n", FLAGS_out.c_str(),
-                t.name().c_str(), FLAGS_slots ? "slots" : "weights",
-                static_cast<long>(t.vocab_size()), static_cast<long>(cols));
+    LEMRT_RETURN_IF_ERROR(WriteNpy(FLAGS_out, t.vocab_size(), cols, FLAGS_slots ? slots : weights));
+    std::printf("wrote %s: table '%s' %s, %ld x %ld float32\n", FLAGS_out.c_str(), t.name().c_str(),
+                FLAGS_slots ? "slots" : "weights", static_cast<long>(t.vocab_size()),
+                static_cast<long>(cols));
   }
   return absl::OkStatus();
 }
 
+absl::Status Import(const std::string& dir) {
+  if (FLAGS_table.empty() || FLAGS_npy.empty()) {
+    return absl::InvalidArgumentError("import needs --table=NAME and --npy=FILE.npy");
+  }
+  LEMRT_ASSIGN_OR_RETURN(const ImportResult r, ImportTable(dir, FLAGS_table, FLAGS_npy));
+  std::printf("imported %s into table '%s' of %s (model checksum %s)\n", FLAGS_npy.c_str(),
+              FLAGS_table.c_str(), r.step_dir.c_str(), r.model_checksum.c_str());
+  return absl::OkStatus();
+}
+
 absl::Status Main(const std::string& command, const std::string& dir_arg) {
+  if (command == "import") return Import(dir_arg);
   LEMRT_ASSIGN_OR_RETURN(const std::string dir, ResolveCheckpointDir(dir_arg));
   LEMRT_ASSIGN_OR_RETURN(const Manifest m, ReadManifest(dir));
   if (command == "inspect") return Inspect(dir, m);
@@ -88,7 +106,7 @@ absl::Status Main(const std::string& command, const std::string& dir_arg) {
   }
   if (command == "export") return Export(dir, m);
   return absl::InvalidArgumentError(
-      absl::StrFormat("unknown command '%s'; use inspect, verify or export", command));
+      absl::StrFormat("unknown command '%s'; use inspect, verify, export or import", command));
 }
 
 }  // namespace
@@ -97,7 +115,7 @@ absl::Status Main(const std::string& command, const std::string& dir_arg) {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "lemrt_ckpt inspect DIR [--full] | verify DIR | export DIR --table=NAME --out=FILE.npy "
-      "[--slots]");
+      "[--slots] | import DIR --table=NAME --npy=FILE.npy");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

@@ -19,7 +19,9 @@
 #include "gtest/gtest.h"
 #include "runtime/checkpoint/durable_files.h"
 #include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/npy.h"
 #include "runtime/checkpoint/step_dirs.h"
+#include "runtime/checkpoint/table_import.h"
 #include "runtime/observability/model_checksum.h"
 
 namespace lemrt::checkpoint {
@@ -557,6 +559,99 @@ TEST(CheckpointFormatTest, ManifestDtypeChecks) {
   ASSERT_TRUE(WriteManifest(dir, m).ok());
   EXPECT_THAT(ReadManifest(dir).status().message(), HasSubstr("stores values as 'fp8'"));
 }
+
+// lemrt_ckpt import (table_import.h), on a fake checkpoint of 10 rows on 3
+// SparseCores in root/step-00000007: fp32 or bf16 (GetParam), shuffled.
+class ImportTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    root_ = TempDir();
+    dir_ = root_ + "/" + StepDirName(7);
+    ASSERT_TRUE(MakeDirs(dir_).ok());
+    m_ = WriteFakeCheckpoint(dir_, 10, 3, uint64_t{99}, 0, /*bf16=*/GetParam());
+  }
+  // Every file of the step directory, by name.
+  std::vector<std::string> Files() {
+    std::vector<std::string> out = {ReadAll(dir_ + "/" + kManifestName),
+                                    ReadAll(dir_ + "/" + kDenseFileName)};
+    for (const FileEntry& f : m_.tables(0).files()) out.push_back(ReadAll(dir_ + "/" + f.name()));
+    return out;
+  }
+  std::string root_, dir_;
+  Manifest m_;
+};
+
+TEST_P(ImportTest, ExportThenImportKeepsEveryByte) {
+  std::vector<float> rows;
+  ASSERT_TRUE(ReadWholeTable(dir_, m_, "t0", &rows, nullptr).ok());
+  const std::string npy = root_ + "/t0.npy";
+  ASSERT_TRUE(WriteNpy(npy, 10, 2, rows).ok());
+  const std::vector<std::string> before = Files();
+  const absl::StatusOr<ImportResult> r = ImportTable(root_, "t0", npy);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->step_dir, dir_);
+  EXPECT_EQ(r->model_checksum, m_.model_checksum());
+  EXPECT_EQ(Files(), before);
+  EXPECT_EQ(*ListPublishedSteps(root_), std::vector<int64_t>{7});
+}
+
+TEST_P(ImportTest, ImportedRowsAreWhatTheCheckpointHolds) {
+  std::vector<float> rows(20), old_slots;
+  for (int i = 0; i < 20; ++i) rows[i] = 0.3f * i - 1.0f;
+  const std::string npy = root_ + "/t0.npy";
+  ASSERT_TRUE(WriteNpy(npy, 10, 2, rows).ok());
+  std::vector<float> unused;
+  ASSERT_TRUE(ReadWholeTable(dir_, m_, "t0", &unused, &old_slots).ok());
+  const absl::StatusOr<ImportResult> r = ImportTable(dir_, "t0", npy);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Manifest m = *ReadManifest(dir_);
+  EXPECT_EQ(m.model_checksum(), r->model_checksum);
+  EXPECT_NE(m.model_checksum(), m_.model_checksum());
+  EXPECT_EQ(m.step(), 7);
+  EXPECT_EQ(m.config_text(), m_.config_text());
+  EXPECT_TRUE(VerifyCheckpoint(dir_, m).ok()) << VerifyCheckpoint(dir_, m);
+  std::vector<float> weights, slots;
+  ASSERT_TRUE(ReadWholeTable(dir_, m, "t0", &weights, &slots).ok());
+  for (int i = 0; i < 20; ++i) {
+    const float want = GetParam() ? base::Bf16ToFloat(base::FloatToBf16Nearest(rows[i])) : rows[i];
+    EXPECT_EQ(weights[i], want) << i;
+  }
+  EXPECT_EQ(slots, old_slots);  // the optimizer state is kept
+  EXPECT_EQ(*ListPublishedSteps(root_), std::vector<int64_t>{7});
+  EXPECT_FALSE(PathExists(root_ + "/incomplete-" + StepDirName(7)));
+}
+
+// Wrong shape, wrong dtype, a NaN, an unknown table: sentences naming the
+// file and what it holds against what the table needs; nothing changes.
+TEST_P(ImportTest, ErrorsNameTheFileAndLeaveTheCheckpointAlone) {
+  const std::vector<std::string> before = Files();
+  const std::string npy = root_ + "/t0.npy";
+  auto error = [&](const std::string& table) {
+    const absl::Status st = ImportTable(root_, table, npy).status();
+    EXPECT_FALSE(st.ok());
+    return std::string(st.message());
+  };
+  ASSERT_TRUE(WriteNpy(npy, 9, 2, std::vector<float>(18, 1.0f)).ok());
+  EXPECT_EQ(error("t0"), ".npy file '" + npy +
+                             "' has shape (9, 2), table 't0' needs (10, 2) (vocab_size, dim).");
+  std::vector<float> rows(20, 0.5f);
+  rows[9] = std::nanf("");
+  ASSERT_TRUE(WriteNpy(npy, 10, 2, rows).ok());
+  EXPECT_EQ(error("t0"), ".npy file '" + npy +
+                             "' holds a non-finite value: row 4 column 1 is nan; table rows must "
+                             "be finite.");
+  rows[9] = -INFINITY;
+  ASSERT_TRUE(WriteNpy(npy, 10, 2, rows).ok());
+  EXPECT_THAT(error("t0"), HasSubstr("row 4 column 1 is -inf"));
+  std::string f8 = NpyHeader(10, 2);
+  f8.replace(f8.find("<f4"), 3, "<f8");
+  std::ofstream(npy, std::ios::binary) << f8 << std::string(160, '\0');
+  EXPECT_THAT(error("t0"), HasSubstr("'" + npy + "' has dtype '<f8', expected '<f4'"));
+  EXPECT_EQ(error("nope"), "checkpoint '" + dir_ + "' has no table 'nope'; it has: t0.");
+  EXPECT_EQ(Files(), before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, ImportTest, ::testing::Values(false, true));
 
 }  // namespace
 }  // namespace lemrt::checkpoint

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace lemrt::checkpoint {
@@ -48,6 +49,60 @@ TEST(NpyTest, WritesHeaderThenRowMajorFloats) {
   std::vector<float> back(6);
   std::memcpy(back.data(), bytes.data() + header.size(), 24);
   EXPECT_EQ(back, v);
+}
+
+std::string NpyPath() {
+  char tmpl[] = "/tmp/npy_testXXXXXX";
+  return std::string(mkdtemp(tmpl)) + "/a.npy";
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+TEST(NpyTest, ReadsWhatWriteNpyWrites) {
+  const std::string path = NpyPath();
+  const std::vector<float> v = {1, -2, 3.5f, 4, 5, 1e-30f};
+  ASSERT_TRUE(WriteNpy(path, 3, 2, v).ok());
+  const absl::StatusOr<NpyArray> a = ReadNpy(path);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->rows, 3);
+  EXPECT_EQ(a->cols, 2);
+  EXPECT_EQ(a->values, v);
+}
+
+// numpy.save of a float64 array, a 1-D array, Fortran order, a short file,
+// a file that is no .npy and a missing one: sentences naming the file and
+// what it holds against what is expected.
+TEST(NpyTest, RefusesWhatItCannotReadAsFloat32Rows) {
+  const std::string path = NpyPath();
+  auto error = [&](const std::string& bytes) {
+    WriteBytes(path, bytes);
+    return std::string(ReadNpy(path).status().message());
+  };
+  std::string f8 = NpyHeader(2, 3);
+  f8.replace(f8.find("<f4"), 3, "<f8");
+  EXPECT_EQ(error(f8 + std::string(48, '\0')),
+            ".npy file '" + path +
+                "' has dtype '<f8', expected '<f4' (little-endian float32, as lemrt_ckpt export "
+                "writes).");
+  std::string one_d = NpyHeader(2, 3);
+  one_d.replace(one_d.find("(2, 3)"), 6, "(6,)   ");
+  EXPECT_EQ(error(one_d + std::string(24, '\0')),
+            ".npy file '" + path + "' has shape (6,), expected a 2-D shape (rows, cols).");
+  std::string fortran = NpyHeader(2, 3);
+  fortran.replace(fortran.find("False"), 5, "True ");
+  EXPECT_EQ(error(fortran + std::string(24, '\0')),
+            ".npy file '" + path + "' is not in C (row-major) order (fortran_order is not False).");
+  EXPECT_EQ(
+      error(NpyHeader(2, 3) + std::string(20, '\0')),
+      ".npy file '" + path + "' is truncated: shape (2, 3) needs 24 bytes of data, it has 20.");
+  EXPECT_EQ(error(NpyHeader(2, 3) + std::string(28, '\0')),
+            ".npy file '" + path + "' has 28 bytes of data, shape (2, 3) needs 24.");
+  EXPECT_THAT(error("PK\x03\x04 a zip file"), ::testing::HasSubstr("is not a NumPy .npy file"));
+  const absl::Status missing = ReadNpy(path + ".gone").status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.message(), ".npy file '" + path + ".gone' is missing.");
 }
 
 }  // namespace
