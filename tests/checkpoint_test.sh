@@ -9,6 +9,9 @@
 #    8 SparseCores (the same 16 in all) to the 4-rank run's model_checksum,
 #    bit for bit (training.world_size_independent, set for every run here;
 #    docs/architecture.md);
+#  - lemrt_ckpt import of exported rows keeps the checkpoint byte for byte,
+#    imported rows are what 1 and 2 ranks restore, and bad .npy files are
+#    refused;
 #  - a corrupted, truncated or missing file, a manifest that does not match
 #    the config, and an empty directory are clear errors naming the problem,
 #    and the checkpoint files are left untouched.
@@ -124,6 +127,53 @@ vals = struct.unpack(f"<{rows * cols}f", data)
 assert all(v == v for v in vals) and any(v != 0 for v in vals)
 print("ok: export of table c matches the raw records and the 2-rank save")
 PY
+
+# lemrt_ckpt import: export -> import of table c leaves the checkpoint
+# byte for byte; imported rows (changed) are what lemrt_train restores on 1
+# and 2 ranks (their saves export the imported rows); bad files are refused
+# with sentences naming them, leaving the checkpoint unchanged.
+imp="$work/imp"
+mkdir -p "$imp" && cp -r "$ck/step-00000050" "$imp/"
+"$LEMRT_BIN/lemrt_ckpt" import "$imp" --table=c --npy="$work/c4.npy" > "$work/import.log"
+diff -r "$ck/step-00000050" "$imp/step-00000050" || { echo "FAILED: export -> import changed the checkpoint"; exit 1; }
+python3 - "$work" <<'PY'
+import struct, sys
+w = sys.argv[1]
+b = open(f"{w}/c4.npy", "rb").read()
+n = 10 + struct.unpack("<H", b[8:10])[0]
+vals = [((i * 7919) % 1000) / 512.0 - 1.0 for i in range(3000 * 32)]
+open(f"{w}/c_new.npy", "wb").write(b[:n] + struct.pack(f"<{len(vals)}f", *vals))
+bad = list(vals); bad[5 * 32 + 3] = float("nan")
+open(f"{w}/c_nan.npy", "wb").write(b[:n] + struct.pack(f"<{len(bad)}f", *bad))
+h = b[10:n].replace(b"<f4", b"<f8")
+open(f"{w}/c_f8.npy", "wb").write(b[:10] + h + struct.pack(f"<{len(vals)}d", *vals))
+PY
+"$LEMRT_BIN/lemrt_ckpt" import "$imp" --table=c --npy="$work/c_new.npy" > "$work/import.log"
+imported="$(sed -n 's/.*model checksum \([0-9a-f]*\).*/\1/p' "$work/import.log")"
+[[ -n "$imported" && "$imported" != "$(checksum "$work/full.json" model_checksum)" ]] \
+  || { cat "$work/import.log"; echo "FAILED: import did not change the model checksum"; exit 1; }
+for n in 1 2; do
+  train "$n" imported$n --restore_from="$imp" --checkpoint_dir="$work/imp_r$n"
+  [[ "$(checksum "$work/imported$n.json" model_checksum)" == "$imported" ]] \
+    || { echo "FAILED: restore on $n ranks: not the imported model"; exit 1; }
+  "$LEMRT_BIN/lemrt_ckpt" export "$work/imp_r$n" --table=c --out="$work/c_back$n.npy"
+  cmp "$work/c_new.npy" "$work/c_back$n.npy" || { echo "FAILED: $n ranks restored other rows"; exit 1; }
+done
+echo "ok: imported rows of table c restore on 1 and 2 ranks (model checksum $imported)"
+"$LEMRT_BIN/lemrt_ckpt" export "$ck" --table=b --out="$work/b4.npy"
+imp_sum="$(cat "$imp"/step-00000050/* | md5sum)"
+import_error() {  # import_error TABLE NPY PATTERN: must fail with PATTERN
+  if "$LEMRT_BIN/lemrt_ckpt" import "$imp" --table="$1" --npy="$2" > "$work/import.log" 2>&1 \
+     || ! grep -q -- "$3" "$work/import.log"; then
+    cat "$work/import.log"; echo "FAILED: import of $2 into '$1'"; fails=$((fails + 1)); return
+  fi
+  echo "ok: $(cat "$work/import.log")"
+}
+import_error c "$work/b4.npy" "b4.npy' has shape (5000, 8), table 'c' needs (3000, 32)"
+import_error c "$work/c_f8.npy" "c_f8.npy' has dtype '<f8', expected '<f4'"
+import_error c "$work/c_nan.npy" "c_nan.npy' holds a non-finite value: row 5 column 3 is nan"
+import_error d "$work/c_new.npy" "has no table 'd'; it has: a, b, c"
+[[ "$(cat "$imp"/step-00000050/* | md5sum)" == "$imp_sum" ]] || { echo "FAILED: a refused import changed files"; fails=$((fails + 1)); }
 
 # bf16 tables (rows and Adagrad slots): the checkpoint stores bf16 records
 # (manifest dtype "bf16"), restores into an FP32 config on another world size
