@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -17,6 +18,7 @@
 #include "google/protobuf/text_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/checkpoint/dir_lock.h"
 #include "runtime/checkpoint/durable_files.h"
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/npy.h"
@@ -649,6 +651,23 @@ TEST_P(ImportTest, ErrorsNameTheFileAndLeaveTheCheckpointAlone) {
   EXPECT_THAT(error("t0"), HasSubstr("'" + npy + "' has dtype '<f8', expected '<f4'"));
   EXPECT_EQ(error("nope"), "checkpoint '" + dir_ + "' has no table 'nope'; it has: t0.");
   EXPECT_EQ(Files(), before);
+}
+
+// A job holding the directory's lock (a run saving into it) makes the
+// import fail before it writes anything.
+TEST_P(ImportTest, RefusedWhileAnotherJobHoldsTheLock) {
+  std::vector<float> rows;
+  ASSERT_TRUE(ReadWholeTable(dir_, m_, "t0", &rows, nullptr).ok());
+  const std::string npy = root_ + "/t0.npy";
+  ASSERT_TRUE(WriteNpy(npy, 10, 2, rows).ok());
+  std::string stale;
+  absl::StatusOr<std::unique_ptr<DirLock>> lock = DirLock::Acquire(root_, &stale);
+  ASSERT_TRUE(lock.ok()) << lock.status();
+  const absl::Status st = ImportTable(root_, "t0", npy).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_FALSE(PathExists(root_ + "/incomplete-" + StepDirName(7)));
+  lock->reset();
+  EXPECT_TRUE(ImportTable(root_, "t0", npy).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, ImportTest, ::testing::Values(false, true));
