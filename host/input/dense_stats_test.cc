@@ -44,7 +44,7 @@ std::string Csv(int rows) {
 
 std::string ConfigText(const std::string& path, const std::string& dense) {
   return absl::StrCat(R"(
-    tables { name: "t" vocab_size: 10 dim: 8 }
+    tables { name: "t" vocab_size: 24 dim: 8 }  # one row per hour
     features { name: "f" table: "t" }
     model { bottom_mlp: [ 8 ] top_mlp: [ 1 ] }
     training { global_batch: 40 seed: 3 }
