@@ -166,9 +166,39 @@ class Trainer {
   bool DrainAfter(int64_t step) const;
   // Collective, after the last step (pipeline drained) and the final
   // evaluation `eval` (unset when stopped): records the evaluation, model
-  // statistics and the run summary (trainer_summary.cc).
+  // statistics and the run summary (trainer_summary.cc). The one pass that
+  // makes the summary's collectives; every rank makes them in this order:
+  //   1. RecordFinalEvaluation (unless stopped or stopped early): with
+  //      training.eval_every, AfterEvaluation's (checkpoint saves);
+  //   2. GatherSummaryTotals, on sparse_comm_ unless named:
+  //      ComputeModelStats; the all-reduce (sum) of the id counts; the
+  //      all-gather of train_sec on dense_comm_; the all-reduce (sum) of the
+  //      skipped lines; with per-feature counts, their all-reduce (sum);
+  //   3. HostStage::Summarise (the all-reduce of the dropped ids);
+  //   4. RunRecorder::Finish;
+  //   5. FillPlacement (one all-reduce).
+  // Between 2 and 3 the Fill* functions (no collective) copy this rank's
+  // state and the gathered totals into the summary's sections.
   struct LoopTotals;
   absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals, const EvalResult& eval);
+  // Summarise's parts (trainer_summary.cc). Collective: the final
+  // evaluation's record (and checkpoint), and the totals over ranks.
+  struct SummaryTotals;
+  absl::Status RecordFinalEvaluation(int64_t steps_done, const EvalResult& eval);
+  absl::StatusOr<SummaryTotals> GatherSummaryTotals(const LoopTotals& totals);
+  // Not collective: each fills its sections of `s`.
+  int64_t StepsReported(const LoopTotals& totals) const;  // an early stop's, else planned
+  // world, batch, steps, stop, throughput, wall and step times
+  void FillRunShape(const LoopTotals& totals, const SummaryTotals& all,
+                    summary::RunSummary* s) const;
+  void FillTrain(const LoopTotals& totals, const SummaryTotals& all, summary::RunSummary* s) const;
+  void FillFeatureData(const SummaryTotals& all, summary::RunSummary* s) const;  // data.features
+  // ids, params_l2, model_checksum, memory, model
+  void FillModel(const SummaryTotals& all, summary::RunSummary* s) const;
+  void FillBestEval(summary::RunSummary* s) const;  // logs it on rank 0 too
+  void FillSetup(summary::RunSummary* s) const;     // stacking, startup, pipelining, threads
+  // breakdown_ms (all but exchange, filled after RunRecorder::Finish), ns_per_id
+  void FillBreakdown(const LoopTotals& totals, summary::RunSummary* s) const;
   // Rank 0 warns of each feature none of whose values was in its vocabulary.
   void WarnAboutOutOfVocabulary(const summary::RunSummary& summary) const;
   // Collective, at a drain point after `steps_done` steps: records the
