@@ -172,7 +172,8 @@ void Trainer::FillTrain(const LoopTotals& totals, const SummaryTotals& all,
     // Oldest first, as the losses were summed before.
     const int64_t n = std::min(kept, totals.steps_run);
     double tail = 0;
-    for (int64_t j = totals.steps_run - n; j < totals.steps_run; ++j) tail += totals.losses[j % kept];
+    for (int64_t j = totals.steps_run - n; j < totals.steps_run; ++j)
+      tail += totals.losses[j % kept];
     train->set_loss_mean_last_10(tail / n);
   }
   train->set_samples(static_cast<double>(totals.samples));
