@@ -91,24 +91,32 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
     if (!state->debug_status.ok()) return;
   }
   DedupPartition(segments, dims_, shards_, state, feature_major_);
-  const int64_t offset = state->unique_offsets.back();
+  ChooseStagedTables(state);
+  float* gathered = GatherStagedRows(state);
+  RoundGatheredRows(gathered, state);
+  Combine(segments, gathered, partials, state);
+  CheckForwardOutputs(segments, partials, state);
+}
 
-  // Gather: when rows are staged, each tile copies its share of the unique
-  // ids' rows (local rows from the numbering) into the staging buffer (tile
-  // SPMEM), one run of same-table rows at a time (keys sort by table),
-  // with the fixed-dim kernels and prefetching of row_kernels.h. A table's
-  // rows skip the staging copy when they are at least kDirectPoolMinDim
-  // floats wide and either every id of the table is distinct in this
-  // partition (one-hot features) or this step's ids cover at least half of
-  // the rows between its lowest and highest one, unless something must see
-  // the staged copy (simulated quantization, the guard-word check of the
-  // staging buffer): the combine then pools them straight from the table,
-  // which skips writing and re-reading every row (2 of the 4 bytes moved per
-  // payload byte) and gives the same partials bit for bit. Sparse ids with
-  // repeats (multi-hot, Zipf) stay staged: each repeated row then comes from
-  // DRAM once, and pooling in place measured no faster there (BM_MultiHot);
-  // distinct spread ids pool in place about 1.5x faster since the one-hot
-  // loop (PoolSingleRun) prefetches ahead (BM_Lookup/dim/ids/0/0; docs/performance.md). Rows under 16 floats have no fixed-dim one-hot loop.
+// Gather (ChooseStagedTables, GatherStagedRows): when rows are staged,
+// each tile copies its share of the unique ids' rows (local rows from the
+// numbering) into the staging buffer (tile SPMEM), one run of same-table
+// rows at a time (keys sort by table),
+// with the fixed-dim kernels and prefetching of row_kernels.h. A table's
+// rows skip the staging copy when they are at least kDirectPoolMinDim
+// floats wide and either every id of the table is distinct in this
+// partition (one-hot features) or this step's ids cover at least half of
+// the rows between its lowest and highest one, unless something must see
+// the staged copy (simulated quantization, the guard-word check of the
+// staging buffer): the combine then pools them straight from the table,
+// which skips writing and re-reading every row (2 of the 4 bytes moved per
+// payload byte) and gives the same partials bit for bit. Sparse ids with
+// repeats (multi-hot, Zipf) stay staged: each repeated row then comes from
+// DRAM once, and pooling in place measured no faster there (BM_MultiHot);
+// distinct spread ids pool in place about 1.5x faster since the one-hot
+// loop (PoolSingleRun) prefetches ahead (BM_Lookup/dim/ids/0/0;
+// docs/performance.md). Rows under 16 floats have no fixed-dim one-hot loop.
+void SparseCore::ChooseStagedTables(SparseCoreStepState* state) const {
   const bool stage_all = quantization_.any() || checks_.guard_words || int8_lookups_;
   std::vector<uint8_t>& stage_table = state->stage_table;
   stage_table.assign(dims_.size(), 1);
@@ -126,6 +134,11 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
                            (!distinct && 2 * (end - u) < span);
     }
   }
+}
+
+float* SparseCore::GatherStagedRows(SparseCoreStepState* state) const {
+  const int64_t offset = state->unique_offsets.back();
+  const std::vector<uint8_t>& stage_table = state->stage_table;
   auto staged = [&](int table) { return stage_table[table] != 0; };
   float* gathered = nullptr;
   if (std::any_of(stage_table.begin(), stage_table.end(), [](uint8_t s) { return s != 0; })) {
@@ -151,7 +164,10 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
       }
     });
   }
+  return gathered;
+}
 
+void SparseCore::RoundGatheredRows(float* gathered, SparseCoreStepState* state) const {
   // Post-training int8 evaluation: pooling sees each row's int8 round trip.
   if (int8_lookups_) {
     RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
@@ -170,14 +186,21 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
                                     gathered);
     });
   }
+}
 
-  // Combine: one partial pooled vector per (feature, row) group; the tiles
-  // split the segments. Per-table values are looked up when the table
-  // changes, not per entry; runs of one-entry groups (one-hot features) go
-  // through one tight fixed-dim loop (PoolSingleRun). A segment whose
-  // partials may exceed kStreamPartialBytes writes those with non-temporal
-  // stores: an output far larger than the caches is then not read from
-  // memory before being overwritten.
+// Combine: one partial pooled vector per (feature, row) group; the tiles
+// split the segments. Per-table values are looked up when the table
+// changes, not per entry; runs of one-entry groups (one-hot features) go
+// through one tight fixed-dim loop (PoolSingleRun). A segment whose
+// partials may exceed kStreamPartialBytes writes those with non-temporal
+// stores: an output far larger than the caches is then not read from
+// memory before being overwritten.
+void SparseCore::Combine(std::span<const std::span<const layout::CooEntry>> segments,
+                         const float* gathered, std::span<float* const> partials,
+                         SparseCoreStepState* state) const {
+  const int64_t offset = state->unique_offsets.back();
+  const std::vector<uint8_t>& stage_table = state->stage_table;
+  auto staged = [&](int table) { return stage_table[table] != 0; };
   RunTiles(static_cast<int64_t>(segments.size()), [&](int64_t begin, int64_t end) {
     const int32_t* entry_unique = state->entry_unique.data();
     const int64_t* rows = state->unique_rows.data();
@@ -248,6 +271,11 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
     }
     if (streamed) StreamFence();
   });
+}
+
+void SparseCore::CheckForwardOutputs(std::span<const std::span<const layout::CooEntry>> segments,
+                                     std::span<float* const> partials,
+                                     SparseCoreStepState* state) const {
   if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_forward");
   if (checks_.nan && state->debug_status.ok()) {
     std::vector<const float*> outs(partials.begin(), partials.end());

@@ -111,6 +111,18 @@ class SparseCore {
   // Runs fn(begin, end) for each tile's contiguous share of [0, n).
   template <typename Fn>
   void RunTiles(int64_t n, Fn&& fn) const;
+  // Forward's phases after the deduplication, in order (sparse_core.cc):
+  // which tables' rows are staged (state->stage_table); the staged rows'
+  // gather into state->gathered (returns its rows, nullptr when no table is
+  // staged); their int8 or simulated-quantization round trip; the combine
+  // into `partials`; the debug checks of the staging buffer and partials.
+  void ChooseStagedTables(SparseCoreStepState* state) const;
+  float* GatherStagedRows(SparseCoreStepState* state) const;
+  void RoundGatheredRows(float* gathered, SparseCoreStepState* state) const;
+  void Combine(std::span<const std::span<const layout::CooEntry>> segments, const float* gathered,
+               std::span<float* const> partials, SparseCoreStepState* state) const;
+  void CheckForwardOutputs(std::span<const std::span<const layout::CooEntry>> segments,
+                           std::span<float* const> partials, SparseCoreStepState* state) const;
 
   int global_sc_;
   int tiles_ = 1;
