@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <limits>
 #include <new>
 
 #include "absl/strings/str_format.h"
@@ -110,7 +111,11 @@ absl::Status CheckHostMemory(int64_t needed_bytes, int ranks_on_host,
         needs, available.rank_bytes, available.rank_bytes / kMiB, available.rank_limited_by));
   }
   // The host's memory is shared: every rank on it allocates its share.
-  const int64_t host_needed = needed_bytes * std::max(1, ranks_on_host);
+  // (Saturating: a model near 2^63 bytes times the ranks must not wrap.)
+  int64_t host_needed;
+  if (__builtin_mul_overflow(needed_bytes, int64_t{std::max(1, ranks_on_host)}, &host_needed)) {
+    host_needed = std::numeric_limits<int64_t>::max();
+  }
   if (available.host_bytes >= 0 && host_needed > available.host_bytes) {
     const std::string all =
         ranks_on_host > 1 ? absl::StrFormat(", %d bytes (%.1f MiB) for the %d ranks on this host",

@@ -125,6 +125,7 @@ void TableShard::WriteRows(int64_t begin, int64_t n, const float* in) {
 
 void TableShard::ReadSlots(int64_t begin, int64_t n, float* out) const {
   const int64_t count = n * slot_stride_;
+  if (count == 0) return;  // no slots (SGD): memcpy may not see a null pointer
   if (!bf16_slots_) {
     std::memcpy(out, slots_.data() + begin * slot_stride_, sizeof(float) * count);
     return;
@@ -135,6 +136,7 @@ void TableShard::ReadSlots(int64_t begin, int64_t n, float* out) const {
 
 void TableShard::WriteSlots(int64_t begin, int64_t n, const float* in) {
   const int64_t count = n * slot_stride_;
+  if (count == 0) return;  // no slots (SGD): memcpy may not see a null pointer
   if (!bf16_slots_) {
     std::memcpy(slots_.data() + begin * slot_stride_, in, sizeof(float) * count);
     return;
