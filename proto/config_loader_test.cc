@@ -164,6 +164,9 @@ TEST(ConfigLoaderTest, GlobalBatchDivisibleByTotalSparseCores) {
 
 TEST(ConfigLoaderTest, SemanticErrors) {
   EXPECT_THAT(ErrorOf("training { steps: -1 }"), HasSubstr("training.steps"));
+  EXPECT_THAT(ErrorOf("training { gradient_block_samples: 16 }"),
+              HasSubstr("training.gradient_block_samples: applies only with "
+                        "training.world_size_independent: true"));
   EXPECT_THAT(ErrorOf("training { dense_learning_rate: nan }"),
               HasSubstr("dense_learning_rate: must be a finite number > 0"));
   EXPECT_THAT(ErrorOf("training { embedding_learning_rate: -0.1 }"),

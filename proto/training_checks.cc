@@ -120,7 +120,10 @@ void CheckTraining(const RunConfig& c, ConfigErrors& errors) {
     }
   }
   if (t.log_every() < 0) errors.Fail(at("log_every"), "must be >= 0");
-  if (t.gradient_block_samples() < 0) {
+  if (t.gradient_block_samples() != 0 && !t.world_size_independent()) {
+    errors.Fail(at("gradient_block_samples"),
+                "applies only with training.world_size_independent: true (it would be ignored)");
+  } else if (t.gradient_block_samples() < 0) {
     errors.Fail(at("gradient_block_samples"),
                 absl::StrCat("must be >= 0 (0 = auto), got ", t.gradient_block_samples()));
   } else if (t.gradient_block_samples() > 0 && t.global_batch() > 0 &&
