@@ -18,7 +18,9 @@
 # process), its eth0 at 10.213.0.(10+i)/24 on one bridge and its eth1 at
 # 10.213.1.(10+i)/24 on a second one (a separate data network, for jobs that
 # put MPI's traffic there: `lemrt_run --data-network`), both inside a private
-# switch namespace PREFIX-sw. Nothing is added to the machine's own namespace:
+# switch namespace PREFIX-sw. Every host has a temporary directory of its own
+# (TMPDIR=STATE/tmp/PREFIX-hI, as each real host has its own /tmp: Open MPI
+# keeps its session directory there, named after the hostname). Nothing is added to the machine's own namespace:
 # no address, no route to outside, no NAT, so traffic stays among the hosts.
 # `up` writes STATE/hostfile (PREFIX-hI slots=S) and STATE/rsh, an rsh agent
 # for Open MPI (`mpirun --mca plm_rsh_agent STATE/rsh`) that runs a command
@@ -183,6 +185,7 @@ cmd_up() {
     ip -n "$h" link set eth1 up
     [[ -z "$retries" ]] || ip netns exec "$h" sysctl -q -w net.ipv4.tcp_retries2="$retries"
     touch "$dir/uts/$h"
+    mkdir -p "$dir/tmp/$h"
     unshare --uts="$dir/uts/$h" hostname "${same_name:-$h}"
     echo "$h slots=$slots" >> "$dir/hostfile"
   done
@@ -197,7 +200,7 @@ cmd_up() {
 cmd_exec() {
   local h="$1"; shift
   need_host "$h"
-  exec nsenter --net="/run/netns/$h" --uts="$state_root/$prefix/uts/$h" -- "$@"
+  TMPDIR="$state_root/$prefix/tmp/$h" exec nsenter --net="/run/netns/$h" --uts="$state_root/$prefix/uts/$h" -- "$@"
 }
 
 # host_pids HOST: the processes in the host's network namespace.
