@@ -4,8 +4,10 @@
 // replicates exactly those, and hot_rows (when also set) must equal their
 // number (proto/table_checks.cc); a table with only hot_rows = K > 0
 // replicates its K most frequent rows, counted before the first step
-// (runtime/hot_rows/hot_row_choice.h). Config validation, the memory plan and the
-// choice all read the rule here. Stateless; thread-safe.
+// (runtime/hot_rows/hot_row_choice.h). Config validation reads the rule
+// here; everything above proto/ (the memory plan, the choice, lemrt_limits)
+// reads it through layout::RowPlacement::hot_rows (layout/row_placement.h),
+// which calls these. Stateless; thread-safe.
 #ifndef LEMRT_PROTO_HOT_ROW_RULE_H_
 #define LEMRT_PROTO_HOT_ROW_RULE_H_
 

@@ -62,7 +62,8 @@ void CheckHotRows(const RunConfig& c, ConfigErrors& errors) {
   }
   for (int i = 0; i < c.tables_size(); ++i) {
     const TableConfig& t = c.tables(i);
-    if (t.hot_rows() == 0 && t.hot_row_ids_size() == 0) continue;
+    // A negative hot_rows is no source but an error to report.
+    if (HotRowSourceOf(t) == HotRowSource::kNone && t.hot_rows() == 0) continue;
     auto at = [&](const char* f) { return FieldPath{{"tables", i}, {f}}; };
     const int64_t k = HotRowCount(t);
     if (t.hot_rows() < 0 || k > std::min(kMaxHotRows, std::max<int64_t>(t.vocab_size(), 0))) {

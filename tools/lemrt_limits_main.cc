@@ -26,6 +26,7 @@
 #include "host/preprocess/limit_estimator.h"
 #include "host/preprocess/minibatch.h"
 #include "layout/limits.h"
+#include "layout/row_placement.h"
 #include "layout/stacking.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_session.h"
@@ -50,16 +51,18 @@ using lemrt::runtime::Communicator;
 absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm) {
   namespace host = lemrt::host;
   namespace layout = lemrt::layout;
-  const int S = config.topology().sparse_cores_per_chip();
-  const int N = static_cast<int>(lemrt::config::TotalSparseCores(config));
-  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(config);
+  // Where the ids go, as training places them (layout/row_placement.h).
+  const layout::RowPlacement placement = layout::RowPlacement::FromConfig(config);
+  const int S = placement.sparse_cores_per_chip();
+  const int N = placement.total_sparse_cores();
+  const layout::StackingPlan& stacking = placement.stacking();
   const int K = stacking.num_stacks();
   auto data = host::CreateDataSource(config, comm.rank(), comm.size());
   absl::Status st = lemrt::runtime::AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
   // Hot rows leave the partitions (runtime/hot_rows/hot_row_choice.h), as in training.
   lemrt::runtime::HotRowChoice hot;
-  if (lemrt::runtime::AnyHotRows(config)) {
+  if (placement.any_hot_rows()) {
     auto counting = host::CreateDataSource(config, comm.rank(), comm.size());
     st = lemrt::runtime::AgreeOnStatus(comm, counting.status());
     if (!st.ok()) return st;

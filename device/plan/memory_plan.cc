@@ -10,9 +10,8 @@
 #include "device/optimizers/optimizer.h"
 #include "device/tensorcore/dense_model.h"
 #include "glog/logging.h"
-#include "layout/stacking.h"
+#include "layout/row_placement.h"
 #include "proto/config_loader.h"
-#include "proto/hot_row_rule.h"
 
 namespace lemrt::device {
 namespace {
@@ -139,7 +138,6 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   p.tiles_per_sparse_core = topo.tiles_per_sparse_core();
   p.hbm_bytes = topo.hbm_bytes();
   p.spmem_bytes_per_tile_limit = topo.spmem_bytes_per_tile();
-  const int64_t n = config::TotalSparseCores(c);
   const int64_t replicas = c.training().global_batch() / p.num_chips;
   auto stack_forward = [&](int64_t padded_dim, int64_t nz) {
     return (2 * padded_dim + 1) * nz * replicas * kF32;
@@ -147,7 +145,9 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   auto stack_backward = [&](int64_t padded_dim, int64_t nz) {
     return 3 * padded_dim * nz * replicas * kF32;
   };
-  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(c);
+  const layout::RowPlacement placement = layout::RowPlacement::FromConfig(c);
+  const layout::StackingPlan& stacking = placement.stacking();
+  const int64_t n = placement.total_sparse_cores();
   // HBM per original table.
   int64_t hot_floats = 0;  // hot rows x (dim + 1), all tables
   for (int t = 0; t < c.tables_size(); ++t) {
@@ -159,8 +159,8 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     tp.slot_element_bytes = config::IsBf16(tc.slot_dtype()) ? 2 : 4;
     tp.padded_dim = static_cast<int>(RoundUp(tc.dim(), ElementsPerLine(tp.element_bytes)));
     tp.vocab_size = tc.vocab_size();
-    tp.padded_vocab = RoundUp(tc.vocab_size(), n);
-    tp.rows_per_chip = tp.padded_vocab / n * p.sparse_cores_per_chip;
+    tp.padded_vocab = placement.PaddedRows(t);
+    tp.rows_per_chip = placement.RowsPerChip(t);
     const auto optimizer = CreateOptimizer(tc.optimizer(), 1.0f);
     tp.slots_per_param = optimizer->slots_per_param();
     tp.row_slots = optimizer->row_slots();
@@ -201,7 +201,7 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
     tp.stack_backward_bytes = stack_backward(tp.padded_dim, tp.ids_per_sample);
     p.tables_bytes += tp.table_bytes + tp.slot_bytes;
     p.padding_bytes += tp.padding_bytes;
-    const int64_t hot = config::HotRowCount(tc);
+    const int64_t hot = placement.HotRowCount(t);
     p.hot_rows += hot;
     p.hot_replica_bytes += hot * (int64_t{tc.dim()} * (1 + tp.slots_per_param) + tp.row_slots) * kF32;
     hot_floats += hot * (tc.dim() + 1);

@@ -28,7 +28,7 @@ class PartitionDedupTest : public ::testing::Test {
       table.set_name(t == 0 ? "a" : "b");
       table.set_vocab_size(1000);
       table.set_dim(dims_[t]);
-      shards_.push_back(std::make_unique<TableShard>(table, t, /*global_sc=*/1, /*total_sc=*/2,
+      shards_.push_back(std::make_unique<TableShard>(table, t, /*residue=*/1, /*total_sc=*/2,
                                                      /*seed=*/1, sgd_));
     }
   }

@@ -8,9 +8,8 @@
 #include "device/sparsecore/partition_dedup.h"
 #include "device/sparsecore/row_kernels.h"
 #include "glog/logging.h"
-#include "layout/stacking.h"
+#include "layout/row_placement.h"
 #include "proto/config_loader.h"
-#include "proto/id_shuffle.h"
 
 namespace lemrt::device {
 namespace {
@@ -49,18 +48,15 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
       simd_width_(std::max(1, config.topology().simd_width())),
       checks_(DebugChecks::FromConfig(config.sparse_core())),
       quantization_(TableQuantization::FromConfig(config)) {
-  const int total_sc = static_cast<int>(config::TotalSparseCores(config));
-  // Table stacking rotates each stack member's ids across the SparseCores
-  // (layout/stacking.h): this SparseCore holds the member's ids of one residue.
-  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(config);
+  // This SparseCore holds each table's placed rows of one residue mod N
+  // (layout/row_placement.h: table stacking rotates the residue per member).
+  const layout::RowPlacement placement = layout::RowPlacement::FromConfig(config);
   for (int t = 0; t < config.tables_size(); ++t) {
     dims_.push_back(config.tables(t).dim());
     table_names_.push_back(config.tables(t).name());
-    shards_.push_back(std::make_unique<TableShard>(config.tables(t), t,
-                                                   stacking.ShardResidue(t, global_sc), total_sc,
-                                                   config.training().seed(), *optimizers[t],
-                                                   initialize_tables,
-                                                   config::TableIdPermutation(config, t)));
+    shards_.push_back(std::make_unique<TableShard>(
+        config.tables(t), t, placement.ShardResidue(t, global_sc), placement.total_sparse_cores(),
+        config.training().seed(), *optimizers[t], initialize_tables, placement.permutation(t)));
   }
   table_lr_.resize(shards_.size());
   // Feature-major sums only matter where two features share a table (an

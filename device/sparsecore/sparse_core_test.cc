@@ -12,6 +12,7 @@
 #include "device/sparsecore/row_kernels.h"
 #include "device/sparsecore/table_allocator.h"
 #include "gtest/gtest.h"
+#include "layout/row_placement.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::device {
@@ -412,6 +413,47 @@ training { global_batch: 8 embedding_learning_rate: 0.1 }
                                sizeof(float) * w.size()))
           << "table " << key.first << " column " << key.second << " ascending " << ascending;
     }
+  }
+}
+
+// Every SparseCore's shards hold the rows the row placement gives it
+// (layout/row_placement.h), at 2 chips x 2 SparseCores, two stacked tables
+// (the second rotated by 2) and id shuffling on the first.
+TEST(SparseCoreTest, ShardsHoldTheRowPlacementsRows) {
+  auto c = config::ParseConfig(R"pb(
+                                 topology { sparse_cores_per_chip: 2 }
+                                 tables { name: "a" vocab_size: 23 dim: 2 shuffle_ids: true }
+                                 tables { name: "b" vocab_size: 9 dim: 2 }
+                                 features { name: "fa" table: "a" }
+                                 features { name: "fb" table: "b" }
+                                 model { num_dense_features: 1 bottom_mlp: 2 top_mlp: 1 }
+                                 training { global_batch: 4 embedding_learning_rate: 0.5 }
+                               )pb",
+                               "t", "", /*world_size=*/2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const layout::RowPlacement placement = layout::RowPlacement::FromConfig(*c);
+  ASSERT_EQ(placement.total_sparse_cores(), 4);
+  ASSERT_TRUE(placement.shuffles(0));
+  ASSERT_EQ(placement.sc_shift(1), 2);
+  SgdOptimizer sgd(0.5f);
+  const Optimizer* opts[] = {&sgd, &sgd};
+  for (int t = 0; t < 2; ++t) {
+    int64_t rows = 0;
+    for (int g = 0; g < 4; ++g) {
+      SparseCore sc(*c, g, opts, /*initialize_tables=*/false);
+      const TableShard& shard = sc.shard(t);
+      ASSERT_EQ(shard.local_rows(), placement.ShardRows(t, g)) << t << " " << g;
+      for (int64_t r = 0; r < shard.local_rows(); ++r) {
+        const int64_t placed = shard.GlobalRow(r);
+        EXPECT_EQ(placed, placement.ShardPlacedRow(t, g, r));
+        EXPECT_EQ(placement.OwnerSc(t, placed), g);
+        EXPECT_EQ(shard.LocalRow(placed), r);
+        EXPECT_EQ(placement.Home(t, shard.OriginalRow(r)).local_row, r);
+        EXPECT_EQ(placement.Home(t, shard.OriginalRow(r)).global_sc, g);
+      }
+      rows += shard.local_rows();
+    }
+    EXPECT_EQ(rows, placement.vocab_size(t));
   }
 }
 

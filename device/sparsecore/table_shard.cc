@@ -53,15 +53,13 @@ void InitialRow(const config::TableConfig& table, int table_index, int64_t row, 
   for (; k < n; ++k) out[k] = static_cast<float>((2.0 * rng.NextDouble() - 1.0) * scale);
 }
 
-TableShard::TableShard(const config::TableConfig& table, int table_index, int global_sc,
+TableShard::TableShard(const config::TableConfig& table, int table_index, int residue,
                        int total_sc, uint64_t seed, const Optimizer& optimizer,
                        bool initialize, base::IdPermutation permutation)
     : dim_(table.dim()),
-      global_sc_(global_sc),
+      residue_(residue),
       total_sc_(total_sc),
-      local_rows_(table.vocab_size() > global_sc
-                      ? (table.vocab_size() - global_sc + total_sc - 1) / total_sc
-                      : 0),
+      local_rows_(layout::RowsOfResidue(table.vocab_size(), residue, total_sc)),
       reciprocal_(total_sc >= 2 && total_sc <= (1 << 16)
                       ? ~uint64_t{0} / static_cast<uint64_t>(total_sc) + 1
                       : 0),

@@ -1,7 +1,8 @@
 // The rows of one embedding table owned by one SparseCore, with their
-// optimizer slots. Mod sharding: global row j lives on SparseCore j % N at
-// local row j / N (N = SparseCores over all chips). With id shuffling
-// (proto/id_shuffle.h) the global row is the placed id P(j) of the table's
+// optimizer slots. Which rows those are is the row placement's
+// (layout/row_placement.h): the placed rows of one residue r mod N
+// (N = SparseCores over all chips), r, r + N, r + 2N, ..., placed row p at
+// local row p / N. With id shuffling the placed row is P(j) of the table's
 // original row j: the lookups and updates see only placed rows, and
 // OriginalRow maps them back for initialisation, checkpoints and the model
 // checksum. Thread-compatible.
@@ -33,6 +34,7 @@
 #include "device/optimizers/optimizer.h"
 #include "device/sparsecore/table_allocator.h"
 #include "glog/logging.h"
+#include "layout/row_placement.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::device {
@@ -45,7 +47,8 @@ class TableShard {
   // rows and slots are left zero for the caller to fill (table_init.h: host
   // or on-device start-up). `permutation` is the table's id shuffling
   // (the identity when off); its size must be 0 or vocab_size.
-  TableShard(const config::TableConfig& table, int table_index, int global_sc, int total_sc,
+  // `residue` is layout::RowPlacement::ShardResidue of the owning SparseCore.
+  TableShard(const config::TableConfig& table, int table_index, int residue, int total_sc,
              uint64_t seed, const Optimizer& optimizer, bool initialize = true,
              base::IdPermutation permutation = {});
   TableShard(const TableShard&) = delete;
@@ -54,12 +57,12 @@ class TableShard {
   int dim() const { return dim_; }
   int64_t local_rows() const { return local_rows_; }
   // The global (placed) row at `local_row`: what COO entries' col hold.
-  int64_t GlobalRow(int64_t local_row) const { return local_row * total_sc_ + global_sc_; }
+  int64_t GlobalRow(int64_t local_row) const { return local_row * total_sc_ + residue_; }
   // The table's original row id at `local_row` (GlobalRow without id
   // shuffling): the layout-free row of checkpoints and the model checksum.
   int64_t OriginalRow(int64_t local_row) const { return permutation_.Inverse(GlobalRow(local_row)); }
   const base::IdPermutation& permutation() const { return permutation_; }
-  // global_row / N. For 0 <= global_row < 2^48 (every key row,
+  // global_row / N (layout::RowPlacement::LocalRow). For 0 <= global_row < 2^48 (every key row,
   // base/row_key.h) and N <= 2^16 it is the high half of global_row x ceil(2^64 / N), exact
   // since global_row x N < 2^64: a multiply instead of a 64-bit division per
   // id in the gather.
@@ -155,7 +158,7 @@ class TableShard {
                      float learning_rate);
 
   int dim_;
-  int global_sc_;
+  int residue_;
   int total_sc_;
   int64_t local_rows_;
   // ceil(2^64 / total_sc_) for 2 <= total_sc_ <= 2^16, else 0 (LocalRow).

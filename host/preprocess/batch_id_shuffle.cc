@@ -2,18 +2,19 @@
 
 #include <utility>
 
+#include "layout/row_placement.h"
 #include "proto/config_loader.h"
-#include "proto/id_shuffle.h"
 
 namespace lemrt::host {
 
 IdShuffler IdShuffler::FromConfig(const config::RunConfig& config) {
+  const layout::RowPlacement placement = layout::RowPlacement::FromConfig(config);
   std::vector<base::IdPermutation> per_feature;
   std::vector<int64_t> vocab_sizes;
   for (const config::FeatureConfig& f : config.features()) {
     const int t = config::FindTable(config, f.table());
-    per_feature.push_back(config::TableIdPermutation(config, t));
-    vocab_sizes.push_back(config.tables(t).vocab_size());
+    per_feature.push_back(placement.permutation(t));
+    vocab_sizes.push_back(placement.vocab_size(t));
   }
   return IdShuffler(std::move(per_feature), std::move(vocab_sizes),
                     !config.sparse_core().enable_id_bound_check());

@@ -19,7 +19,8 @@ namespace lemrt::host {
 
 class IdShuffler {
  public:
-  // The permutations of a validated config's tables, per feature.
+  // The permutations of a validated config's tables
+  // (layout::RowPlacement::permutation), per feature.
   static IdShuffler FromConfig(const config::RunConfig& config);
   // Explicit permutations per feature (tests): `wrap` as
   // sparse_core.enable_id_bound_check == false.

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/huge_pages.h"
-#include "layout/stacking.h"
+#include "layout/row_placement.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::host {
@@ -82,13 +82,13 @@ bool IdsInRange(const int64_t* ids, int64_t n, int64_t vocab) {
 }  // namespace
 
 CooOptions MakeCooOptions(const config::RunConfig& config) {
+  const layout::RowPlacement placement = layout::RowPlacement::FromConfig(config);
   CooOptions o;
-  o.local_sparse_cores = config.topology().sparse_cores_per_chip();
-  o.total_sparse_cores = static_cast<int>(config::TotalSparseCores(config));
+  o.local_sparse_cores = placement.sparse_cores_per_chip();
+  o.total_sparse_cores = placement.total_sparse_cores();
   o.max_ids_per_chip_per_sample = config.sparse_core().max_ids_per_chip_per_sample();
   o.id_bound_check = config.sparse_core().enable_id_bound_check();
   o.num_tables = config.tables_size();
-  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(config);
   for (const config::FeatureConfig& f : config.features()) {
     const int t = config::FindTable(config, f.table());
     o.features.push_back(FeatureSpec{.table = t,
@@ -96,7 +96,7 @@ CooOptions MakeCooOptions(const config::RunConfig& config) {
                                      .combiner = config.tables(t).combiner(),
                                      .name = f.name(),
                                      .table_name = config.tables(t).name(),
-                                     .sc_shift = stacking.table(t).sc_shift});
+                                     .sc_shift = placement.sc_shift(t)});
   }
   return o;
 }

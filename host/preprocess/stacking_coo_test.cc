@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "host/preprocess/coo.h"
 #include "host/preprocess/minibatch.h"
+#include "layout/row_placement.h"
 #include "layout/stacking.h"
 #include "proto/config_loader.h"
 
@@ -101,6 +102,7 @@ TEST(StackedCooTest, FeaturesSharingATableCountLikeConcatenatedSamples) {
 TEST(StackedCooTest, CooDestinationsAndPartitionCountsArePerStack) {
   const config::RunConfig c = ThreeStackConfig();  // S = 2, N = 4
   const layout::StackingPlan plan = layout::StackingPlan::FromConfig(c);
+  const layout::RowPlacement placement = layout::RowPlacement::FromConfig(c);
   CooOptions o = MakeCooOptions(c);
   o.local_sparse_cores = 1;  // one source SC: 8 samples
   Batch batch;
@@ -119,6 +121,7 @@ TEST(StackedCooTest, CooDestinationsAndPartitionCountsArePerStack) {
   for (int d = 0; d < 4; ++d) {
     for (const layout::CooEntry& e : coo.segment(d, 0)) {
       EXPECT_EQ(plan.DestinationSc(e.table, e.col), d);
+      EXPECT_EQ(placement.OwnerSc(e.table, e.col), d);
       const auto [stack, row] = plan.Stack(e.table, e.col);
       EXPECT_EQ(row % 4, d);
       unique[{stack, d}].insert(row);

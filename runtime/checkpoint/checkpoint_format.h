@@ -40,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/id_permutation.h"
+#include "layout/row_placement.h"
 #include "proto/checkpoint.pb.h"
 #include "runtime/checkpoint/manifest.h"
 
@@ -83,9 +84,10 @@ void DecodeRecord(const TableEntry& t, const char* record, float* weights, float
 // values that are bf16 already).
 void EncodeRecord(const TableEntry& t, const float* weights, const float* slots, char* record);
 
-// Records of table file g: the rows j < vocab_size with j % total_sc == g.
+// Records of table file g: the placed rows p < vocab_size with
+// p % total_sc == g (the shard rows of residue g, layout/row_placement.h).
 inline int64_t RecordsInFile(int64_t vocab_size, int global_sc, int total_sc) {
-  return vocab_size > global_sc ? (vocab_size - global_sc + total_sc - 1) / total_sc : 0;
+  return layout::RowsOfResidue(vocab_size, global_sc, total_sc);
 }
 
 // Hash of one record's (or the dense file's) bytes; order-independent sums of

@@ -9,9 +9,9 @@
 #include "base/status_macros.h"
 #include "device/optimizers/optimizer.h"
 #include "glog/logging.h"
+#include "layout/row_placement.h"
 #include "google/protobuf/text_format.h"
 #include "proto/config_loader.h"
-#include "proto/id_shuffle.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/checkpoint_format.h"
 #include "runtime/checkpoint/config_match.h"
@@ -31,7 +31,8 @@ using runtime::Communicator;
 // has: the layout every rank agrees on without communicating.
 Manifest SkeletonManifest(const config::RunConfig& config, int world_size, int64_t num_params) {
   Manifest m;
-  const int total_sc = static_cast<int>(config::TotalSparseCores(config));
+  const layout::RowPlacement placement = layout::RowPlacement::FromConfig(config);
+  const int total_sc = placement.total_sparse_cores();
   m.set_format_version(kFormatVersion);
   m.set_world_size(world_size);
   m.set_sparse_cores_per_chip(config.topology().sparse_cores_per_chip());
@@ -50,8 +51,7 @@ Manifest SkeletonManifest(const config::RunConfig& config, int world_size, int64
     if (opt->row_slots() > 0) e->set_row_slots(opt->row_slots());
     if (config::IsBf16(tc.dtype())) e->set_dtype("bf16");
     if (config::IsBf16(tc.slot_dtype())) e->set_slot_dtype("bf16");
-    const base::IdPermutation permutation = config::TableIdPermutation(config, t);
-    if (!permutation.identity()) e->set_id_shuffle_key(permutation.key());
+    if (placement.shuffles(t)) e->set_id_shuffle_key(placement.permutation(t).key());
     for (int g = 0; g < total_sc; ++g) {
       FileEntry* f = e->add_files();
       f->set_name(TableFileName(t, g));

@@ -5,7 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "glog/logging.h"
-#include "layout/stacking.h"
+#include "layout/row_placement.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::runtime {
@@ -13,16 +13,16 @@ namespace {
 
 host::MinibatchOptions MakeMinibatchOptions(const config::RunConfig& config, int chip,
                                             layout::PartitionLimits limits) {
+  const layout::RowPlacement placement = layout::RowPlacement::FromConfig(config);
   host::MinibatchOptions o;
   o.chip = chip;
-  o.local_sparse_cores = config.topology().sparse_cores_per_chip();
-  o.total_sparse_cores = static_cast<int>(config::TotalSparseCores(config));
+  o.local_sparse_cores = placement.sparse_cores_per_chip();
+  o.total_sparse_cores = placement.total_sparse_cores();
   o.minibatching = !config.sparse_core().disable_minibatching();
   o.allow_id_dropping = config.sparse_core().allow_id_dropping();
   // Partitions, limits and minibatches are per stacked table (layout/stacking.h).
-  const layout::StackingPlan stacking = layout::StackingPlan::FromConfig(config);
-  o.stacking = stacking.tables();
-  o.limits = layout::StackLimits(limits, stacking);
+  o.stacking = placement.stacking().tables();
+  o.limits = layout::StackLimits(limits, placement.stacking());
   return o;
 }
 
