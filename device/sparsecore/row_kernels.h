@@ -121,8 +121,8 @@ void ScatterGroupFixed(const layout::CooEntry* entries, const int32_t* entry_uni
 // aligned, see CanStreamRow). Where MulAdd does not fuse, or kDim is not a
 // multiple of the vector width, through a local array instead: `out` may
 // alias `src` for all the compiler knows, and the loop straight into `out`
-// stays scalar (64 stores a row). Staging in the local array measured 1.5x
-// slower than the vector stores on rows streamed from memory.
+// stays scalar (64 stores a row). The local array is the slower path
+// (docs/performance.md, "SparseCore kernels").
 template <int kDim, bool kStream = false>
 inline void ScaleRowFixed(float gain, const float* src, float* out) {
 #if defined(__AVX512F__) && defined(__FMA__)
@@ -292,8 +292,8 @@ inline void ScaleRow(int dim, float gain, const float* src, float* out) {
 
 // Whether PoolSingleRun may write a dim-float row at `out` with
 // non-temporal stores: the fixed dims 16, 32, 64 and 128 (whole 64-byte
-// lines) into 64-byte aligned memory on a target with 256- or 512-bit FMA.
-// (16-byte non-temporal stores measured slower than plain stores.)
+// lines) into 64-byte aligned memory on a target with 256- or 512-bit FMA
+// (not narrower: docs/performance.md, "SparseCore kernels").
 inline bool CanStreamRow(const float* out, int dim) {
 #if (defined(__AVX512F__) || defined(__AVX2__)) && defined(__FMA__)
   return (reinterpret_cast<uintptr_t>(out) & 63) == 0 &&

@@ -108,10 +108,10 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
 // which skips writing and re-reading every row (2 of the 4 bytes moved per
 // payload byte) and gives the same partials bit for bit. Sparse ids with
 // repeats (multi-hot, Zipf) stay staged: each repeated row then comes from
-// DRAM once, and pooling in place measured no faster there (BM_MultiHot);
-// distinct spread ids pool in place about 1.5x faster since the one-hot
-// loop (PoolSingleRun) prefetches ahead (BM_Lookup/dim/ids/0/0;
-// docs/performance.md). Rows under 16 floats have no fixed-dim one-hot loop.
+// DRAM once, so pooling in place gains nothing there, while distinct spread
+// ids gain from the one-hot loop's (PoolSingleRun) prefetching (the
+// measurements: docs/performance.md, "SparseCore kernels"). Rows under 16
+// floats have no fixed-dim one-hot loop.
 void SparseCore::ChooseStagedTables(SparseCoreStepState* state) const {
   const bool stage_all = quantization_.any() || checks_.guard_words || int8_lookups_;
   std::vector<uint8_t>& stage_table = state->stage_table;
@@ -296,50 +296,59 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
         CheckFiniteGroups(segments, grads, "gradients", "sc_backward", step - 1);
     if (!state->debug_status.ok()) return;
   }
+  ScatterGradients(segments, grads, state);
+  UpdateUniqueRows(step, state);
+  if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_backward");
+  if (checks_.nan && state->debug_status.ok()) state->debug_status = CheckUpdatedRows(step, *state);
+}
+
+const float* SparseCore::ScatterSegmentGroups(std::span<const layout::CooEntry> seg,
+                                              int64_t entry, int64_t begin, int64_t end,
+                                              const float* g, float* acc,
+                                              SparseCoreStepState* state) const {
+  for (int64_t i = begin; i < end;) {
+    const int dim = dims_[seg[i].table];
+    int64_t j = i + 1;
+    while (j < end && SameGroup(seg[i], seg[j])) ++j;
+    const int32_t* group_unique = state->entry_unique.data() + entry;
+    const uint8_t* group_role = state->entry_role.data() + entry;
+    if (j - i == 1 && group_role[0] == kOnlyEntry) {
+      // One-hot: no accumulator, and the gradient is read by the update.
+      state->unique_gain[group_unique[0]] = seg[i].gain;
+      state->unique_grad[group_unique[0]] = g;
+      ++entry;
+      g += dim;
+      i = j;
+      continue;
+    }
+    ScatterGroup(dim, seg.data() + i, group_unique, group_role, j - i,
+                 state->unique_offsets.data(), g, acc);
+    for (int64_t e = 0; e < j - i; ++e) {
+      if (group_role[e] != kOnlyEntry) continue;
+      state->unique_gain[group_unique[e]] = seg[i + e].gain;
+      state->unique_grad[group_unique[e]] = g;
+    }
+    entry += j - i;
+    g += dim;
+    i = j;
+  }
+  return g;
+}
+
+void SparseCore::ScatterGradients(std::span<const std::span<const layout::CooEntry>> segments,
+                                  std::span<const float* const> grads,
+                                  SparseCoreStepState* state) const {
   // Every accumulator starts at its id's first entry, which writes it (as
   // if added to zero: ScatterGroup), so the buffer is not cleared first. An
   // id with a single entry skips the accumulator: its gain and group
   // gradient are noted for the update, which forms the same gradient
-  // (ScaleRow) next to its row; with one-hot ids that halves the bytes the
-  // update moves besides the rows (bench_sparsecore).
+  // (ScaleRow) next to its row (what it saves: docs/performance.md,
+  // "SparseCore kernels").
   std::vector<float>& acc_buf = state->grad_acc;
   PlaceGuards(state->unique_offsets.back(), &acc_buf);
   float* const acc = acc_buf.data() + kGuardFloats;
   state->unique_gain.resize(state->unique_keys.size());
   state->unique_grad.resize(state->unique_keys.size());
-  // The groups of segment k's entries [begin, end), whose gradients start
-  // at g.
-  auto scatter = [&](size_t k, int64_t begin, int64_t end, const float* g) {
-    std::span<const layout::CooEntry> seg = segments[k];
-    int64_t entry = state->segment_begin[k] + begin;
-    for (int64_t i = begin; i < end;) {
-      const int dim = dims_[seg[i].table];
-      int64_t j = i + 1;
-      while (j < end && SameGroup(seg[i], seg[j])) ++j;
-      const int32_t* group_unique = state->entry_unique.data() + entry;
-      const uint8_t* group_role = state->entry_role.data() + entry;
-      if (j - i == 1 && group_role[0] == kOnlyEntry) {
-        // One-hot: no accumulator, and the gradient is read by the update.
-        state->unique_gain[group_unique[0]] = seg[i].gain;
-        state->unique_grad[group_unique[0]] = g;
-        ++entry;
-        g += dim;
-        i = j;
-        continue;
-      }
-      ScatterGroup(dim, seg.data() + i, group_unique, group_role, j - i,
-                   state->unique_offsets.data(), g, acc);
-      for (int64_t e = 0; e < j - i; ++e) {
-        if (group_role[e] != kOnlyEntry) continue;
-        state->unique_gain[group_unique[e]] = seg[i + e].gain;
-        state->unique_grad[group_unique[e]] = g;
-      }
-      entry += j - i;
-      g += dim;
-      i = j;
-    }
-    return g;
-  };
   if (feature_major_) {
     // Each id's entries in (feature, segment) order, as the dedup numbered
     // them; each segment's feature runs come in order, so its gradient
@@ -347,13 +356,18 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
     std::vector<const float*>& cursor = state->grad_cursor;
     cursor.assign(grads.begin(), grads.end());
     ForEachFeatureRun(segments, &state->run_cursor, [&](size_t k, int64_t begin, int64_t end) {
-      cursor[k] = scatter(k, begin, end, cursor[k]);
+      cursor[k] = ScatterSegmentGroups(segments[k], state->segment_begin[k] + begin, begin, end,
+                                       cursor[k], acc, state);
     });
   } else {
     for (size_t k = 0; k < segments.size(); ++k) {
-      scatter(k, 0, static_cast<int64_t>(segments[k].size()), grads[k]);
+      ScatterSegmentGroups(segments[k], state->segment_begin[k], 0,
+                           static_cast<int64_t>(segments[k].size()), grads[k], acc, state);
     }
   }
+}
+
+void SparseCore::UpdateUniqueRows(int64_t step, SparseCoreStepState* state) {
   // Each tile applies the optimizer to its share of the unique rows (local
   // rows from the gather of the same step), prefetching rows and slots ahead.
   CHECK_EQ(state->unique_rows.size(), state->unique_keys.size());
@@ -361,6 +375,7 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
   for (size_t t = 0; t < shards_.size(); ++t) {
     table_lr_[t] = shards_[t]->optimizer().LearningRateAt(step);
   }
+  float* const acc = state->grad_acc.data() + kGuardFloats;
   RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
     const uint64_t* keys = state->unique_keys.data();
     const int64_t* rows = state->unique_rows.data();
@@ -387,24 +402,23 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
                    table_lr_[KeyTable(keys[u])]);
     }
   });
-  if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_backward");
-  if (checks_.nan && state->debug_status.ok()) {
-    std::vector<float> row;
-    for (size_t u = 0; u < state->unique_keys.size(); ++u) {
-      const uint64_t key = state->unique_keys[u];
-      const TableShard& shard = *shards_[KeyTable(key)];
-      row.resize(shard.dim());
-      shard.ReadRows(shard.LocalRow(KeyCol(key)), 1, row.data());
-      const int64_t bad = FirstNonFinite(row);
-      if (bad >= 0) {
-        state->debug_status = absl::InternalError(absl::StrFormat(
-            "NaN check: step %d, stage sc_backward: the update made row %d of table '%s' "
-            "non-finite (element %d) on SparseCore %d; lower the table's learning rate",
-            step - 1, KeyCol(key), table_names_[KeyTable(key)], bad, global_sc_));
-        return;
-      }
+}
+
+absl::Status SparseCore::CheckUpdatedRows(int64_t step, const SparseCoreStepState& state) const {
+  std::vector<float> row;
+  for (const uint64_t key : state.unique_keys) {
+    const TableShard& shard = *shards_[KeyTable(key)];
+    row.resize(shard.dim());
+    shard.ReadRows(shard.LocalRow(KeyCol(key)), 1, row.data());
+    const int64_t bad = FirstNonFinite(row);
+    if (bad >= 0) {
+      return absl::InternalError(absl::StrFormat(
+          "NaN check: step %d, stage sc_backward: the update made row %d of table '%s' "
+          "non-finite (element %d) on SparseCore %d; lower the table's learning rate",
+          step - 1, KeyCol(key), table_names_[KeyTable(key)], bad, global_sc_));
     }
   }
+  return absl::OkStatus();
 }
 
 }  // namespace lemrt::device

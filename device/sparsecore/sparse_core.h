@@ -123,6 +123,21 @@ class SparseCore {
                std::span<float* const> partials, SparseCoreStepState* state) const;
   void CheckForwardOutputs(std::span<const std::span<const layout::CooEntry>> segments,
                            std::span<float* const> partials, SparseCoreStepState* state) const;
+  // Backward's phases after the gradients' NaN check, in order: the
+  // gradients' scatter into the per-id accumulators state->grad_acc (a
+  // one-hot id's gain and gradient noted instead, state->unique_gain /
+  // unique_grad); the optimizer on every unique row as update `step`; the
+  // NaN check of the updated rows (the first non-finite row's error).
+  void ScatterGradients(std::span<const std::span<const layout::CooEntry>> segments,
+                        std::span<const float* const> grads, SparseCoreStepState* state) const;
+  // The groups of entries [begin, end) of one segment, whose dedup numbers
+  // start at state->entry_unique[entry] and whose gradients start at `g`;
+  // returns the gradient after the last group.
+  const float* ScatterSegmentGroups(std::span<const layout::CooEntry> seg, int64_t entry,
+                                    int64_t begin, int64_t end, const float* g, float* acc,
+                                    SparseCoreStepState* state) const;
+  void UpdateUniqueRows(int64_t step, SparseCoreStepState* state);
+  absl::Status CheckUpdatedRows(int64_t step, const SparseCoreStepState& state) const;
 
   int global_sc_;
   int tiles_ = 1;
