@@ -129,6 +129,161 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params) {
   return BuildMemoryPlan(c, dense_params, LimitsWithoutFile(c));
 }
 
+namespace {
+
+// The HBM stack of a stack or table of `padded_dim` floats and `nz` ids per
+// sample with `replicas` samples per chip, forward and backward (header).
+int64_t StackForwardBytes(int64_t padded_dim, int64_t nz, int64_t replicas) {
+  return (2 * padded_dim + 1) * nz * replicas * kF32;
+}
+int64_t StackBackwardBytes(int64_t padded_dim, int64_t nz, int64_t replicas) {
+  return 3 * padded_dim * nz * replicas * kF32;
+}
+
+// Bytes of rows_per_chip rows of `dim` elements of `eb` bytes: padded to
+// whole lines, or packed (a row of at most half a line at the next
+// power-of-two width, line / width rows a line; *rows_per_line set when not
+// null).
+int64_t RowsBytes(int64_t rows_per_chip, int dim, int64_t eb, bool packed, int* rows_per_line) {
+  const int64_t per_line = ElementsPerLine(eb);
+  if (!packed || dim > per_line / 2) return rows_per_chip * RoundUp(dim, per_line) * eb;
+  int width = 1;
+  while (width < dim) width *= 2;
+  if (rows_per_line != nullptr) *rows_per_line = static_cast<int>(per_line / width);
+  return CeilDiv(rows_per_chip, per_line / width) * kFloatsPerLine * kF32;
+}
+
+// The HBM of table t on one chip; adds what packing saved to
+// *packing_saved_bytes.
+TablePlan PlanTable(const config::RunConfig& c, const layout::RowPlacement& placement, int t,
+                    int64_t replicas, int num_chips, int64_t* packing_saved_bytes) {
+  const auto& tc = c.tables(t);
+  TablePlan tp;
+  tp.name = tc.name();
+  tp.dim = tc.dim();
+  tp.element_bytes = config::IsBf16(tc.dtype()) ? 2 : 4;
+  tp.slot_element_bytes = config::IsBf16(tc.slot_dtype()) ? 2 : 4;
+  tp.padded_dim = static_cast<int>(RoundUp(tc.dim(), ElementsPerLine(tp.element_bytes)));
+  tp.vocab_size = tc.vocab_size();
+  tp.padded_vocab = placement.PaddedRows(t);
+  tp.rows_per_chip = placement.RowsPerChip(t);
+  const auto optimizer = CreateOptimizer(tc.optimizer(), 1.0f);
+  tp.slots_per_param = optimizer->slots_per_param();
+  tp.row_slots = optimizer->row_slots();
+  const bool pack = c.sparse_core().pack_narrow_tables();
+  auto rows_bytes = [&](int64_t eb, bool packed, int* rows_per_line) {
+    return RowsBytes(tp.rows_per_chip, tc.dim(), eb, packed, rows_per_line);
+  };
+  tp.table_bytes = rows_bytes(tp.element_bytes, pack, &tp.rows_per_line);
+  const int64_t slot_param_bytes = rows_bytes(tp.slot_element_bytes, pack, nullptr);
+  *packing_saved_bytes +=
+      rows_bytes(tp.element_bytes, false, nullptr) - tp.table_bytes +
+      tp.slots_per_param * (rows_bytes(tp.slot_element_bytes, false, nullptr) - slot_param_bytes);
+  // Per-row slots are one dense vector of rows_per_chip x row_slots
+  // values, rounded up to a whole line.
+  tp.slot_bytes =
+      tp.slots_per_param * slot_param_bytes +
+      RoundUp(tp.rows_per_chip * tp.row_slots * tp.slot_element_bytes, kFloatsPerLine * kF32);
+  const int64_t unpadded_all_chips =
+      tp.vocab_size * (tp.dim * tp.element_bytes +
+                       (tp.dim * tp.slots_per_param + tp.row_slots) * tp.slot_element_bytes);
+  tp.padding_bytes = tp.table_bytes + tp.slot_bytes - unpadded_all_chips / num_chips;
+  std::tie(tp.ids_per_sample, tp.num_features) = TableLoad(c, t);
+  tp.stack = placement.stacking().table(t).stack;
+  tp.stack_forward_bytes = StackForwardBytes(tp.padded_dim, tp.ids_per_sample, replicas);
+  tp.stack_backward_bytes = StackBackwardBytes(tp.padded_dim, tp.ids_per_sample, replicas);
+  return tp;
+}
+
+// p->tables and the per-chip sums over them: tables and slots, padding,
+// the hot rows' replicas and their gradient buffer
+// (runtime/hot_rows/hot_row_replicas.h, all-reduced in place).
+void PlanTables(const config::RunConfig& c, const layout::RowPlacement& placement,
+                int64_t replicas, MemoryPlan* p) {
+  int64_t hot_floats = 0;  // hot rows x (dim + 1), all tables
+  for (int t = 0; t < c.tables_size(); ++t) {
+    TablePlan tp = PlanTable(c, placement, t, replicas, p->num_chips, &p->packing_saved_bytes);
+    p->unpadded_bytes += tp.table_bytes + tp.slot_bytes - tp.padding_bytes;
+    p->tables_bytes += tp.table_bytes + tp.slot_bytes;
+    p->padding_bytes += tp.padding_bytes;
+    const int64_t hot = placement.HotRowCount(t);
+    p->hot_rows += hot;
+    p->hot_replica_bytes +=
+        hot * (int64_t{tp.dim} * (1 + tp.slots_per_param) + tp.row_slots) * kF32;
+    hot_floats += hot * (tp.dim + 1);
+    p->tables.push_back(std::move(tp));
+  }
+  p->hot_gradient_bytes = hot_floats * kF32;
+}
+
+// p->stacks: the stack, SPMEM and gather operand of each stack with the
+// stack's limits, then which stacks are serialized and the peak stack.
+void PlanStacks(const config::RunConfig& c, const layout::RowPlacement& placement,
+                const layout::PartitionLimits& limits, int64_t replicas, MemoryPlan* p) {
+  const layout::StackingPlan& stacking = placement.stacking();
+  const layout::PartitionLimits stack_limits = layout::StackLimits(limits, stacking);
+  for (int s = 0; s < stacking.num_stacks(); ++s) {
+    const layout::TableStack& stack = stacking.stacks()[s];
+    StackPlan sp;
+    sp.name = stack.name;
+    sp.tables = stack.tables;
+    sp.padded_dim = stack.padded_dim;
+    sp.element_bytes = p->tables[stack.tables[0]].element_bytes;  // members share it
+    sp.rows_per_sparse_core = stack.rows / placement.total_sparse_cores();
+    for (int t : stack.tables) {
+      sp.table_names.push_back(p->tables[t].name);
+      sp.ids_per_sample += p->tables[t].ids_per_sample;
+      sp.num_features += p->tables[t].num_features;
+    }
+    sp.limits = PartitionLimitsForPlan(c, sp.ids_per_sample, sp.rows_per_sparse_core,
+                                       stack_limits.tables[s]);
+    sp.stack_forward_bytes = StackForwardBytes(sp.padded_dim, sp.ids_per_sample, replicas);
+    sp.stack_backward_bytes = StackBackwardBytes(sp.padded_dim, sp.ids_per_sample, replicas);
+    PlanSpmem(c, &sp);
+    p->spmem_bytes_per_tile = std::max(p->spmem_bytes_per_tile, sp.spmem_bytes());
+    p->stacks.push_back(std::move(sp));
+  }
+  p->stack_bytes_unserialized = std::max(PeakStack(p->stacks, true), PeakStack(p->stacks, false));
+  // The serialized stacks are the ones with the largest stack.
+  std::vector<int> order(p->stacks.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return p->stacks[a].stack_backward_bytes + p->stacks[a].stack_forward_bytes >
+           p->stacks[b].stack_backward_bytes + p->stacks[b].stack_forward_bytes;
+  });
+  const int serialized = std::min<int>(
+      c.sparse_core().xla_sc_num_serialized_tables_to_optimize_hbm(), order.size());
+  for (int i = 0; i < serialized; ++i) p->stacks[order[i]].serialized = true;
+  p->stack_bytes = std::max(PeakStack(p->stacks, true), PeakStack(p->stacks, false));
+}
+
+// The heap: the dense model and its optimizer, the host inputs in the
+// prefetch queue and the activations of the steps in flight.
+void PlanHeap(const config::RunConfig& c, int64_t dense_params, int64_t replicas,
+              MemoryPlan* p) {
+  const int64_t dense_slot_floats =
+      CreateOptimizer(c.training().dense_optimizer(), 1.0f)->SlotFloats(dense_params);
+  p->heap_dense_bytes = (dense_params * 2 + dense_slot_floats) * kF32;
+  p->dense_params = dense_params;
+  p->dense_model = DescribeInteraction(DenseModelSpecFromConfig(c));
+  int64_t ids_per_sample = 0, activation_width = 0;
+  for (const auto& f : c.features()) {
+    ids_per_sample += f.max_sequence_length();
+    activation_width += c.tables(config::FindTable(c, f.table())).dim();
+  }
+  p->host_inputs_per_step =
+      replicas * ((c.model().num_dense_features() + 1) * kF32 + ids_per_sample * kCooEntryBytes);
+  p->activations_per_step = replicas * activation_width * kF32 * 2;
+  p->host_queue_items = std::max(1, c.sparse_core().maximum_parallel_iterations());
+  p->in_flight_steps = c.sparse_core().disable_full_embedding_pipelining() ? 1 : 2;
+  p->prefetch_depth = p->host_queue_items + p->in_flight_steps;
+  p->heap_inputs_bytes =
+      p->host_inputs_per_step * p->prefetch_depth + p->activations_per_step * p->in_flight_steps;
+  p->heap_bytes = p->heap_dense_bytes + p->heap_inputs_bytes;
+}
+
+}  // namespace
+
 MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
                            const layout::PartitionLimits& limits) {
   const auto& topo = c.topology();
@@ -138,133 +293,12 @@ MemoryPlan BuildMemoryPlan(const config::RunConfig& c, int64_t dense_params,
   p.tiles_per_sparse_core = topo.tiles_per_sparse_core();
   p.hbm_bytes = topo.hbm_bytes();
   p.spmem_bytes_per_tile_limit = topo.spmem_bytes_per_tile();
+  // Samples per chip per step: logical_replica_count (header).
   const int64_t replicas = c.training().global_batch() / p.num_chips;
-  auto stack_forward = [&](int64_t padded_dim, int64_t nz) {
-    return (2 * padded_dim + 1) * nz * replicas * kF32;
-  };
-  auto stack_backward = [&](int64_t padded_dim, int64_t nz) {
-    return 3 * padded_dim * nz * replicas * kF32;
-  };
   const layout::RowPlacement placement = layout::RowPlacement::FromConfig(c);
-  const layout::StackingPlan& stacking = placement.stacking();
-  const int64_t n = placement.total_sparse_cores();
-  // HBM per original table.
-  int64_t hot_floats = 0;  // hot rows x (dim + 1), all tables
-  for (int t = 0; t < c.tables_size(); ++t) {
-    const auto& tc = c.tables(t);
-    TablePlan tp;
-    tp.name = tc.name();
-    tp.dim = tc.dim();
-    tp.element_bytes = config::IsBf16(tc.dtype()) ? 2 : 4;
-    tp.slot_element_bytes = config::IsBf16(tc.slot_dtype()) ? 2 : 4;
-    tp.padded_dim = static_cast<int>(RoundUp(tc.dim(), ElementsPerLine(tp.element_bytes)));
-    tp.vocab_size = tc.vocab_size();
-    tp.padded_vocab = placement.PaddedRows(t);
-    tp.rows_per_chip = placement.RowsPerChip(t);
-    const auto optimizer = CreateOptimizer(tc.optimizer(), 1.0f);
-    tp.slots_per_param = optimizer->slots_per_param();
-    tp.row_slots = optimizer->row_slots();
-    // Rows of dim elements of `eb` bytes: padded to whole lines, or packed
-    // (pack_narrow_tables: a row of at most half a line at the next
-    // power-of-two width, line / width rows a line).
-    const bool pack = c.sparse_core().pack_narrow_tables();
-    auto rows_bytes = [&](int64_t eb, bool packed, int* rows_per_line) {
-      const int64_t per_line = ElementsPerLine(eb);
-      if (!packed || tc.dim() > per_line / 2) {
-        return tp.rows_per_chip * RoundUp(tc.dim(), per_line) * eb;
-      }
-      int width = 1;
-      while (width < tc.dim()) width *= 2;
-      if (rows_per_line != nullptr) *rows_per_line = static_cast<int>(per_line / width);
-      return CeilDiv(tp.rows_per_chip, per_line / width) * kFloatsPerLine * kF32;
-    };
-    tp.table_bytes = rows_bytes(tp.element_bytes, pack, &tp.rows_per_line);
-    const int64_t slot_param_bytes = rows_bytes(tp.slot_element_bytes, pack, nullptr);
-    p.packing_saved_bytes += rows_bytes(tp.element_bytes, false, nullptr) - tp.table_bytes +
-                             tp.slots_per_param *
-                                 (rows_bytes(tp.slot_element_bytes, false, nullptr) -
-                                  slot_param_bytes);
-    // Per-row slots are one dense vector of rows_per_chip x row_slots
-    // values, rounded up to a whole line.
-    tp.slot_bytes = tp.slots_per_param * slot_param_bytes +
-                    RoundUp(tp.rows_per_chip * tp.row_slots * tp.slot_element_bytes,
-                            kFloatsPerLine * kF32);
-    const int64_t unpadded_all_chips =
-        tp.vocab_size * (tp.dim * tp.element_bytes +
-                         (tp.dim * tp.slots_per_param + tp.row_slots) * tp.slot_element_bytes);
-    const int64_t unpadded = unpadded_all_chips / p.num_chips;
-    tp.padding_bytes = tp.table_bytes + tp.slot_bytes - unpadded;
-    p.unpadded_bytes += unpadded;
-    std::tie(tp.ids_per_sample, tp.num_features) = TableLoad(c, t);
-    tp.stack = stacking.table(t).stack;
-    tp.stack_forward_bytes = stack_forward(tp.padded_dim, tp.ids_per_sample);
-    tp.stack_backward_bytes = stack_backward(tp.padded_dim, tp.ids_per_sample);
-    p.tables_bytes += tp.table_bytes + tp.slot_bytes;
-    p.padding_bytes += tp.padding_bytes;
-    const int64_t hot = placement.HotRowCount(t);
-    p.hot_rows += hot;
-    p.hot_replica_bytes += hot * (int64_t{tc.dim()} * (1 + tp.slots_per_param) + tp.row_slots) * kF32;
-    hot_floats += hot * (tc.dim() + 1);
-    p.tables.push_back(std::move(tp));
-  }
-  // The hot rows' gradient buffer (runtime/hot_rows/hot_row_replicas.h), all-reduced
-  // in place.
-  p.hot_gradient_bytes = hot_floats * kF32;
-  // Stack, SPMEM and gather operand per stack, with the stack's limits.
-  const layout::PartitionLimits stack_limits = layout::StackLimits(limits, stacking);
-  for (int s = 0; s < stacking.num_stacks(); ++s) {
-    const layout::TableStack& stack = stacking.stacks()[s];
-    StackPlan sp;
-    sp.name = stack.name;
-    sp.tables = stack.tables;
-    sp.padded_dim = stack.padded_dim;
-    sp.element_bytes = p.tables[stack.tables[0]].element_bytes;  // members share it
-    sp.rows_per_sparse_core = stack.rows / n;
-    for (int t : stack.tables) {
-      sp.table_names.push_back(p.tables[t].name);
-      sp.ids_per_sample += p.tables[t].ids_per_sample;
-      sp.num_features += p.tables[t].num_features;
-    }
-    sp.limits = PartitionLimitsForPlan(c, sp.ids_per_sample, sp.rows_per_sparse_core,
-                                       stack_limits.tables[s]);
-    sp.stack_forward_bytes = stack_forward(sp.padded_dim, sp.ids_per_sample);
-    sp.stack_backward_bytes = stack_backward(sp.padded_dim, sp.ids_per_sample);
-    PlanSpmem(c, &sp);
-    p.spmem_bytes_per_tile = std::max(p.spmem_bytes_per_tile, sp.spmem_bytes());
-    p.stacks.push_back(std::move(sp));
-  }
-  p.stack_bytes_unserialized = std::max(PeakStack(p.stacks, true), PeakStack(p.stacks, false));
-  // The serialized stacks are the ones with the largest stack.
-  std::vector<int> order(p.stacks.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return p.stacks[a].stack_backward_bytes + p.stacks[a].stack_forward_bytes >
-           p.stacks[b].stack_backward_bytes + p.stacks[b].stack_forward_bytes;
-  });
-  const int serialized = std::min<int>(
-      c.sparse_core().xla_sc_num_serialized_tables_to_optimize_hbm(), order.size());
-  for (int i = 0; i < serialized; ++i) p.stacks[order[i]].serialized = true;
-  p.stack_bytes = std::max(PeakStack(p.stacks, true), PeakStack(p.stacks, false));
-
-  const int64_t dense_slot_floats =
-      CreateOptimizer(c.training().dense_optimizer(), 1.0f)->SlotFloats(dense_params);
-  p.heap_dense_bytes = (dense_params * 2 + dense_slot_floats) * kF32;
-  p.dense_params = dense_params;
-  p.dense_model = DescribeInteraction(DenseModelSpecFromConfig(c));
-  int64_t ids_per_sample = 0, activation_width = 0;
-  for (const auto& f : c.features()) {
-    ids_per_sample += f.max_sequence_length();
-    activation_width += c.tables(config::FindTable(c, f.table())).dim();
-  }
-  p.host_inputs_per_step =
-      replicas * ((c.model().num_dense_features() + 1) * kF32 + ids_per_sample * kCooEntryBytes);
-  p.activations_per_step = replicas * activation_width * kF32 * 2;
-  p.host_queue_items = std::max(1, c.sparse_core().maximum_parallel_iterations());
-  p.in_flight_steps = c.sparse_core().disable_full_embedding_pipelining() ? 1 : 2;
-  p.prefetch_depth = p.host_queue_items + p.in_flight_steps;
-  p.heap_inputs_bytes =
-      p.host_inputs_per_step * p.prefetch_depth + p.activations_per_step * p.in_flight_steps;
-  p.heap_bytes = p.heap_dense_bytes + p.heap_inputs_bytes;
+  PlanTables(c, placement, replicas, &p);
+  PlanStacks(c, placement, limits, replicas, &p);
+  PlanHeap(c, dense_params, replicas, &p);
   p.hbm_bytes_per_chip = p.tables_bytes + p.stack_bytes + p.heap_bytes + p.hot_replica_bytes +
                          p.hot_gradient_bytes;
   return p;
