@@ -67,12 +67,13 @@ void CheckPaths(const FieldPath& at, bool has, const std::string& paths, bool re
   }
 }
 
-// The schema's columns: names, text columns, kinds against mappings.
-void CheckSchemaColumns(const RunConfig& c, bool text, bool header, ConfigErrors& errors) {
+FieldPath SchemaField(const char* list, int i, const char* f) {
+  return FieldPath{{"data"}, {"schema"}, {list, i}, {f}};
+}
+
+// The label's column and the dense inputs: at least one, named once each.
+void CheckLabelAndDense(const RunConfig& c, ConfigErrors& errors) {
   const InputSchema& s = c.data().schema();
-  auto at = [](const char* list, int i, const char* f) {
-    return FieldPath{{"data"}, {"schema"}, {list, i}, {f}};
-  };
   if (s.label().has_column() && s.label().column() < 0) {
     errors.Fail({{"data"}, {"schema"}, {"label"}, {"column"}},
                 absl::StrCat("must be >= 0, got ", s.label().column()));
@@ -84,18 +85,71 @@ void CheckSchemaColumns(const RunConfig& c, bool text, bool header, ConfigErrors
   std::set<std::string> dense_names;
   for (int i = 0; i < s.dense_size(); ++i) {
     const DenseInput& d = s.dense(i);
-    if (d.name().empty()) errors.Fail(at("dense", i, "name"), "a dense input needs a name");
+    if (d.name().empty()) errors.Fail(SchemaField("dense", i, "name"), "a dense input needs a name");
     if (!dense_names.insert(d.name()).second) {
-      errors.Fail(at("dense", i, "name"), absl::StrCat("duplicate dense input '", d.name(), "'"));
+      errors.Fail(SchemaField("dense", i, "name"),
+                  absl::StrCat("duplicate dense input '", d.name(), "'"));
     }
     if (d.has_column() && d.column() < 0) {
-      errors.Fail(at("dense", i, "column"), absl::StrCat("must be >= 0, got ", d.column()));
+      errors.Fail(SchemaField("dense", i, "column"),
+                  absl::StrCat("must be >= 0, got ", d.column()));
     }
     if (!std::isfinite(d.default_value())) {
-      errors.Fail(at("dense", i, "default_value"), "must be a finite number");
+      errors.Fail(SchemaField("dense", i, "default_value"), "must be a finite number");
     }
     CheckDenseInput({{"data"}, {"schema"}, {"dense", i}}, d, c.data().has_binary(), errors);
   }
+}
+
+// Sparse input i's mapping, vocabulary, list separator and weights; `text`
+// and `header` as in CheckSchemaColumns.
+void CheckSparseInputFields(const SparseInput& in, int i, bool text, bool header,
+                            const std::string& delimiter, ConfigErrors& errors) {
+  auto at = [i](const char* f) { return SchemaField("sparse", i, f); };
+  if (in.has_column() && in.column() < 0) {
+    errors.Fail(at("column"), absl::StrCat("must be >= 0, got ", in.column()));
+  }
+  if (in.mapping() == SparseInput::ID && in.type() != SparseInput::INT64) {
+    errors.Fail(at("mapping"),
+                absl::StrCat("feature '", in.feature(),
+                             "': mapping ID uses the values as rows and needs type: INT64"));
+  }
+  if (in.mapping() == SparseInput::VOCABULARY && in.vocabulary_file().empty()) {
+    errors.Fail(at("vocabulary_file"),
+                absl::StrCat("feature '", in.feature(), "': mapping VOCABULARY needs a file"));
+  }
+  if (in.has_vocabulary_file() && in.mapping() != SparseInput::VOCABULARY) {
+    errors.Fail(at("vocabulary_file"), absl::StrCat("feature '", in.feature(),
+                                                    "': a vocabulary_file needs mapping: "
+                                                    "VOCABULARY"));
+  }
+  if (in.num_oov_buckets() < 0) {
+    errors.Fail(at("num_oov_buckets"), absl::StrCat("must be >= 0, got ", in.num_oov_buckets()));
+  }
+  if (in.has_separator()) {
+    if (in.separator().size() != 1 || in.separator() == "\n" || in.separator() == "\r") {
+      errors.Fail(at("separator"),
+                  absl::StrCat("must be one character (not a line break), got '", in.separator(),
+                               "'"));
+    } else if (text && in.separator() == delimiter) {
+      errors.Fail(at("separator"),
+                  "equals the text delimiter; the values of a list need another character");
+    }
+  }
+  if (in.has_weights_column() && in.weights_column() < 0) {
+    errors.Fail(at("weights_column"), absl::StrCat("must be >= 0, got ", in.weights_column()));
+  }
+  if (text && !header && in.has_weights_key() && !in.has_weights_column()) {
+    errors.Fail(at("weights_key"),
+                "names a column, but the text files have no header; set weights_column");
+  }
+}
+
+// The sparse inputs: each feeds one feature of the config, once; returns
+// the features fed.
+std::set<std::string> CheckSparseInputs(const RunConfig& c, bool text, bool header,
+                                        ConfigErrors& errors) {
+  const InputSchema& s = c.data().schema();
   std::set<std::string> fed;
   const std::string delimiter =
       c.data().text().has_delimiter() ? c.data().text().delimiter() : std::string("\t");
@@ -104,52 +158,19 @@ void CheckSchemaColumns(const RunConfig& c, bool text, bool header, ConfigErrors
     bool known = false;
     for (const FeatureConfig& f : c.features()) known = known || f.name() == in.feature();
     if (!known) {
-      errors.Fail(at("sparse", i, "feature"),
+      errors.Fail(SchemaField("sparse", i, "feature"),
                   absl::StrCat("'", in.feature(), "' is not a feature of the config"));
     } else if (!fed.insert(in.feature()).second) {
-      errors.Fail(at("sparse", i, "feature"),
+      errors.Fail(SchemaField("sparse", i, "feature"),
                   absl::StrCat("feature '", in.feature(), "' has two sparse inputs"));
     }
-    if (in.has_column() && in.column() < 0) {
-      errors.Fail(at("sparse", i, "column"), absl::StrCat("must be >= 0, got ", in.column()));
-    }
-    if (in.mapping() == SparseInput::ID && in.type() != SparseInput::INT64) {
-      errors.Fail(at("sparse", i, "mapping"),
-                  absl::StrCat("feature '", in.feature(),
-                               "': mapping ID uses the values as rows and needs type: INT64"));
-    }
-    if (in.mapping() == SparseInput::VOCABULARY && in.vocabulary_file().empty()) {
-      errors.Fail(at("sparse", i, "vocabulary_file"),
-                  absl::StrCat("feature '", in.feature(), "': mapping VOCABULARY needs a file"));
-    }
-    if (in.has_vocabulary_file() && in.mapping() != SparseInput::VOCABULARY) {
-      errors.Fail(at("sparse", i, "vocabulary_file"),
-                  absl::StrCat("feature '", in.feature(),
-                               "': a vocabulary_file needs mapping: VOCABULARY"));
-    }
-    if (in.num_oov_buckets() < 0) {
-      errors.Fail(at("sparse", i, "num_oov_buckets"),
-                  absl::StrCat("must be >= 0, got ", in.num_oov_buckets()));
-    }
-    if (in.has_separator()) {
-      if (in.separator().size() != 1 || in.separator() == "\n" || in.separator() == "\r") {
-        errors.Fail(at("sparse", i, "separator"),
-                    absl::StrCat("must be one character (not a line break), got '",
-                                 in.separator(), "'"));
-      } else if (text && in.separator() == delimiter) {
-        errors.Fail(at("sparse", i, "separator"),
-                    "equals the text delimiter; the values of a list need another character");
-      }
-    }
-    if (in.has_weights_column() && in.weights_column() < 0) {
-      errors.Fail(at("sparse", i, "weights_column"),
-                  absl::StrCat("must be >= 0, got ", in.weights_column()));
-    }
-    if (text && !header && in.has_weights_key() && !in.has_weights_column()) {
-      errors.Fail(at("sparse", i, "weights_key"),
-                  "names a column, but the text files have no header; set weights_column");
-    }
+    CheckSparseInputFields(in, i, text, header, delimiter, errors);
   }
+  return fed;
+}
+
+// Every feature has a sparse input (`fed`) and no CRITEO input_column.
+void CheckFeaturesFed(const RunConfig& c, const std::set<std::string>& fed, ConfigErrors& errors) {
   for (int f = 0; f < c.features_size(); ++f) {
     if (c.features(f).has_input_column()) {
       errors.Fail({{"features", f}, {"input_column"}},
@@ -164,6 +185,11 @@ void CheckSchemaColumns(const RunConfig& c, bool text, bool header, ConfigErrors
                                c.features(f).name(), "\" ... }"));
     }
   }
+}
+
+// model.num_dense_features against the schema's dense inputs.
+void CheckModelDenseInputs(const RunConfig& c, ConfigErrors& errors) {
+  const InputSchema& s = c.data().schema();
   const int model_inputs = ModelDenseInputs(s);
   if (c.model().num_dense_features() != model_inputs && s.dense_size() > 0) {
     errors.Fail({{"model"}, {"num_dense_features"}},
@@ -175,6 +201,14 @@ void CheckSchemaColumns(const RunConfig& c, bool text, bool header, ConfigErrors
                                     : absl::StrFormat(" and %d missing-value indicators",
                                                       model_inputs - s.dense_size())));
   }
+}
+
+// The schema's columns: names, text columns, kinds against mappings; errors
+// in that order (label and dense, sparse inputs, features, model).
+void CheckSchemaColumns(const RunConfig& c, bool text, bool header, ConfigErrors& errors) {
+  CheckLabelAndDense(c, errors);
+  CheckFeaturesFed(c, CheckSparseInputs(c, text, header, errors), errors);
+  CheckModelDenseInputs(c, errors);
 }
 
 // The schema a source needs: none for synthetic data, the CRITEO preset for
