@@ -8,6 +8,8 @@
 # Inside runtime/ the same holds for its libraries (runtime/CMakeLists.txt):
 #   comm/ <- {step/, threads/, hot_rows/} <- observability/ <- checkpoint/
 #   <- {eval/, the trainer at runtime/'s top}
+# and no library inside runtime/ (eval/ included) includes a header at
+# runtime/'s top (the Trainer composes them, not the other way round);
 # and inside host/, input/ + formats/ (reading) and preprocess/ meet only at
 # host/batch.h: neither includes the other. MPI itself is reached through
 # runtime/comm/ only (MpiSession, the communicators): no MPI call and no
@@ -23,6 +25,7 @@ files = sorted(os.path.join(d, f) for top in rank for d, _, fs in os.walk(top)
                for f in fs if f.endswith(('.h', '.cc', '.proto')))
 include = re.compile(r'^\s*(?:#\s*include|import)\s+"([a-z_]+)/[^"]*"')
 sub_include = re.compile(r'^\s*#\s*include\s+"(runtime|host)/([a-z_]+)/')
+top_include = re.compile(r'^\s*#\s*include\s+"runtime/[a-z_]+\.h"')
 # The libraries inside runtime/ (a file at runtime/'s top is the trainer's).
 runtime_rank = {'comm': 0, 'step': 1, 'threads': 1, 'hot_rows': 1, 'observability': 2,
                 'checkpoint': 3, 'eval': 4, '': 4}
@@ -46,6 +49,9 @@ for path in files:
                     host_side[mine] != host_side[dep_sub]:
                 bad.append(f'{path}:{n}: host/{mine} includes host/{dep_sub}/ (reading and '
                            f'preprocessing meet at host/batch.h only): {line.strip()}')
+        if top == 'runtime' and sub_of(path) and top_include.match(line):
+            bad.append(f'{path}:{n}: runtime/{sub_of(path)} includes a header at runtime/\'s top '
+                       f'(the trainer composes the libraries): {line.strip()}')
         m = include.match(line)
         if not m or m.group(1) not in rank:
             continue

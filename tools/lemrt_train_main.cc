@@ -376,8 +376,9 @@ absl::Status Run(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_com
     return absl::OkStatus();
   }
   if (FLAGS_eval_quantized) {
-    absl::Status q = lemrt::runtime::EvaluateInt8Tables(*config, **trainer, sparse_watched,
-                                                        &*summary);
+    lemrt::runtime::Trainer& t = **trainer;
+    absl::Status q = lemrt::runtime::EvaluateInt8Tables(
+        *config, t.sparse(), [&t] { return t.Evaluate(); }, sparse_watched, &*summary);
     if (!q.ok()) return q;
     const auto& e = summary->quantized_eval();
     const auto metric = [](bool has, double value, bool has_change, double change) {

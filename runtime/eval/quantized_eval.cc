@@ -45,14 +45,15 @@ float LocalMaxInt8Error(const SparseCoreStage& sparse) {
 
 }  // namespace
 
-absl::Status EvaluateInt8Tables(const config::RunConfig& config, Trainer& trainer,
+absl::Status EvaluateInt8Tables(const config::RunConfig& config, const SparseCoreStage& sparse,
+                                absl::FunctionRef<absl::StatusOr<EvalResult>()> evaluate,
                                 Communicator& comm, summary::RunSummary* summary) {
   absl::StatusOr<EvalResult> eval = [&] {
-    Int8Lookups int8(trainer.sparse());
-    return trainer.Evaluate();
+    Int8Lookups int8(sparse);
+    return evaluate();
   }();
   if (!eval.ok()) return eval.status();
-  float max_error = LocalMaxInt8Error(trainer.sparse());
+  float max_error = LocalMaxInt8Error(sparse);
   const std::vector<float> mine = {max_error};
   std::vector<float> all;
   LEMRT_RETURN_IF_ERROR(comm.AllGather(mine, &all));
