@@ -85,7 +85,9 @@ void CheckLabelAndDense(const RunConfig& c, ConfigErrors& errors) {
   std::set<std::string> dense_names;
   for (int i = 0; i < s.dense_size(); ++i) {
     const DenseInput& d = s.dense(i);
-    if (d.name().empty()) errors.Fail(SchemaField("dense", i, "name"), "a dense input needs a name");
+    if (d.name().empty()) {
+      errors.Fail(SchemaField("dense", i, "name"), "a dense input needs a name");
+    }
     if (!dense_names.insert(d.name()).second) {
       errors.Fail(SchemaField("dense", i, "name"),
                   absl::StrCat("duplicate dense input '", d.name(), "'"));
@@ -128,9 +130,8 @@ void CheckSparseInputFields(const SparseInput& in, int i, bool text, bool header
   }
   if (in.has_separator()) {
     if (in.separator().size() != 1 || in.separator() == "\n" || in.separator() == "\r") {
-      errors.Fail(at("separator"),
-                  absl::StrCat("must be one character (not a line break), got '", in.separator(),
-                               "'"));
+      errors.Fail(at("separator"), absl::StrCat("must be one character (not a line break), got '",
+                                                in.separator(), "'"));
     } else if (text && in.separator() == delimiter) {
       errors.Fail(at("separator"),
                   "equals the text delimiter; the values of a list need another character");

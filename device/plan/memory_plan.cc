@@ -198,8 +198,8 @@ TablePlan PlanTable(const config::RunConfig& c, const layout::RowPlacement& plac
 // p->tables and the per-chip sums over them: tables and slots, padding,
 // the hot rows' replicas and their gradient buffer
 // (runtime/hot_rows/hot_row_replicas.h, all-reduced in place).
-void PlanTables(const config::RunConfig& c, const layout::RowPlacement& placement,
-                int64_t replicas, MemoryPlan* p) {
+void PlanTables(const config::RunConfig& c, const layout::RowPlacement& placement, int64_t replicas,
+                MemoryPlan* p) {
   int64_t hot_floats = 0;  // hot rows x (dim + 1), all tables
   for (int t = 0; t < c.tables_size(); ++t) {
     TablePlan tp = PlanTable(c, placement, t, replicas, p->num_chips, &p->packing_saved_bytes);
@@ -259,8 +259,7 @@ void PlanStacks(const config::RunConfig& c, const layout::RowPlacement& placemen
 
 // The heap: the dense model and its optimizer, the host inputs in the
 // prefetch queue and the activations of the steps in flight.
-void PlanHeap(const config::RunConfig& c, int64_t dense_params, int64_t replicas,
-              MemoryPlan* p) {
+void PlanHeap(const config::RunConfig& c, int64_t dense_params, int64_t replicas, MemoryPlan* p) {
   const int64_t dense_slot_floats =
       CreateOptimizer(c.training().dense_optimizer(), 1.0f)->SlotFloats(dense_params);
   p->heap_dense_bytes = (dense_params * 2 + dense_slot_floats) * kF32;

@@ -302,10 +302,9 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
   if (checks_.nan && state->debug_status.ok()) state->debug_status = CheckUpdatedRows(step, *state);
 }
 
-const float* SparseCore::ScatterSegmentGroups(std::span<const layout::CooEntry> seg,
-                                              int64_t entry, int64_t begin, int64_t end,
-                                              const float* g, float* acc,
-                                              SparseCoreStepState* state) const {
+const float* SparseCore::ScatterSegmentGroups(std::span<const layout::CooEntry> seg, int64_t entry,
+                                              int64_t begin, int64_t end, const float* g,
+                                              float* acc, SparseCoreStepState* state) const {
   for (int64_t i = begin; i < end;) {
     const int dim = dims_[seg[i].table];
     int64_t j = i + 1;
@@ -321,8 +320,8 @@ const float* SparseCore::ScatterSegmentGroups(std::span<const layout::CooEntry> 
       i = j;
       continue;
     }
-    ScatterGroup(dim, seg.data() + i, group_unique, group_role, j - i,
-                 state->unique_offsets.data(), g, acc);
+    ScatterGroup(dim, seg.data() + i, group_unique, group_role, j - i, state->unique_offsets.data(),
+                 g, acc);
     for (int64_t e = 0; e < j - i; ++e) {
       if (group_role[e] != kOnlyEntry) continue;
       state->unique_gain[group_unique[e]] = seg[i + e].gain;

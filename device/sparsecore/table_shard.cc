@@ -53,9 +53,9 @@ void InitialRow(const config::TableConfig& table, int table_index, int64_t row, 
   for (; k < n; ++k) out[k] = static_cast<float>((2.0 * rng.NextDouble() - 1.0) * scale);
 }
 
-TableShard::TableShard(const config::TableConfig& table, int table_index, int residue,
-                       int total_sc, uint64_t seed, const Optimizer& optimizer,
-                       bool initialize, base::IdPermutation permutation)
+TableShard::TableShard(const config::TableConfig& table, int table_index, int residue, int total_sc,
+                       uint64_t seed, const Optimizer& optimizer, bool initialize,
+                       base::IdPermutation permutation)
     : dim_(table.dim()),
       residue_(residue),
       total_sc_(total_sc),
