@@ -278,8 +278,8 @@ void BM_DenseBf16(benchmark::State& state, DenseModelSpec spec, int64_t batch, i
   std::vector<float> d_emb(emb.size());
   auto step = [&](DenseModel& model) {
     return [&] {
-      benchmark::DoNotOptimize(model.ForwardBackward(batch, dense.data(), emb.data(),
-                                                     labels.data(), 1.0f / batch, d_emb.data()));
+      benchmark::DoNotOptimize(model.ForwardBackward(batch, dense.data(), emb.data(), labels.data(),
+                                                     1.0f / batch, d_emb.data()));
     };
   };
   auto step32 = step(*fp32);
@@ -319,22 +319,22 @@ void BM_DenseBf16(benchmark::State& state, DenseModelSpec spec, int64_t batch, i
 #if defined(__x86_64__)
 // 28 accumulators, so that the instruction's throughput, not its latency,
 // bounds the loop; zmm30 and zmm31 hold the operands (zero: no subnormals).
-#define LEMRT_28(op)                                                                        \
-  op " %%zmm30, %%zmm31, %%zmm0\n" op " %%zmm30, %%zmm31, %%zmm1\n" op                      \
-     " %%zmm30, %%zmm31, %%zmm2\n" op " %%zmm30, %%zmm31, %%zmm3\n" op                       \
-     " %%zmm30, %%zmm31, %%zmm4\n" op " %%zmm30, %%zmm31, %%zmm5\n" op                       \
-     " %%zmm30, %%zmm31, %%zmm6\n" op " %%zmm30, %%zmm31, %%zmm7\n" op                       \
-     " %%zmm30, %%zmm31, %%zmm8\n" op " %%zmm30, %%zmm31, %%zmm9\n" op                       \
-     " %%zmm30, %%zmm31, %%zmm10\n" op " %%zmm30, %%zmm31, %%zmm11\n" op                     \
-     " %%zmm30, %%zmm31, %%zmm12\n" op " %%zmm30, %%zmm31, %%zmm13\n" op                     \
-     " %%zmm30, %%zmm31, %%zmm14\n" op " %%zmm30, %%zmm31, %%zmm15\n" op                     \
-     " %%zmm30, %%zmm31, %%zmm16\n" op " %%zmm30, %%zmm31, %%zmm17\n" op                     \
-     " %%zmm30, %%zmm31, %%zmm18\n" op " %%zmm30, %%zmm31, %%zmm19\n" op                     \
-     " %%zmm30, %%zmm31, %%zmm20\n" op " %%zmm30, %%zmm31, %%zmm21\n" op                     \
-     " %%zmm30, %%zmm31, %%zmm22\n" op " %%zmm30, %%zmm31, %%zmm23\n" op                     \
-     " %%zmm30, %%zmm31, %%zmm24\n" op " %%zmm30, %%zmm31, %%zmm25\n" op                     \
+#define LEMRT_28(op)                                                     \
+  op " %%zmm30, %%zmm31, %%zmm0\n" op " %%zmm30, %%zmm31, %%zmm1\n" op   \
+     " %%zmm30, %%zmm31, %%zmm2\n" op " %%zmm30, %%zmm31, %%zmm3\n" op   \
+     " %%zmm30, %%zmm31, %%zmm4\n" op " %%zmm30, %%zmm31, %%zmm5\n" op   \
+     " %%zmm30, %%zmm31, %%zmm6\n" op " %%zmm30, %%zmm31, %%zmm7\n" op   \
+     " %%zmm30, %%zmm31, %%zmm8\n" op " %%zmm30, %%zmm31, %%zmm9\n" op   \
+     " %%zmm30, %%zmm31, %%zmm10\n" op " %%zmm30, %%zmm31, %%zmm11\n" op \
+     " %%zmm30, %%zmm31, %%zmm12\n" op " %%zmm30, %%zmm31, %%zmm13\n" op \
+     " %%zmm30, %%zmm31, %%zmm14\n" op " %%zmm30, %%zmm31, %%zmm15\n" op \
+     " %%zmm30, %%zmm31, %%zmm16\n" op " %%zmm30, %%zmm31, %%zmm17\n" op \
+     " %%zmm30, %%zmm31, %%zmm18\n" op " %%zmm30, %%zmm31, %%zmm19\n" op \
+     " %%zmm30, %%zmm31, %%zmm20\n" op " %%zmm30, %%zmm31, %%zmm21\n" op \
+     " %%zmm30, %%zmm31, %%zmm22\n" op " %%zmm30, %%zmm31, %%zmm23\n" op \
+     " %%zmm30, %%zmm31, %%zmm24\n" op " %%zmm30, %%zmm31, %%zmm25\n" op \
      " %%zmm30, %%zmm31, %%zmm26\n" op " %%zmm30, %%zmm31, %%zmm27\n"
-#define LEMRT_CLOBBERS                                                                           \
+#define LEMRT_CLOBBERS                                                                            \
   "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
       "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",   \
       "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm30", "xmm31"

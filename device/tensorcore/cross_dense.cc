@@ -71,8 +71,7 @@ CrossDense::CrossDense(const DenseModelSpec& spec, int64_t max_batch, ThreadTeam
       concat_width_(spec.shape.bottom.back() + embedding_width_),
       bottom_(WithPrecision(BottomShape(spec.shape, spec.dropout.bottom), spec.precision),
               max_batch, team),
-      top_(WithPrecision(TopShape(spec.shape, spec.dropout.top), spec.precision), max_batch,
-           team),
+      top_(WithPrecision(TopShape(spec.shape, spec.dropout.top), spec.precision), max_batch, team),
       team_(team) {
   cross_offset_ = bottom_.num_params();
   top_offset_ = cross_offset_;

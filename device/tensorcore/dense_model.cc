@@ -113,8 +113,7 @@ absl::StatusOr<std::unique_ptr<DenseModel>> CreateDenseModel(const DenseModelSpe
     if (absl::Status s = CheckBf16Products(); !s.ok()) return s;
   }
   if (spec.interaction == Interaction::kDot) {
-    auto model =
-        DlrmDense::Create(spec.shape, max_batch, seed, spec.dropout, team, spec.precision);
+    auto model = DlrmDense::Create(spec.shape, max_batch, seed, spec.dropout, team, spec.precision);
     if (!model.ok()) return model.status();
     return std::unique_ptr<DenseModel>(std::move(*model));
   }

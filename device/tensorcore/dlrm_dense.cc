@@ -183,9 +183,8 @@ void DlrmDense::BackwardInteraction(int64_t batch, const float* emb, float* d_em
                              embedding_width_, dzf, zw, grads_.data() + feature.proj_offset, d,
                              GemmEpilogue{}, precision_);
     proj_tasks_.emplace_back(false, true, batch, feature.dim, d, dzf, zw,
-                             params_.data() + feature.proj_offset, d,
-                             d_emb + feature.emb_offset, embedding_width_, GemmEpilogue{},
-                             precision_);
+                             params_.data() + feature.proj_offset, d, d_emb + feature.emb_offset,
+                             embedding_width_, GemmEpilogue{}, precision_);
   }
   RunProjections();
 }

@@ -469,10 +469,8 @@ TEST(DenseBf16Test, TrainsLikeFp32AndIsDeterministic) {
   if (!CheckBf16Products().ok()) {
     GTEST_SKIP() << CheckBf16Products();
   }
-  const DlrmShape shape{.num_dense = 13,
-                        .bottom = {128, 32},
-                        .top = {64, 1},
-                        .feature_dims = {32, 16, 32, 8}};
+  const DlrmShape shape{
+      .num_dense = 13, .bottom = {128, 32}, .top = {64, 1}, .feature_dims = {32, 16, 32, 8}};
   const int64_t batch = 256;
   struct Run {
     double first_loss = 0, last_loss = 0;
@@ -491,7 +489,8 @@ TEST(DenseBf16Test, TrainsLikeFp32AndIsDeterministic) {
     std::vector<float> d_emb(emb.size());
     for (int step = 0; step < 40; ++step) {
       const double loss = m.ForwardBackward(batch, dense.data(), emb.data(), labels.data(),
-                                            1.0f / batch, d_emb.data()) / batch;
+                                            1.0f / batch, d_emb.data()) /
+                          batch;
       (step == 0 ? r.first_loss : r.last_loss) = loss;
       std::span<float> p = m.params();
       for (size_t k = 0; k < p.size(); ++k) p[k] -= 0.5f * m.grads()[k];

@@ -53,8 +53,8 @@ void UseOneOpenMpThread() {
 
 void CallBackend(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
                  int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a,
-                                      lda, b, ldb, 0.0f, c, ldc);
+  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f,
+                                      a, lda, b, ldb, 0.0f, c, ldc);
   CHECK_EQ(st, dnnl_success) << "dnnl_sgemm rejected m=" << m << " n=" << n << " k=" << k
                              << " lda=" << lda << " ldb=" << ldb << " ldc=" << ldc;
 }
@@ -217,7 +217,8 @@ void GemmTasks::operator()(int i) const {
   } else {
     CallBackend(trans_a_, trans_b_, rows, cols, k_, ab, lda_, bb, ldb_, cb, ldc_);
   }
-  const float* bias = epilogue_.bias == nullptr ? nullptr : epilogue_.bias + (rows_ ? 0 : begin);
+  const float* bias =
+      epilogue_.bias == nullptr ? nullptr : epilogue_.bias + (rows_ ? 0 : begin);
   const float* relu_output = epilogue_.relu_output;
   if (relu_output != nullptr) {
     relu_output += rows_ ? begin * epilogue_.relu_output_ld : begin;
@@ -234,7 +235,8 @@ void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, in
 }
 
 void BackendGemm(int threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                 int64_t ldc) {
   UseOneOpenMpThread();
   omp_set_num_threads(std::max(1, threads));
   CallBackend(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);

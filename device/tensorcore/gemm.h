@@ -95,7 +95,9 @@ class GemmTasks {
             const GemmEpilogue& epilogue = {}, GemmPrecision precision = GemmPrecision::kFp32);
   int tasks() const { return blocks_; }
   void operator()(int block) const;
-  TaskGroup group() const { return Tasks(blocks_, *this, 2.0 * static_cast<double>(m_) * n_ * k_); }
+  TaskGroup group() const {
+    return Tasks(blocks_, *this, 2.0 * static_cast<double>(m_) * n_ * k_);
+  }
 
  private:
   bool trans_a_, trans_b_;
@@ -117,7 +119,8 @@ class GemmTasks {
 // of its own (no blocks, no epilogue): the reference bench_dense measures the
 // blocked Gemm against. Not for the model (its bits may depend on threads).
 void BackendGemm(int threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                 int64_t ldc);
 
 // How Gemm splits a call: C is cut along `rows` (true: row blocks of C and
 // op(A)) or columns (of C and op(B)) into `blocks` blocks of `block` rows or

@@ -83,22 +83,13 @@ std::vector<double> Naive(const Case& c, const Operands& o, const GemmEpilogue& 
 
 const std::vector<Case>& Cases() {
   static const auto* cases = new std::vector<Case>{
-      {false, false, 0, 5, 3, 0},
-      {false, false, 4, 0, 3, 0},
-      {false, false, 1, 1, 1, 0},
-      {false, false, 3, 4, 0, 0},
-      {true, false, 3, 4, 0, 2},
-      {false, false, 7, 5, 3, 1},
-      {false, true, 9, 6, 11, 3},
-      {true, false, 6, 9, 13, 2},
-      {true, true, 5, 4, 3, 1},
+      {false, false, 0, 5, 3, 0},   {false, false, 4, 0, 3, 0},  {false, false, 1, 1, 1, 0},
+      {false, false, 3, 4, 0, 0},   {true, false, 3, 4, 0, 2},   {false, false, 7, 5, 3, 1},
+      {false, true, 9, 6, 11, 3},   {true, false, 6, 9, 13, 2},  {true, true, 5, 4, 3, 1},
       // Several row blocks (m > n), several column blocks (n > m), strided.
-      {false, false, 700, 33, 190, 5},
-      {false, true, 650, 40, 170, 0},
-      {true, false, 37, 500, 260, 3},
-      {true, false, 420, 20, 600, 1},
-      {false, false, 30, 520, 300, 0},
-      {false, true, 25, 610, 280, 2},
+      {false, false, 700, 33, 190, 5}, {false, true, 650, 40, 170, 0},
+      {true, false, 37, 500, 260, 3},  {true, false, 420, 20, 600, 1},
+      {false, false, 30, 520, 300, 0}, {false, true, 25, 610, 280, 2},
   };
   return *cases;
 }
@@ -160,13 +151,8 @@ TEST(GemmTest, BitsDoNotDependOnTheThreads) {
 TEST(GemmTest, BlockingIsAFunctionOfTheShape) {
   // The larger side of C is cut; blocks cover it exactly.
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1024, 512, 367},
-                         {1024, 367, 512},
-                         {367, 512, 1024},
-                         {128, 512, 367},
-                         {256, 1, 1024},
-                         {13, 512, 1024},
-                         {1, 1, 1},
-                         {0, 4, 4}}) {
+                         {1024, 367, 512}, {367, 512, 1024}, {128, 512, 367}, {256, 1, 1024},
+                         {13, 512, 1024}, {1, 1, 1}, {0, 4, 4}}) {
     const GemmBlocking g = GemmBlockingFor(m, n, k);
     const int64_t along = g.rows ? m : n;
     EXPECT_EQ(g.rows, m >= n) << m << "x" << n << "x" << k;

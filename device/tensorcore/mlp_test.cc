@@ -83,14 +83,18 @@ TEST(MlpBf16Test, LayerMatchesTheRoundedReference) {
     fp32.Forward(params, batch, x.data(), y32.data());
     fp32.Backward(params, batch, x.data(), dy.data(), grads32, dx32.data());
     const Mlp::Layer& layer = mlp.layer(0);
-    auto w = [&](int i, int o) { return RoundedToBf16(params[layer.weight_offset + i * c.out + o]); };
+    auto w = [&](int i, int o) {
+      return RoundedToBf16(params[layer.weight_offset + i * c.out + o]);
+    };
     // The ReLU's mask from the layer's own output: a sum at 0 may fall either side.
-    auto dz = [&](int64_t b, int o) -> float { return y[b * c.out + o] > 0 ? dy[b * c.out + o] : 0; };
+    auto dz = [&](int64_t b, int o) -> float {
+      return y[b * c.out + o] > 0 ? dy[b * c.out + o] : 0;
+    };
     double off_fp32 = 0;
     auto expect = [&](float got, float got32, double want, int64_t k, const char* what) {
       const double tolerance = 2e-6 * static_cast<double>(1 + k);
-      EXPECT_NEAR(got, want, tolerance) << what << " in " << c.in << "x" << c.out << " batch "
-                                        << batch;
+      EXPECT_NEAR(got, want, tolerance)
+          << what << " in " << c.in << "x" << c.out << " batch " << batch;
       off_fp32 = std::max(off_fp32, std::abs(static_cast<double>(got32) - want) / tolerance);
     };
     for (int64_t b = 0; b < batch; ++b) {
