@@ -24,6 +24,18 @@
 // The two alternate in rounds (wall time; T > 1 needs it), and the counters
 // are medians over the rounds (of_ref_min / of_ref_max: the range).
 //
+// BM_DenseBf16/<model>/batch/threads (where the CPU has avx512_bf16 or AMX):
+// the same step with model.dense_dtype FP32 and BF16, alternated in rounds
+// in one process; bf16_x = fp32 step time / bf16 step time (median over
+// the rounds, bf16_x_min / bf16_x_max: the range), and gemm_bf16_x the same
+// ratio for the step's GEMMs alone (the blocked Gemm on the calling thread,
+// GemmPrecision kFp32 vs kBf16): what the products' number format allows.
+// One thread: thread CPU time (robust to other load); more: wall time.
+// BM_ProductPeak (x86-64 with avx512_bf16): one core's peak of the two
+// instructions the kernels are made of, 28 independent chains each, thread
+// CPU time: fma_GFLOPs (vfmadd231ps zmm, 32 flops), dpbf16_GFLOPs
+// (vdpbf16ps zmm, 64 flops) and dpbf16_of_fma, the ceiling of bf16_x.
+//
 //   build/bin/bench_dense [--benchmark_filter=criteo] [--rounds=N]
 #include <omp.h>
 
@@ -37,6 +49,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "benchmarks/thread_cpu_timer.h"
 #include "device/tensorcore/dense_model.h"
 #include "device/tensorcore/gemm.h"
 #include "device/tensorcore/thread_team.h"
@@ -225,6 +238,145 @@ void BM_DenseStep(benchmark::State& state, DenseModelSpec spec, int64_t batch, i
   state.counters["of_ref_max"] = *std::max_element(ratio.begin(), ratio.end());
 }
 
+// The step's GEMMs alone on the calling thread in one precision.
+class StepProducts {
+ public:
+  StepProducts(const DenseModelSpec& spec, int64_t batch) : calls_(StepGemms(spec, batch)) {
+    for (const GemmCall& c : calls_) {
+      bufs_.push_back({std::vector<float>(c.m * c.k, 0.01f), std::vector<float>(c.k * c.n, 0.02f),
+                       std::vector<float>(c.m * c.n)});
+    }
+  }
+  void Run(GemmPrecision precision) {
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      const GemmCall& c = calls_[i];
+      Gemm(nullptr, c.ta, c.tb, c.m, c.n, c.k, bufs_[i].a.data(), c.ta ? c.m : c.k,
+           bufs_[i].b.data(), c.tb ? c.k : c.n, bufs_[i].c.data(), c.n, {}, precision);
+    }
+    benchmark::ClobberMemory();
+  }
+
+ private:
+  struct Buffers {
+    std::vector<float> a, b, c;
+  };
+  std::vector<GemmCall> calls_;
+  std::vector<Buffers> bufs_;
+};
+
+void BM_DenseBf16(benchmark::State& state, DenseModelSpec spec, int64_t batch, int threads) {
+  ThreadTeam team(threads);
+  spec.precision = GemmPrecision::kFp32;
+  auto fp32 = CreateDenseModel(spec, batch, 1, &team).value();
+  spec.precision = GemmPrecision::kBf16;
+  auto bf16 = CreateDenseModel(spec, batch, 1, &team).value();
+  std::vector<float> dense(batch * spec.shape.num_dense, 0.5f);
+  std::vector<float> emb(batch * fp32->embedding_width());
+  for (size_t i = 0; i < emb.size(); ++i) emb[i] = 0.01f * static_cast<float>(i % 13);
+  std::vector<float> labels(batch);
+  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<float>(i % 2);
+  std::vector<float> d_emb(emb.size());
+  auto step = [&](DenseModel& model) {
+    return [&] {
+      benchmark::DoNotOptimize(model.ForwardBackward(batch, dense.data(), emb.data(), labels.data(),
+                                                     1.0f / batch, d_emb.data()));
+    };
+  };
+  auto step32 = step(*fp32);
+  auto step16 = step(*bf16);
+  StepProducts products(spec, batch);
+  auto gemm32 = [&] { products.Run(GemmPrecision::kFp32); };
+  auto gemm16 = [&] { products.Run(GemmPrecision::kBf16); };
+  for (auto _ : state) step16();
+  step32();
+  gemm32();
+  gemm16();
+  auto seconds = [threads](int reps, auto&& fn) {
+    if (threads > 1) return WallSecondsPerCall(reps, fn);
+    const double t0 = bench::ThreadCpuSeconds();
+    for (int i = 0; i < reps; ++i) fn();
+    return (bench::ThreadCpuSeconds() - t0) / reps;
+  };
+  const double one = std::max(1e-6, seconds(1, step32));
+  const int reps = std::max(1, static_cast<int>(0.2 / one));
+  std::vector<double> ms32, ms16, ratio, gemm_ratio;
+  for (int r = 0; r < g_rounds; ++r) {
+    ms32.push_back(seconds(reps, step32) * 1e3);
+    ms16.push_back(seconds(reps, step16) * 1e3);
+    ratio.push_back(ms32.back() / ms16.back());
+    const double g32 = seconds(reps, gemm32);
+    gemm_ratio.push_back(g32 / seconds(reps, gemm16));
+  }
+  state.counters["threads"] = threads;
+  state.counters["fp32_ms"] = Median(ms32);
+  state.counters["bf16_ms"] = Median(ms16);
+  state.counters["bf16_x"] = Median(ratio);
+  state.counters["bf16_x_min"] = *std::min_element(ratio.begin(), ratio.end());
+  state.counters["bf16_x_max"] = *std::max_element(ratio.begin(), ratio.end());
+  state.counters["gemm_bf16_x"] = Median(gemm_ratio);
+}
+
+#if defined(__x86_64__)
+// 28 accumulators, so that the instruction's throughput, not its latency,
+// bounds the loop; zmm30 and zmm31 hold the operands (zero: no subnormals).
+#define LEMRT_28(op)                                                     \
+  op " %%zmm30, %%zmm31, %%zmm0\n" op " %%zmm30, %%zmm31, %%zmm1\n" op   \
+     " %%zmm30, %%zmm31, %%zmm2\n" op " %%zmm30, %%zmm31, %%zmm3\n" op   \
+     " %%zmm30, %%zmm31, %%zmm4\n" op " %%zmm30, %%zmm31, %%zmm5\n" op   \
+     " %%zmm30, %%zmm31, %%zmm6\n" op " %%zmm30, %%zmm31, %%zmm7\n" op   \
+     " %%zmm30, %%zmm31, %%zmm8\n" op " %%zmm30, %%zmm31, %%zmm9\n" op   \
+     " %%zmm30, %%zmm31, %%zmm10\n" op " %%zmm30, %%zmm31, %%zmm11\n" op \
+     " %%zmm30, %%zmm31, %%zmm12\n" op " %%zmm30, %%zmm31, %%zmm13\n" op \
+     " %%zmm30, %%zmm31, %%zmm14\n" op " %%zmm30, %%zmm31, %%zmm15\n" op \
+     " %%zmm30, %%zmm31, %%zmm16\n" op " %%zmm30, %%zmm31, %%zmm17\n" op \
+     " %%zmm30, %%zmm31, %%zmm18\n" op " %%zmm30, %%zmm31, %%zmm19\n" op \
+     " %%zmm30, %%zmm31, %%zmm20\n" op " %%zmm30, %%zmm31, %%zmm21\n" op \
+     " %%zmm30, %%zmm31, %%zmm22\n" op " %%zmm30, %%zmm31, %%zmm23\n" op \
+     " %%zmm30, %%zmm31, %%zmm24\n" op " %%zmm30, %%zmm31, %%zmm25\n" op \
+     " %%zmm30, %%zmm31, %%zmm26\n" op " %%zmm30, %%zmm31, %%zmm27\n"
+#define LEMRT_CLOBBERS                                                                            \
+  "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+      "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",   \
+      "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm30", "xmm31"
+
+// Seconds of thread CPU time per instruction of `loops` x 28 FMAs or bf16 dots.
+double FmaLoop(int64_t loops) {
+  const double t0 = bench::ThreadCpuSeconds();
+  asm volatile(
+      "vpxord %%zmm30, %%zmm30, %%zmm30\n vpxord %%zmm31, %%zmm31, %%zmm31\n mov %0, %%rcx\n"
+      "1:\n" LEMRT_28("vfmadd231ps") "dec %%rcx\n jnz 1b\n"
+      :
+      : "r"(loops)
+      : LEMRT_CLOBBERS);
+  return (bench::ThreadCpuSeconds() - t0) / (28.0 * static_cast<double>(loops));
+}
+
+double DpBf16Loop(int64_t loops) {
+  const double t0 = bench::ThreadCpuSeconds();
+  asm volatile(
+      "vpxord %%zmm30, %%zmm30, %%zmm30\n vpxord %%zmm31, %%zmm31, %%zmm31\n mov %0, %%rcx\n"
+      "1:\n" LEMRT_28("vdpbf16ps") "dec %%rcx\n jnz 1b\n"
+      :
+      : "r"(loops)
+      : LEMRT_CLOBBERS);
+  return (bench::ThreadCpuSeconds() - t0) / (28.0 * static_cast<double>(loops));
+}
+
+void BM_ProductPeak(benchmark::State& state) {
+  constexpr int64_t kLoops = 4'000'000;
+  std::vector<double> fma, dot;
+  for (auto _ : state) {
+    for (int r = 0; r < g_rounds; ++r) {
+      fma.push_back(32e-9 / FmaLoop(kLoops));
+      dot.push_back(64e-9 / DpBf16Loop(kLoops));
+    }
+  }
+  state.counters["fma_GFLOPs"] = Median(fma);
+  state.counters["dpbf16_GFLOPs"] = Median(dot);
+  state.counters["dpbf16_of_fma"] = Median(dot) / Median(fma);
+}
+#endif
+
 void Register(const std::string& name, const DenseModelSpec& spec, int64_t batch,
               int threads) {
   benchmark::RegisterBenchmark(name.c_str(), BM_DenseStep, spec, batch, threads)
@@ -248,6 +400,17 @@ void RegisterAll() {
   }
   std::sort(files.begin(), files.end());
   const int cores = runtime::AvailableCores();
+  const bool bf16 = CheckBf16Products().ok();
+  if (!bf16) {
+    std::fprintf(stderr, "bench_dense: no BM_DenseBf16: %s\n",
+                 std::string(CheckBf16Products().message()).c_str());
+  }
+  auto batch_of = [](const config::RunConfig& c) { return c.training().global_batch(); };
+#if defined(__x86_64__)
+  if (bf16) {
+    benchmark::RegisterBenchmark("BM_ProductPeak", BM_ProductPeak)->Iterations(1);
+  }
+#endif
   std::vector<int> thread_counts = {1};
   if (cores > 1) thread_counts.push_back(cores);
   for (const auto& file : files) {
@@ -265,6 +428,19 @@ void RegisterAll() {
         Register(file.stem().string() + Suffix(batch, threads), spec, batch, threads);
       }
     }
+    if (bf16 && (file.stem() == "criteo_kaggle_shape" || file.stem() == "dlrm_synthetic")) {
+      for (int64_t batch : file.stem() == "dlrm_synthetic" ? std::vector<int64_t>{batch_of(*config)}
+                                                           : std::vector<int64_t>{128, 1024}) {
+        for (int threads : thread_counts) {
+          benchmark::RegisterBenchmark(
+              ("BM_DenseBf16/" + file.stem().string() + Suffix(batch, threads)).c_str(),
+              BM_DenseBf16, spec, batch, threads)
+              ->Unit(benchmark::kMillisecond)
+              ->Iterations(1)
+              ->UseRealTime();
+        }
+      }
+    }
     if (file.stem() != "criteo_kaggle_shape") continue;
     for (Interaction interaction : {Interaction::kDcnV2, Interaction::kConcat}) {
       DenseModelSpec cross = spec;
@@ -275,6 +451,13 @@ void RegisterAll() {
       for (int64_t batch : {128, 1024}) {
         for (int threads : thread_counts) {
           Register("BM_CrossDense/" + kind + Suffix(batch, threads), cross, batch, threads);
+          if (bf16 && interaction == Interaction::kDcnV2 && batch == 1024) {
+            benchmark::RegisterBenchmark(("BM_DenseBf16/" + kind + Suffix(batch, threads)).c_str(),
+                                         BM_DenseBf16, cross, batch, threads)
+                ->Unit(benchmark::kMillisecond)
+                ->Iterations(1)
+                ->UseRealTime();
+          }
         }
       }
     }

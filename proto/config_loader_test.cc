@@ -57,8 +57,9 @@ TEST(ConfigLoaderTest, PresetsAndExplicitOverrides) {
 }
 
 // bf16: the Trillium preset's 16-wide bf16 SIMD; BF16 tables with hot-row
-// replication and BF16 dense products are config errors naming the field;
-// BF16 exchanges are accepted.
+// replication are a config error naming the field; BF16 dense products (the
+// CPU is checked when the dense model is built) and BF16 exchanges are
+// accepted.
 TEST(ConfigLoaderTest, Bf16OptionsAndTheirErrors) {
   auto tr = ParseConfig(kValid, "m", "topology { preset: TRILLIUM }", 1);
   ASSERT_TRUE(tr.ok()) << tr.status();
@@ -73,8 +74,11 @@ TEST(ConfigLoaderTest, Bf16OptionsAndTheirErrors) {
   EXPECT_THAT(hot.status().message(), HasSubstr("tables[0].hot_rows"));
   EXPECT_THAT(hot.status().message(),
               HasSubstr("hot-row replication is not implemented for BF16 rows or slots"));
-  EXPECT_THAT(ErrorOf("model { dense_dtype: BF16 }"),
-              HasSubstr("BF16 dense products are not implemented yet"));
+  EXPECT_EQ(ErrorOf("model { dense_dtype: BF16 }"), "");
+  auto bf16_dense = ParseConfig(kValid, "m", "model { dense_dtype: BF16 }", 1);
+  ASSERT_TRUE(bf16_dense.ok()) << bf16_dense.status();
+  EXPECT_EQ(bf16_dense->model().dense_dtype(), BF16);
+  EXPECT_EQ(v5->model().dense_dtype(), FP32);
   EXPECT_EQ(ErrorOf("sparse_core { exchange_dtype: BF16 }"), "");
 }
 

@@ -10,11 +10,6 @@ namespace lemrt::config {
 
 void CheckModel(const RunConfig& c, ConfigErrors& errors) {
   const DlrmConfig& m = c.model();
-  if (IsBf16(m.dense_dtype())) {
-    errors.Fail({{"model"}, {"dense_dtype"}},
-                "BF16 dense products are not implemented yet (the dense model computes in "
-                "FP32); use FP32 or leave it unset");
-  }
   if (m.num_dense_features() <= 0) {
     errors.Fail({{"model"}, {"num_dense_features"}},
                 absl::StrCat("must be > 0, got ", m.num_dense_features()));

@@ -12,6 +12,7 @@
 #include "base/status_macros.h"
 #include "device/plan/memory_plan.h"
 #include "device/plan/memory_plan_report.h"
+#include "device/tensorcore/dense_model.h"
 #include "device/tensorcore/gemm.h"
 #include "glog/logging.h"
 #include "layout/stacking.h"
@@ -234,7 +235,8 @@ void Trainer::FillSetup(summary::RunSummary* s) const {
   threads->set_gemm_threads(dense_->gemm_threads());
   threads->set_maximum_parallel_iterations(config_.sparse_core().maximum_parallel_iterations());
   threads->set_host_worker_threads(host_worker_threads_);
-  threads->set_gemm_backend(device::GemmBackendName());
+  threads->set_gemm_backend(
+      device::GemmBackendName(device::DenseModelSpecFromConfig(config_).precision));
   threads->set_sparsecore_executor_thread(executor_thread());
 }
 

@@ -9,7 +9,9 @@
 # tables and its peak stack follows the serialized stacks; simulated quantization trains to a different model;
 # --eval_quantized reports the int8 AUC change and bytes saved; Adam with
 # forced minibatching trains the same model as without (one Adam step per
-# training step). Needs LEMRT_BIN and LEMRT_SRC.
+# training step); model.dense_dtype: BF16 trains (the loss falls) to one
+# checksum in two runs, or, on a CPU without avx512_bf16 or AMX, stops with
+# the sentence saying so. Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
 work="$(mktemp -d)"
@@ -55,6 +57,36 @@ if timeout 100 mpirun --oversubscribe --bind-to none -np 1 "$LEMRT_BIN/lemrt_tra
   echo "ok   --dry_run shows the packed table and $(grep -o 'saves [0-9]* B' "$work/dry.log")"
 else
   echo "FAIL --dry_run with pack_narrow_tables"; cat "$work/dry.log"; failed=$((failed + 1))
+fi
+# bf16 dense products: twice the same run where the CPU has them; the
+# refusal with oneDNN held below avx512_bf16 (DNNL_MAX_CPU_ISA), on any CPU.
+bf16dense="model { dense_dtype: BF16 } training { steps: 40 log_every: 10 }"
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+  run bf16dense "$small" "$bf16dense" --metrics_csv="$work/bf16dense.csv"
+  run bf16dense_again "$small" "$bf16dense"
+  python3 - "$work" <<'PY' || failed=$((failed + 1))
+import csv, json, sys
+w = sys.argv[1]
+a, b = (json.load(open(f"{w}/{n}.json")) for n in ("bf16dense", "bf16dense_again"))
+loss = [float(r["loss"]) for r in csv.DictReader(open(f"{w}/bf16dense.csv"))]
+ok = (a["model_checksum"] == b["model_checksum"] and len(loss) == 4 and loss[-1] < loss[0] - 0.03
+      and "bf16 products" in a["threads"]["gemm_backend"])
+print(("ok   " if ok else "FAIL ") + f"bf16 dense: checksum {a['model_checksum']} twice "
+      f"({b['model_checksum']}), loss {loss}, backend {a['threads']['gemm_backend']!r}")
+sys.exit(0 if ok else 1)
+PY
+else
+  echo "note this CPU lacks avx512_bf16 and AMX: bf16 dense training not run"
+fi
+if DNNL_MAX_CPU_ISA=AVX512_CORE timeout 100 mpirun --oversubscribe --bind-to none -x DNNL_MAX_CPU_ISA \
+       -np 2 "$LEMRT_BIN/lemrt_train" --config="$small" --override="$base $bf16dense" \
+       > "$work/bf16refused.log" 2>&1 \
+   || [ "$(grep -c "error: model.dense_dtype: BF16 needs a CPU with avx512_bf16 or AMX" \
+          "$work/bf16refused.log")" -ne 2 ]; then
+  echo "FAIL bf16 dense below avx512_bf16: no refusal on both ranks"; cat "$work/bf16refused.log"
+  failed=$((failed + 1))
+else
+  echo "ok   bf16 dense below avx512_bf16: both ranks refuse with the sentence"
 fi
 grep -q "int8 tables (int8 per row" "$work/base.log" \
   || { echo "FAIL --eval_quantized logged no int8 line"; cat "$work/base.log"; failed=$((failed + 1)); }

@@ -24,6 +24,7 @@
 
 #include "device/optimizers/optimizer.h"
 #include "device/plan/memory_plan.h"
+#include "device/tensorcore/gemm.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "host/batch.h"
@@ -233,6 +234,18 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
 
 TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
   ExpectReplayedStepsAllocateNothing(kConfig, /*serialized=*/false);
+}
+
+// bf16 dense products (model.dense_dtype): each thread's bf16 operand
+// scratch grows in the warm-up steps and stays.
+TEST(SteadyStateAllocTest, Bf16DenseStepAllocatesNothing) {
+  if (!device::CheckBf16Products().ok()) {
+    GTEST_SKIP() << device::CheckBf16Products();
+  }
+  std::string bf16 = kConfig;
+  const std::string top = "top_mlp: [ 32, 1 ]";
+  bf16.replace(bf16.find(top), top.size(), top + " dense_dtype: BF16");
+  ExpectReplayedStepsAllocateNothing(bf16.c_str(), /*serialized=*/false);
 }
 
 // Serialized stacks: each step runs three table groups (b, then a+d, then c:

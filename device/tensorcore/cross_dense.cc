@@ -37,7 +37,8 @@ MlpShape TopShape(const DlrmShape& shape, float dropout = 0.0f) {
 CrossNetworkShape CrossShape(const DenseModelSpec& spec) {
   return {.width = spec.shape.bottom.back() + SumDims(spec.shape),
           .num_layers = spec.cross_layers,
-          .low_rank = spec.cross_low_rank};
+          .low_rank = spec.cross_low_rank,
+          .precision = spec.precision};
 }
 
 }  // namespace
@@ -68,8 +69,9 @@ CrossDense::CrossDense(const DenseModelSpec& spec, int64_t max_batch, ThreadTeam
       max_batch_(max_batch),
       embedding_width_(SumDims(spec.shape)),
       concat_width_(spec.shape.bottom.back() + embedding_width_),
-      bottom_(BottomShape(spec.shape, spec.dropout.bottom), max_batch, team),
-      top_(TopShape(spec.shape, spec.dropout.top), max_batch, team),
+      bottom_(WithPrecision(BottomShape(spec.shape, spec.dropout.bottom), spec.precision),
+              max_batch, team),
+      top_(WithPrecision(TopShape(spec.shape, spec.dropout.top), spec.precision), max_batch, team),
       team_(team) {
   cross_offset_ = bottom_.num_params();
   top_offset_ = cross_offset_;

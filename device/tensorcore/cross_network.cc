@@ -104,6 +104,7 @@ void CrossNetwork::Forward(std::span<const float> params, int64_t batch, const f
   CHECK_LE(batch, max_batch_);
   const int64_t w = width();
   const int64_t r = rank();
+  const GemmPrecision precision = shape_.precision;
   const float* x = x0;
   for (int l = 0; l < num_layers(); ++l) {
     const Layer& layer = layers_[l];
@@ -112,10 +113,13 @@ void CrossNetwork::Forward(std::span<const float> params, int64_t batch, const f
     float* a = a_[l].data();
     if (r > 0) {
       float* t = t_[l].data();
-      Gemm(team_, false, false, batch, r, w, x, w, params.data() + layer.v_offset, r, t, r);
-      Gemm(team_, false, false, batch, w, r, t, r, params.data() + layer.u_offset, w, a, w, bias);
+      Gemm(team_, false, false, batch, r, w, x, w, params.data() + layer.v_offset, r, t, r, {},
+           precision);
+      Gemm(team_, false, false, batch, w, r, t, r, params.data() + layer.u_offset, w, a, w, bias,
+           precision);
     } else {
-      Gemm(team_, false, false, batch, w, w, x, w, params.data() + layer.v_offset, w, a, w, bias);
+      Gemm(team_, false, false, batch, w, w, x, w, params.data() + layer.v_offset, w, a, w, bias,
+           precision);
     }
     float* next = x_[l].data();
     ParallelRanges(team_, batch * w, kElementsPerTask, [&](int64_t begin, int64_t end) {
@@ -133,6 +137,7 @@ void CrossNetwork::Backward(std::span<const float> params, int64_t batch, const 
   CHECK_LE(batch, max_batch_);
   const int64_t w = width();
   const int64_t r = rank();
+  const GemmPrecision precision = shape_.precision;
   const int64_t n = batch * w;
   // d_x0 collects x_0's direct terms (g * a_l) of every layer; the gradient
   // through the residual chain joins it at the end.
@@ -158,18 +163,21 @@ void CrossNetwork::Backward(std::span<const float> params, int64_t batch, const 
       float* dt = dt_.data();
       // dU = t^T da, dt = da U^T and the bias sums read only da, t and U;
       // then dV = x^T dt and dx = dt V^T read only dt, x and V.
-      const GemmTasks d_u(true, false, r, w, batch, t, r, da, w, grads.data() + layer.u_offset, w);
-      const GemmTasks d_t(false, true, batch, r, w, da, w, u, w, dt, r);
+      const GemmTasks d_u(true, false, r, w, batch, t, r, da, w, grads.data() + layer.u_offset, w,
+                          {}, precision);
+      const GemmTasks d_t(false, true, batch, r, w, da, w, u, w, dt, r, {}, precision);
       const TaskGroup first[] = {d_u.group(), d_t.group(), d_bias.group()};
       ParallelForGroups(team_, first);
-      const GemmTasks d_v(true, false, w, r, batch, x, w, dt, r, grads.data() + layer.v_offset, r);
-      const GemmTasks d_x(false, true, batch, w, r, dt, r, v, r, dx, w);
+      const GemmTasks d_v(true, false, w, r, batch, x, w, dt, r, grads.data() + layer.v_offset, r,
+                          {}, precision);
+      const GemmTasks d_x(false, true, batch, w, r, dt, r, v, r, dx, w, {}, precision);
       const TaskGroup second[] = {d_v.group(), d_x.group()};
       ParallelForGroups(team_, second);
     } else {
       const float* wm = params.data() + layer.v_offset;
-      const GemmTasks d_w(true, false, w, w, batch, x, w, da, w, grads.data() + layer.v_offset, w);
-      const GemmTasks d_x(false, true, batch, w, w, da, w, wm, w, dx, w);
+      const GemmTasks d_w(true, false, w, w, batch, x, w, da, w, grads.data() + layer.v_offset, w,
+                          {}, precision);
+      const GemmTasks d_x(false, true, batch, w, w, da, w, wm, w, dx, w, {}, precision);
       const TaskGroup groups[] = {d_w.group(), d_x.group(), d_bias.group()};
       ParallelForGroups(team_, groups);
     }

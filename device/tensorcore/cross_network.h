@@ -21,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "device/tensorcore/gemm.h"
 #include "device/tensorcore/thread_team.h"
 
 namespace lemrt::device {
@@ -29,6 +30,8 @@ struct CrossNetworkShape {
   int width = 0;       // Of x_0 and every x_l (> 0).
   int num_layers = 0;  // L (> 0).
   int low_rank = 0;    // Rank of V_l U_l; 0 = full-rank W_l.
+  // The number format of every product (gemm.h); the rest stays fp32.
+  GemmPrecision precision = GemmPrecision::kFp32;
 };
 
 // Parameter layout inside the span given to Forward/Backward (floats, packed,

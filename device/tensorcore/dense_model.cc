@@ -87,6 +87,7 @@ DenseModelSpec DenseModelSpecFromConfig(const config::RunConfig& config) {
     spec.interaction = Interaction::kConcat;
   }
   spec.dropout = {.bottom = m.bottom_mlp_dropout(), .top = m.top_mlp_dropout()};
+  spec.precision = config::IsBf16(m.dense_dtype()) ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
   return spec;
 }
 
@@ -108,8 +109,11 @@ std::string DescribeInteraction(const DenseModelSpec& spec) {
 absl::StatusOr<std::unique_ptr<DenseModel>> CreateDenseModel(const DenseModelSpec& spec,
                                                              int64_t max_batch, uint64_t seed,
                                                              ThreadTeam* team) {
+  if (spec.precision == GemmPrecision::kBf16) {
+    if (absl::Status s = CheckBf16Products(); !s.ok()) return s;
+  }
   if (spec.interaction == Interaction::kDot) {
-    auto model = DlrmDense::Create(spec.shape, max_batch, seed, spec.dropout, team);
+    auto model = DlrmDense::Create(spec.shape, max_batch, seed, spec.dropout, team, spec.precision);
     if (!model.ok()) return model.status();
     return std::unique_ptr<DenseModel>(std::move(*model));
   }

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "device/tensorcore/dropout.h"
+#include "device/tensorcore/gemm.h"
 #include "device/tensorcore/thread_team.h"
 #include "proto/config.pb.h"
 
@@ -53,6 +54,10 @@ struct DenseModelSpec {
   int cross_low_rank = 512;
   // Dropout after the hidden layers of the bottom and top MLP in training.
   DropoutRates dropout;
+  // The number format of the products of the MLPs, the projections and the
+  // cross layers (gemm.h; model.dense_dtype). The dot interaction's pairwise
+  // dot products, the losses and the parameters stay fp32.
+  GemmPrecision precision = GemmPrecision::kFp32;
 };
 
 // The model a validated config describes (model.*, the tables' dims in
@@ -109,7 +114,8 @@ class DenseModel {
 absl::Status ValidateDenseModelSpec(const DenseModelSpec& spec);
 
 // Validates `spec` (InvalidArgument naming the bad field: num_dense, bottom,
-// top, feature_dims, cross layers or rank) and max_batch >= 0, then builds the
+// top, feature_dims, cross layers or rank) and max_batch >= 0, and, for bf16
+// products, the CPU (CheckBf16Products' FailedPrecondition), then builds the
 // model for up to max_batch samples with parameters a pure function of
 // (spec, seed), identical on every rank. The model's step runs on `team`
 // (optional; null = the calling thread only; it must outlive the model), its

@@ -35,7 +35,7 @@ MlpShape TopShape(const DlrmShape& shape, float dropout) {
 
 absl::StatusOr<std::unique_ptr<DlrmDense>> DlrmDense::Create(
     const DlrmShape& shape, int64_t max_batch, uint64_t seed, DropoutRates dropout,
-    ThreadTeam* team) {
+    ThreadTeam* team, GemmPrecision precision) {
   DenseModelSpec spec;
   spec.shape = shape;
   spec.dropout = dropout;
@@ -44,20 +44,21 @@ absl::StatusOr<std::unique_ptr<DlrmDense>> DlrmDense::Create(
     return absl::InvalidArgumentError(
         absl::StrFormat("max_batch is %d; it must be >= 0.", max_batch));
   }
-  std::unique_ptr<DlrmDense> model(new DlrmDense(shape, max_batch, dropout, team));
+  std::unique_ptr<DlrmDense> model(new DlrmDense(shape, max_batch, dropout, team, precision));
   model->InitParams(seed);
   return model;
 }
 
 DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dropout,
-                     ThreadTeam* team)
+                     ThreadTeam* team, GemmPrecision precision)
     : shape_(shape),
       max_batch_(max_batch),
       team_(team),
-      bottom_(BottomShape(shape, dropout.bottom), max_batch, team),
+      precision_(precision),
+      bottom_(WithPrecision(BottomShape(shape, dropout.bottom), precision), max_batch, team),
       interaction_(static_cast<int>(shape.feature_dims.size()) + 1,
                    shape.bottom.back()),
-      top_(TopShape(shape, dropout.top), max_batch, team) {
+      top_(WithPrecision(TopShape(shape, dropout.top), precision), max_batch, team) {
   const int d = interaction_dim();
   int64_t offset = bottom_.num_params();
   for (int dim : shape.feature_dims) {
@@ -140,7 +141,7 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
     if (feature.proj_offset < 0) continue;
     proj_tasks_.emplace_back(false, false, batch, d, feature.dim, emb + feature.emb_offset,
                              embedding_width_, params_.data() + feature.proj_offset, d,
-                             z_.data() + (f + 1) * d, zw);
+                             z_.data() + (f + 1) * d, zw, GemmEpilogue{}, precision_);
   }
   RunProjections();
   // The interaction reads z_0 and the unprojected features where they are.
@@ -179,10 +180,11 @@ void DlrmDense::BackwardInteraction(int64_t batch, const float* emb, float* d_em
     const float* dzf = dz_.data() + (f + 1) * d;
     // dP_f = emb_f^T dz_f and d emb_f = dz_f P_f^T.
     proj_tasks_.emplace_back(true, false, feature.dim, d, batch, emb + feature.emb_offset,
-                             embedding_width_, dzf, zw, grads_.data() + feature.proj_offset, d);
+                             embedding_width_, dzf, zw, grads_.data() + feature.proj_offset, d,
+                             GemmEpilogue{}, precision_);
     proj_tasks_.emplace_back(false, true, batch, feature.dim, d, dzf, zw,
-                             params_.data() + feature.proj_offset, d,
-                             d_emb + feature.emb_offset, embedding_width_);
+                             params_.data() + feature.proj_offset, d, d_emb + feature.emb_offset,
+                             embedding_width_, GemmEpilogue{}, precision_);
   }
   RunProjections();
 }

@@ -59,9 +59,11 @@ class DlrmDense : public DenseModel {
   // parameters as a pure function of (shape, seed), identical on every rank.
   // `dropout`: the MLPs' dropout in ForwardBackward (dense_model.h). `team`
   // (optional; null = the calling thread only) must outlive the model.
+  // `precision`: the products' number format (DenseModelSpec::precision;
+  // kBf16 needs CheckBf16Products() OK, which CreateDenseModel checks).
   static absl::StatusOr<std::unique_ptr<DlrmDense>> Create(
       const DlrmShape& shape, int64_t max_batch, uint64_t seed, DropoutRates dropout = {},
-      ThreadTeam* team = nullptr);
+      ThreadTeam* team = nullptr, GemmPrecision precision = GemmPrecision::kFp32);
 
   DlrmDense(const DlrmDense&) = delete;
   DlrmDense& operator=(const DlrmDense&) = delete;
@@ -113,7 +115,8 @@ class DlrmDense : public DenseModel {
     int64_t proj_offset = -1;  // P_f in params(); -1: used as is (dim == d).
   };
 
-  DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dropout, ThreadTeam* team);
+  DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dropout, ThreadTeam* team,
+            GemmPrecision precision);
 
   void InitParams(uint64_t seed);
   // Runs the model up to the logits (top_.output()); keeps what backward needs.
@@ -133,6 +136,7 @@ class DlrmDense : public DenseModel {
   DlrmShape shape_;
   int64_t max_batch_;
   ThreadTeam* team_;
+  GemmPrecision precision_;
   int embedding_width_ = 0;
   std::vector<Feature> features_;
   Mlp bottom_;

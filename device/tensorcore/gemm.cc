@@ -4,12 +4,25 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
+#include <vector>
 
 #include "absl/strings/str_format.h"
+#include "base/bf16.h"
 #include "device/tensorcore/lanes.h"
 #include "device/tensorcore/relu_gradient.h"
 #include "glog/logging.h"
 #include "oneapi/dnnl/dnnl.h"
+
+// oneDNN's bf16 GEMM: row-major like dnnl_sgemm, A and B as bf16 bits, C in
+// fp32. libdnnl 2.x exports it as a C symbol but its public header does not
+// declare it; the local name keeps a future declaration from clashing.
+// gemm_test checks it against a plain product for every transposition.
+extern "C" dnnl_status_t LemrtDnnlGemmBf16(char transa, char transb, dnnl_dim_t m, dnnl_dim_t n,
+                                           dnnl_dim_t k, float alpha, const uint16_t* a,
+                                           dnnl_dim_t lda, const uint16_t* b, dnnl_dim_t ldb,
+                                           float beta, float* c,
+                                           dnnl_dim_t ldc) __asm__("dnnl_gemm_bf16bf16f32");
 
 namespace lemrt::device {
 namespace {
@@ -44,6 +57,64 @@ void CallBackend(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
                                       a, lda, b, ldb, 0.0f, c, ldc);
   CHECK_EQ(st, dnnl_success) << "dnnl_sgemm rejected m=" << m << " n=" << n << " k=" << k
                              << " lda=" << lda << " ldb=" << ldb << " ldc=" << ldc;
+}
+
+// A block's operands rounded to bf16, one pair per thread that runs blocks:
+// they grow to the largest block the thread has run and stay (the steady
+// state allocates nothing).
+struct Bf16Operands {
+  std::vector<uint16_t> a, b;
+};
+
+// Rounds the [rows x cols] matrix at `src` (row stride ld) into `dst`, packed
+// (row stride cols), growing it as needed; returns dst's data.
+const uint16_t* RoundToBf16(const float* src, int64_t rows, int64_t cols, int64_t ld,
+                            std::vector<uint16_t>& dst) {
+  const size_t need = static_cast<size_t>(rows * cols);
+  if (dst.size() < need) dst.resize(need);
+  for (int64_t r = 0; r < rows; ++r) {
+    base::NarrowBf16Nearest(std::span<const float>(src + r * ld, static_cast<size_t>(cols)),
+                            dst.data() + r * cols);
+  }
+  return dst.data();
+}
+
+// CallBackend's contract with bf16 products: op(A) [m x k] and op(B) [k x n]
+// are rounded into this thread's scratch first.
+void CallBackendBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                     int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  thread_local Bf16Operands scratch;
+  // Stored shapes: A is [m x k], or [k x m] transposed; B [k x n] or [n x k].
+  const int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+  const uint16_t* a16 = RoundToBf16(a, trans_a ? k : m, a_cols, lda, scratch.a);
+  const uint16_t* b16 = RoundToBf16(b, trans_b ? n : k, b_cols, ldb, scratch.b);
+  const dnnl_status_t st = LemrtDnnlGemmBf16(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k,
+                                             1.0f, a16, a_cols, b16, b_cols, 0.0f, c, ldc);
+  CHECK_EQ(st, dnnl_success) << "dnnl_gemm_bf16bf16f32 rejected m=" << m << " n=" << n << " k=" << k
+                             << " (was CheckBf16Products() OK?)";
+}
+
+const char* IsaName(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+    case dnnl_cpu_isa_sse41:
+      return "sse41";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "another (not x86-64 AVX-512)";
+  }
 }
 
 // The epilogue on a block of C [rows x cols] (bias and relu_output already
@@ -103,11 +174,22 @@ GemmBlocking GemmBlockingFor(int64_t m, int64_t n, int64_t k) {
   return g;
 }
 
-GemmTasks::GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                     const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                     int64_t ldc, const GemmEpilogue& epilogue)
-    : trans_a_(trans_a), trans_b_(trans_b), m_(m), n_(n), k_(k), a_(a), lda_(lda), b_(b),
-      ldb_(ldb), c_(c), ldc_(ldc), epilogue_(epilogue) {
+GemmTasks::GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                     int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                     const GemmEpilogue& epilogue, GemmPrecision precision)
+    : trans_a_(trans_a),
+      trans_b_(trans_b),
+      m_(m),
+      n_(n),
+      k_(k),
+      a_(a),
+      lda_(lda),
+      b_(b),
+      ldb_(ldb),
+      c_(c),
+      ldc_(ldc),
+      epilogue_(epilogue),
+      precision_(precision) {
   CHECK_GE(m, 0);
   CHECK_GE(n, 0);
   CHECK_GE(k, 0);
@@ -130,6 +212,8 @@ void GemmTasks::operator()(int i) const {
   float* cb = rows_ ? c_ + begin * ldc_ : c_ + begin;
   if (k_ == 0) {
     for (int64_t r = 0; r < rows; ++r) std::memset(cb + r * ldc_, 0, sizeof(float) * cols);
+  } else if (precision_ == GemmPrecision::kBf16) {
+    CallBackendBf16(trans_a_, trans_b_, rows, cols, k_, ab, lda_, bb, ldb_, cb, ldc_);
   } else {
     CallBackend(trans_a_, trans_b_, rows, cols, k_, ab, lda_, bb, ldb_, cb, ldc_);
   }
@@ -144,8 +228,8 @@ void GemmTasks::operator()(int i) const {
 
 void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-          const GemmEpilogue& epilogue) {
-  const GemmTasks tasks(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue);
+          const GemmEpilogue& epilogue, GemmPrecision precision) {
+  const GemmTasks tasks(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue, precision);
   const TaskGroup group = tasks.group();
   ParallelForGroups(team, {&group, 1});
 }
@@ -159,8 +243,25 @@ void BackendGemm(int threads, bool trans_a, bool trans_b, int64_t m, int64_t n, 
   omp_set_num_threads(1);
 }
 
-std::string GemmBackendName() {
+absl::Status CheckBf16Products() {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  // The ISA values are nested bit sets: AMX includes avx512_core_bf16.
+  if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "model.dense_dtype: BF16 needs a CPU with avx512_bf16 or AMX for its bf16 products, and "
+      "oneDNN finds neither here (its instruction set: %s); use dense_dtype: FP32 on this "
+      "machine",
+      IsaName(isa)));
+}
+
+std::string GemmBackendName(GemmPrecision precision) {
   const dnnl_version_t* v = dnnl_version();
+  if (precision == GemmPrecision::kBf16) {
+    return absl::StrFormat("oneDNN %d.%d.%d gemm_bf16bf16f32 (bf16 products, fp32 accumulation)",
+                           v->major, v->minor, v->patch);
+  }
   return absl::StrFormat("oneDNN %d.%d.%d sgemm", v->major, v->minor, v->patch);
 }
 

@@ -11,6 +11,11 @@
 // depend on which thread ran it nor on how many threads the team has: the
 // bits of C are a function of the inputs and the shape only.
 //
+// Products in bf16 (GemmPrecision::kBf16, model.dense_dtype: BF16) run on
+// oneDNN's bf16 GEMM, blocked the same way: each block rounds its part of
+// op(A) and op(B) to bf16 into a scratch of the thread that runs it, then
+// accumulates in fp32.
+//
 // Thread-safety: Gemm may run concurrently on distinct teams (or with a null
 // team); one team serves one caller at a time (see thread_team.h).
 #ifndef LEMRT_DEVICE_TENSORCORE_GEMM_H_
@@ -19,9 +24,28 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "device/tensorcore/thread_team.h"
 
 namespace lemrt::device {
+
+// The number format of a Gemm's products; C and the epilogue are fp32 in both.
+//   kFp32  single precision throughout (oneDNN's sgemm).
+//   kBf16  every element of op(A) and op(B) is first rounded to the nearest
+//          bf16 (ties to even, NaNs stay NaNs: base/bf16.h's
+//          FloatToBf16Nearest, the same bits on every CPU), and the exact
+//          products of the rounded values are summed in fp32 by oneDNN's
+//          bf16 GEMM (avx512_bf16 or AMX instructions; subnormal bf16 inputs
+//          count as 0). Callers check CheckBf16Products() first
+//          (CreateDenseModel does); a rejected call is a CHECK failure.
+enum class GemmPrecision { kFp32, kBf16 };
+
+// OK when this CPU runs kBf16 products: oneDNN's effective instruction set
+// (its DNNL_MAX_CPU_ISA environment variable may lower it) includes
+// avx512_bf16 (avx512_core_bf16) or AMX. Else FailedPrecondition, a sentence
+// naming model.dense_dtype and the instruction set found. There is no
+// emulation: a CPU without either would run bf16 products slower than fp32.
+absl::Status CheckBf16Products();
 
 // Applied to each block of C right after its product, while it is in cache.
 struct GemmEpilogue {
@@ -53,10 +77,11 @@ struct GemmEpilogue {
 //   backward  dW = X^T dY    Gemm(team, true,  false, in, out, batch, ...)
 //
 // C must not overlap A, B or the bias. m, n, k >= 0 (CHECKed). team: the
-// threads to use; null runs every block on the calling thread.
+// threads to use; null runs every block on the calling thread. precision:
+// the products' number format (above).
 void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-          const GemmEpilogue& epilogue = {});
+          const GemmEpilogue& epilogue = {}, GemmPrecision precision = GemmPrecision::kFp32);
 
 // One Gemm call cut into its blocks, to run with other independent work in
 // one fork-join (ParallelForGroups, thread_team.h): tasks() blocks, block i
@@ -67,7 +92,7 @@ class GemmTasks {
  public:
   GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
             int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-            const GemmEpilogue& epilogue = {});
+            const GemmEpilogue& epilogue = {}, GemmPrecision precision = GemmPrecision::kFp32);
   int tasks() const { return blocks_; }
   void operator()(int block) const;
   TaskGroup group() const {
@@ -84,6 +109,7 @@ class GemmTasks {
   float* c_;
   int64_t ldc_;
   GemmEpilogue epilogue_;
+  GemmPrecision precision_;
   bool rows_;
   int64_t block_;
   int blocks_;
@@ -106,8 +132,9 @@ struct GemmBlocking {
 };
 GemmBlocking GemmBlockingFor(int64_t m, int64_t n, int64_t k);
 
-// "oneDNN 2.6.3 sgemm (cpu isa: ...)": for logs and the run summary.
-std::string GemmBackendName();
+// "oneDNN 2.6.3 sgemm", or for kBf16 "oneDNN 2.6.3 gemm_bf16bf16f32 (bf16
+// products, fp32 accumulation)": for logs and the run summary.
+std::string GemmBackendName(GemmPrecision precision = GemmPrecision::kFp32);
 
 }  // namespace lemrt::device
 

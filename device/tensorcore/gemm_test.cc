@@ -2,12 +2,15 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/bf16.h"
 #include "gtest/gtest.h"
 
 namespace lemrt::device {
@@ -52,15 +55,19 @@ Operands Make(const Case& c, uint32_t seed) {
 }
 
 // C[i][j] = sum_p op(A)[i][p] op(B)[p][j] (+ bias, ReLU, ReLU backward), in
-// double.
-std::vector<double> Naive(const Case& c, const Operands& o, const GemmEpilogue& e) {
+// double; with `bf16`, of A's and B's elements rounded to the nearest bf16.
+std::vector<double> Naive(const Case& c, const Operands& o, const GemmEpilogue& e,
+                          bool bf16 = false) {
+  auto round = [bf16](float x) -> double {
+    return bf16 ? base::Bf16ToFloat(base::FloatToBf16Nearest(x)) : x;
+  };
   std::vector<double> out(static_cast<size_t>(c.m * c.n));
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
       double s = 0;
       for (int64_t p = 0; p < c.k; ++p) {
-        const double a = c.ta ? o.a[p * o.lda + i] : o.a[i * o.lda + p];
-        const double b = c.tb ? o.b[j * o.ldb + p] : o.b[p * o.ldb + j];
+        const double a = round(c.ta ? o.a[p * o.lda + i] : o.a[i * o.lda + p]);
+        const double b = round(c.tb ? o.b[j * o.ldb + p] : o.b[p * o.ldb + j]);
         s += a * b;
       }
       if (e.bias != nullptr) s += e.bias[j];
@@ -166,6 +173,80 @@ TEST(GemmTest, BlockingIsAFunctionOfTheShape) {
   EXPECT_FALSE(even.rows);
   EXPECT_EQ(even.blocks, 2);
   EXPECT_EQ(even.block, 224);
+}
+
+// Whether /proc/cpuinfo lists avx512_bf16 or AMX's bf16 tiles (false where
+// there is no such file): what CheckBf16Products must agree with.
+bool CpuInfoHasBf16() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string word;
+  while (in >> word) {
+    if (word == "avx512_bf16" || word == "amx_bf16") return true;
+  }
+  return false;
+}
+
+// Under DNNL_MAX_CPU_ISA below avx512_core_bf16 (a second ctest run of this
+// test sets AVX512_CORE) the check refuses with a sentence; otherwise it
+// accepts exactly where the CPU lists avx512_bf16 or AMX.
+TEST(GemmTest, Bf16ProductsNeedAvx512Bf16OrAmx) {
+  const char* limit = std::getenv("DNNL_MAX_CPU_ISA");
+  const absl::Status status = CheckBf16Products();
+  if (limit != nullptr && std::string(limit) == "AVX512_CORE") {
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(status.message().find("model.dense_dtype: BF16 needs a CPU with avx512_bf16 or AMX"),
+              std::string::npos)
+        << status;
+    EXPECT_NE(status.message().find("(its instruction set: "), std::string::npos) << status;
+    EXPECT_EQ(status.message().find("bf16)"), std::string::npos) << status;
+    return;
+  }
+  EXPECT_EQ(status.ok(), CpuInfoHasBf16()) << status;
+}
+
+// kBf16: the plain product of the bf16-rounded operands, summed in fp32 (so
+// far closer to it than to the fp32 product), with the epilogue; padding
+// untouched; the same bits on 1-4 threads.
+TEST(GemmTest, Bf16ProductsMatchTheRoundedOperandsProduct) {
+  if (!CheckBf16Products().ok()) {
+    GTEST_SKIP() << CheckBf16Products();
+  }
+  std::vector<std::unique_ptr<ThreadTeam>> teams;
+  for (int t : {1, 2, 3, 4}) teams.push_back(std::make_unique<ThreadTeam>(t));
+  for (const Case& c : Cases()) {
+    const Operands o = Make(c, 5);
+    const GemmEpilogue e{.bias = o.bias.data(), .relu = true};
+    std::vector<float> out(static_cast<size_t>(c.m * o.ldc), -9.0f);
+    Gemm(nullptr, c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb, out.data(),
+         o.ldc, e, GemmPrecision::kBf16);
+    const std::vector<double> want = Naive(c, o, e, /*bf16=*/true);
+    const std::vector<double> fp32 = Naive(c, o, e);
+    // fp32 sums of k products of values in [-1, 1]: a few ulps of the sums.
+    const double tolerance = 1e-6 * static_cast<double>(1 + c.k);
+    double off_fp32 = 0;
+    for (int64_t i = 0; i < c.m; ++i) {
+      for (int64_t j = 0; j < c.n; ++j) {
+        ASSERT_NEAR(out[i * o.ldc + j], want[i * c.n + j], tolerance)
+            << Name(c) << " at " << i << "," << j;
+        off_fp32 = std::max(off_fp32, std::abs(out[i * o.ldc + j] - fp32[i * c.n + j]));
+      }
+      for (int64_t j = c.n; j < o.ldc; ++j) ASSERT_EQ(out[i * o.ldc + j], -9.0f) << Name(c);
+    }
+    // The rounding shows: about 2^-9 relative per operand, summed over k.
+    if (c.k >= 100) {
+      EXPECT_GT(off_fp32, 20 * tolerance) << Name(c);
+    }
+    for (auto& team : teams) {
+      std::vector<float> got(out.size(), -9.0f);
+      Gemm(team.get(), c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb, got.data(),
+           o.ldc, e, GemmPrecision::kBf16);
+      ASSERT_TRUE(got.empty() ||
+                  std::memcmp(got.data(), out.data(), sizeof(float) * got.size()) == 0)
+          << Name(c) << " with " << team->threads() << " threads";
+    }
+  }
+  EXPECT_NE(GemmBackendName(GemmPrecision::kBf16).find("bf16 products"), std::string::npos);
 }
 
 TEST(GemmTest, BackendAloneMatchesNaiveProduct) {

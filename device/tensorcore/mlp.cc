@@ -29,6 +29,7 @@ Mlp::Mlp(MlpShape shape, int64_t max_batch, ThreadTeam* team)
       relu_last_(shape.relu_last),
       dropout_(shape.dropout),
       dropout_layer_(shape.dropout_layer),
+      precision_(shape.precision),
       max_batch_(max_batch) {
   CHECK_GE(shape.widths.size(), 2u) << "an Mlp needs at least one layer";
   CHECK(shape.dropout >= 0.0f && shape.dropout < 1.0f) << "dropout must be in [0, 1)";
@@ -62,7 +63,8 @@ void Mlp::Forward(std::span<const float> params, int64_t batch, const float* in,
     const Layer& layer = layers_[l];
     const GemmEpilogue bias_relu{.bias = params.data() + layer.bias_offset, .relu = HasRelu(l)};
     Gemm(team_, false, false, batch, layer.out, layer.in, x, layer.in,
-         params.data() + layer.weight_offset, layer.out, acts_[l].data(), layer.out, bias_relu);
+         params.data() + layer.weight_offset, layer.out, acts_[l].data(), layer.out, bias_relu,
+         precision_);
     if (dropped_ && HasDropout(l)) {
       // Row blocks: a row's mask is keyed by its global sample, not its block.
       float* y = acts_[l].data();
@@ -133,10 +135,10 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
     // dW = x^T dz, db = the column sums of dz and dx = dz W^T read only dz,
     // x and W: one fork-join for the three.
     const GemmTasks d_weights(true, false, layer.in, layer.out, batch, x, layer.in, dz, layer.out,
-                              grads.data() + layer.weight_offset, layer.out);
+                              grads.data() + layer.weight_offset, layer.out, {}, precision_);
     // (No dx wanted, as for the first layer without d_in: m = 0, no blocks.)
     const GemmTasks d_in_tasks(false, true, dx != nullptr ? batch : 0, layer.in, layer.out, dz,
-                               layer.out, w, layer.out, dx, layer.in, dx_epilogue);
+                               layer.out, w, layer.out, dx, layer.in, dx_epilogue, precision_);
     const ColumnSumTasks d_bias(dz, batch, layer.out, grads.data() + layer.bias_offset);
     const TaskGroup groups[] = {d_weights.group(), d_in_tasks.group(), d_bias.group()};
     ParallelForGroups(team_, groups);

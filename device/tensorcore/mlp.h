@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device/tensorcore/dropout.h"
+#include "device/tensorcore/gemm.h"
 #include "device/tensorcore/thread_team.h"
 
 namespace lemrt::device {
@@ -30,7 +31,17 @@ struct MlpShape {
   // The dropout key's layer of layer 1 (layer l has dropout_layer + l - 1),
   // so that two Mlps of one model draw different masks.
   int dropout_layer = 0;
+  // The number format of every product of Forward and Backward (gemm.h):
+  // kBf16 rounds x, W and the deltas to bf16 for the products only; the
+  // parameters, gradients, activations and bias/ReLU stay fp32.
+  GemmPrecision precision = GemmPrecision::kFp32;
 };
+
+// `shape` with its products in `precision`.
+inline MlpShape WithPrecision(MlpShape shape, GemmPrecision precision) {
+  shape.precision = precision;
+  return shape;
+}
 
 // Parameter layout inside the span given to Forward/Backward (floats, packed,
 // no padding), layer by layer:
@@ -102,6 +113,7 @@ class Mlp {
   bool relu_last_;
   float dropout_;
   int dropout_layer_;
+  GemmPrecision precision_;
   bool dropped_ = false;  // whether the last Forward applied dropout
   int64_t max_batch_;
   int64_t num_params_;

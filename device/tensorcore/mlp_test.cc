@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/bf16.h"
+#include "device/tensorcore/gemm.h"
 #include "device/tensorcore/gradient_check_test_util.h"
 #include "gtest/gtest.h"
 
@@ -47,6 +49,93 @@ std::vector<double> ReferenceForward(const Mlp& mlp, bool relu_last,
     x = std::move(y);
   }
   return x;
+}
+
+double RoundedToBf16(float x) { return base::Bf16ToFloat(base::FloatToBf16Nearest(x)); }
+
+// One bf16 layer (y = ReLU(x W + b)) forward and backward against a plain
+// reference of the rounded operands summed in double: y, dW = x^T dz,
+// db = column sums of dz, dx = dz W^T, with dz = dy where y > 0. Tolerances
+// are those of fp32 sums of `k` terms; the same layer in fp32 is farther
+// from the reference than that (the rounding shows), and the bits do not
+// depend on the team.
+TEST(MlpBf16Test, LayerMatchesTheRoundedReference) {
+  if (!CheckBf16Products().ok()) {
+    GTEST_SKIP() << CheckBf16Products();
+  }
+  struct Case {
+    int in, out;
+    int64_t batch;
+  };
+  for (const Case c : {Case{37, 19, 300}, Case{256, 128, 400}, Case{5, 3, 1}, Case{5, 3, 0}}) {
+    const MlpShape shape{.widths = {c.in, c.out}, .precision = GemmPrecision::kBf16};
+    ThreadTeam team(3);
+    Mlp mlp(shape, c.batch, &team);
+    Mlp fp32(WithPrecision(shape, GemmPrecision::kFp32), c.batch);
+    const std::vector<float> params = RandomVector(mlp.num_params(), 3);
+    const std::vector<float> x = RandomVector(c.batch * c.in, 4);
+    const std::vector<float> dy = RandomVector(c.batch * c.out, 5);
+    const int64_t batch = c.batch;
+    std::vector<float> y(batch * c.out), grads(mlp.num_params()), dx(batch * c.in);
+    std::vector<float> y32(y.size()), grads32(grads.size()), dx32(dx.size());
+    mlp.Forward(params, batch, x.data(), y.data());
+    mlp.Backward(params, batch, x.data(), dy.data(), grads, dx.data());
+    fp32.Forward(params, batch, x.data(), y32.data());
+    fp32.Backward(params, batch, x.data(), dy.data(), grads32, dx32.data());
+    const Mlp::Layer& layer = mlp.layer(0);
+    auto w = [&](int i, int o) {
+      return RoundedToBf16(params[layer.weight_offset + i * c.out + o]);
+    };
+    // The ReLU's mask from the layer's own output: a sum at 0 may fall either side.
+    auto dz = [&](int64_t b, int o) -> float {
+      return y[b * c.out + o] > 0 ? dy[b * c.out + o] : 0;
+    };
+    double off_fp32 = 0;
+    auto expect = [&](float got, float got32, double want, int64_t k, const char* what) {
+      const double tolerance = 2e-6 * static_cast<double>(1 + k);
+      EXPECT_NEAR(got, want, tolerance)
+          << what << " in " << c.in << "x" << c.out << " batch " << batch;
+      off_fp32 = std::max(off_fp32, std::abs(static_cast<double>(got32) - want) / tolerance);
+    };
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int o = 0; o < c.out; ++o) {
+        double sum = params[layer.bias_offset + o];
+        for (int i = 0; i < c.in; ++i) sum += RoundedToBf16(x[b * c.in + i]) * w(i, o);
+        expect(y[b * c.out + o], y32[b * c.out + o], std::max(sum, 0.0), c.in, "y");
+      }
+      for (int i = 0; i < c.in; ++i) {
+        double sum = 0;
+        for (int o = 0; o < c.out; ++o) sum += RoundedToBf16(dz(b, o)) * w(i, o);
+        expect(dx[b * c.in + i], dx32[b * c.in + i], sum, c.out, "dx");
+      }
+    }
+    for (int i = 0; i < c.in; ++i) {
+      for (int o = 0; o < c.out; ++o) {
+        double sum = 0;
+        for (int64_t b = 0; b < batch; ++b) {
+          sum += RoundedToBf16(x[b * c.in + i]) * RoundedToBf16(dz(b, o));
+        }
+        const int64_t at = layer.weight_offset + i * c.out + o;
+        expect(grads[at], grads32[at], sum, batch, "dW");
+      }
+    }
+    for (int o = 0; o < c.out; ++o) {
+      double sum = 0;
+      for (int64_t b = 0; b < batch; ++b) sum += dz(b, o);
+      expect(grads[layer.bias_offset + o], grads[layer.bias_offset + o], sum, batch, "db");
+    }
+    if (batch >= 100) {
+      EXPECT_GT(off_fp32, 5.0) << "the fp32 layer is as close to the bf16 reference";
+    }
+    // The same bits on the calling thread alone.
+    Mlp alone(shape, c.batch);
+    std::vector<float> y1(y.size()), grads1(grads.size()), dx1(dx.size());
+    alone.Forward(params, batch, x.data(), y1.data());
+    alone.Backward(params, batch, x.data(), dy.data(), grads1, dx1.data());
+    EXPECT_EQ(y1, y);
+    EXPECT_EQ(grads1, grads);
+    EXPECT_EQ(dx1, dx);
+  }
 }
 
 class MlpTest : public ::testing::TestWithParam<bool> {};
