@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/block_sum.h"
 #include "base/exact_sum.h"
 #include "base/status_macros.h"
 #include "glog/logging.h"
@@ -28,9 +29,9 @@ int64_t GradientBlockSamples(const config::TrainingConfig& training, int world_s
 absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
     const config::RunConfig& config, Communicator& comm) {
   const int64_t local_batch = config.training().global_batch() / comm.size();
-  auto team = std::make_unique<device::ThreadTeam>(
-      std::max(1, config.tensor_core().gemm_threads()), /*spin_us=*/50,
-      /*polls_when_held=*/TensorCoreTeamPolls(config));
+  auto team = std::make_unique<device::ThreadTeam>(std::max(1, config.tensor_core().gemm_threads()),
+                                                   /*spin_us=*/50,
+                                                   /*polls_when_held=*/TensorCoreTeamPolls(config));
   auto model = device::CreateDenseModel(device::DenseModelSpecFromConfig(config), local_batch,
                                         config.training().seed(), team.get());
   if (!model.ok()) return model.status();
@@ -38,21 +39,22 @@ absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
   const int64_t block = GradientBlockSamples(config.training(), comm.size());
   if (comm.rank() == 0 && block != GradientBlockSamples(config.training(), 1)) {
     LOG(WARNING) << "training.world_size_independent: the local batch of " << local_batch
-                 << " samples is not a whole number of " << GradientBlockSamples(config.training(), 1)
+                 << " samples is not a whole number of "
+                 << GradientBlockSamples(config.training(), 1)
                  << "-sample blocks; this run sums blocks of " << block
                  << " samples, so its model differs from those of world sizes that use the "
                     "configured block (set training.gradient_block_samples to a divisor of "
                     "every local batch you compare)";
   }
-  return std::unique_ptr<TensorCoreStage>(new TensorCoreStage(
-      comm, std::move(team), std::move(*model), std::move(optimizer),
-      config.training().global_batch(), config.training().seed(), block));
+  return std::unique_ptr<TensorCoreStage>(
+      new TensorCoreStage(comm, std::move(team), std::move(*model), std::move(optimizer),
+                          config.training().global_batch(), config.training().seed(), block));
 }
 
 TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
                                  std::unique_ptr<device::DenseModel> model,
-                                 std::unique_ptr<device::Optimizer> optimizer,
-                                 int64_t global_batch, uint64_t seed, int64_t block)
+                                 std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch,
+                                 uint64_t seed, int64_t block)
     : comm_(comm),
       team_(std::move(team)),
       model_(std::move(model)),
@@ -63,7 +65,15 @@ TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::Thr
       seed_(seed),
       block_(block) {
   optimizer_->InitSlots(slots_);
-  if (block_ > 0) exact_.resize(base::ExactSlots(model_->num_params()) + base::ExactSlots(1));
+  if (block_ > 0) {
+    const int64_t params = model_->num_params();
+    const int64_t local_blocks = global_batch_ / comm_.size() / block_;
+    headroom_bits_ = base::BlockSumHeadroomBits(global_batch_ / block_);
+    fixed_.resize(params + base::ExactSlots(1));
+    exponents_.resize(base::BlockSumExponentSlots(params));
+    block_grads_.resize((local_blocks - 1) * params);
+    block_ran_.resize(local_blocks);
+  }
 }
 
 absl::StatusOr<double> TensorCoreStage::Step(int64_t step, const host::Batch& batch,
@@ -77,13 +87,12 @@ absl::StatusOr<double> TensorCoreStage::Step(int64_t step, const host::Batch& ba
                                .first_sample = step * global_batch_ + comm_.rank() * local_batch};
   // The loss is the mean over the global batch's real samples (all of them
   // but in an epoch's last, partial batch).
-  const float loss_scale = batch.global_samples > 0
-                               ? 1.0f / static_cast<float>(batch.global_samples)
-                               : loss_scale_;
+  const float loss_scale =
+      batch.global_samples > 0 ? 1.0f / static_cast<float>(batch.global_samples) : loss_scale_;
   double loss;
   if (block_ > 0) {
-    LEMRT_ASSIGN_OR_RETURN(loss, BlockedForwardBackward(key, batch, activations, d_activations,
-                                                        loss_scale));
+    LEMRT_ASSIGN_OR_RETURN(
+        loss, BlockedForwardBackward(key, batch, activations, d_activations, loss_scale));
   } else {
     bool ran;
     loss = ForwardBackwardRows(key, batch, 0, batch.num_samples, activations, d_activations,
@@ -97,23 +106,41 @@ absl::StatusOr<double> TensorCoreStage::Step(int64_t step, const host::Batch& ba
   return loss;
 }
 
-absl::StatusOr<double> TensorCoreStage::BlockedForwardBackward(
-    device::DropoutKey key, const host::Batch& batch, std::span<const float> activations,
-    std::span<float> d_activations, float loss_scale) {
+absl::StatusOr<double> TensorCoreStage::BlockedForwardBackward(device::DropoutKey key,
+                                                               const host::Batch& batch,
+                                                               std::span<const float> activations,
+                                                               std::span<float> d_activations,
+                                                               float loss_scale) {
   const int64_t params = model_->num_params();
-  const std::span<int64_t> exact_grads(exact_.data(), base::ExactSlots(params));
-  const std::span<int64_t> exact_loss(exact_.data() + exact_grads.size(), base::ExactSlots(1));
-  std::fill(exact_.begin(), exact_.end(), 0);
-  for (int64_t begin = 0; begin < batch.num_samples; begin += block_) {
+  const int64_t blocks = batch.num_samples / block_;
+  const std::span<int64_t> fixed_grads(fixed_.data(), params);
+  const std::span<int64_t> exact_loss(fixed_.data() + params, base::ExactSlots(1));
+  std::fill(fixed_.begin(), fixed_.end(), 0);
+  std::fill(exponents_.begin(), exponents_.end(), base::kBlockSumNoExponent);
+  // Every block's gradients, kept until the exponents are agreed: the last
+  // block's stay in the model's grads, the others are copied aside.
+  auto block_grads = [&](int64_t b) -> std::span<const float> {
+    if (b + 1 == blocks) return model_->grads();
+    return {block_grads_.data() + b * params, static_cast<size_t>(params)};
+  };
+  for (int64_t b = 0; b < blocks; ++b) {
     bool ran;
-    const double loss = ForwardBackwardRows(key, batch, begin, begin + block_, activations,
+    const double loss = ForwardBackwardRows(key, batch, b * block_, (b + 1) * block_, activations,
                                             d_activations, loss_scale, &ran);
+    block_ran_[b] = ran ? 1 : 0;
     if (!ran) continue;
-    base::AddExact(model_->grads(), exact_grads);
+    if (b + 1 < blocks) {
+      std::copy(model_->grads().begin(), model_->grads().end(), block_grads_.begin() + b * params);
+    }
+    base::BlockSumExponents(model_->grads(), exponents_);
     exact_loss.back() += base::AddExact(loss, exact_loss.data()) ? 0 : 1;
   }
-  LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<int64_t>(exact_)));
-  base::ExactValues(exact_grads, model_->mutable_grads());
+  LEMRT_RETURN_IF_ERROR(comm_.AllReduceMax(std::span<int64_t>(exponents_)));
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (block_ran_[b]) base::AddBlockSum(block_grads(b), exponents_, headroom_bits_, fixed_grads);
+  }
+  LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<int64_t>(fixed_)));
+  base::BlockSumValues(fixed_grads, exponents_, headroom_bits_, model_->mutable_grads());
   return comm_.rank() == 0 ? base::ExactScalar(exact_loss) : 0.0;
 }
 

@@ -6,15 +6,19 @@
 //
 // World-size-independent mode (training.world_size_independent, the
 // default): the local batch runs as blocks of GradientBlockSamples()
-// consecutive samples of the global batch, each block's gradients and loss
-// are added exactly into int64 fixed point (base/exact_sum.h), and the
-// all-reduce sums those integers, so the bits of the dense update and of the
-// loss do not depend on the world size (only on the global batch and the
-// block). Otherwise the local batch runs in one pass and its float
-// gradients are all-reduced (bits that follow the world size).
+// consecutive samples of the global batch; each block's gradients are added
+// into int64 fixed point with one exponent per chunk of 64 parameters, the
+// largest over every block of the global batch (base/block_sum.h), and its
+// loss exactly (base/exact_sum.h); the all-reduce sums those integers, so
+// the bits of the dense update and of the loss do not depend on the world
+// size (only on the global batch and the block). Otherwise the local batch
+// runs in one pass and its float gradients are all-reduced (bits that
+// follow the world size).
 //
 // Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B;
-// world-size-independent: int64, 32 x num_params + 48 B, the loss included).
+// world-size-independent: an all-reduce MAX of the chunks' exponents,
+// 8 x (num_params / 64 + 2) B, then int64 sums, 8 x num_params + 40 B, the
+// loss included).
 #ifndef LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
 #define LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
 
@@ -42,7 +46,7 @@ class TensorCoreStage {
   // `comm` must outlive the stage. Errors: InvalidArgument for a model shape
   // the dense model rejects.
   static absl::StatusOr<std::unique_ptr<TensorCoreStage>> Create(const config::RunConfig& config,
-                                                                  Communicator& comm);
+                                                                 Communicator& comm);
 
   // Forward + backward of training step `step`'s `batch` with pooled
   // embeddings `activations` ([batch x width]); writes d_activations
@@ -79,8 +83,8 @@ class TensorCoreStage {
  private:
   TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
                   std::unique_ptr<device::DenseModel> model,
-                  std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch,
-                  uint64_t seed, int64_t block);
+                  std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch, uint64_t seed,
+                  int64_t block);
 
   // ForwardBackward over batch rows [begin, end) (first_sample of `key` is
   // the global sample of batch row 0), of the real rows only when some are
@@ -93,8 +97,7 @@ class TensorCoreStage {
   // The world-size-independent step's gradients and loss (see the top).
   absl::StatusOr<double> BlockedForwardBackward(device::DropoutKey key, const host::Batch& batch,
                                                 std::span<const float> activations,
-                                                std::span<float> d_activations,
-                                                float loss_scale);
+                                                std::span<float> d_activations, float loss_scale);
 
   Communicator& comm_;
   std::unique_ptr<device::ThreadTeam> team_;  // before model_, which uses it
@@ -106,9 +109,16 @@ class TensorCoreStage {
   uint64_t seed_;
   int64_t updates_ = 0;  // optimizer updates so far (Adam's t)
   int64_t block_;        // samples per exactly summed block; 0: off
-  // Exact sums (base/exact_sum.h) of the gradients, then of the loss: one
-  // all-reduce.
-  std::vector<int64_t> exact_;
+  // World-size-independent sums: the gradients in shared-exponent fixed
+  // point (base/block_sum.h), then the loss's exact limbs (base/exact_sum.h),
+  // one all-reduce; the chunks' exponents, all-reduced (max) before it; the
+  // gradients of every local block but the last (blocks x params floats),
+  // and which blocks held a real row.
+  std::vector<int64_t> fixed_;
+  std::vector<int64_t> exponents_;
+  std::vector<float> block_grads_;
+  std::vector<char> block_ran_;
+  int headroom_bits_ = 0;  // ceil(log2(global blocks))
   // Packed real rows of a batch with masked rows (grown once, then reused).
   std::vector<float> packed_dense_;
   std::vector<float> packed_emb_;
