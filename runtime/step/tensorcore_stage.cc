@@ -1,8 +1,8 @@
 #include "runtime/step/tensorcore_stage.h"
 
 #include <algorithm>
-#include <numeric>
 
+#include "absl/strings/str_format.h"
 #include "base/block_sum.h"
 #include "base/exact_sum.h"
 #include "base/status_macros.h"
@@ -12,49 +12,32 @@
 
 namespace lemrt::runtime {
 
-int64_t GradientBlockSamples(const config::TrainingConfig& training, int world_size) {
-  if (!training.world_size_independent()) return 0;
-  const int64_t global = training.global_batch();
-  int64_t block = training.gradient_block_samples();
-  if (block == 0) {
-    // Auto: the local batch of 4 ranks (of 2 or 1 where 4 does not divide
-    // the batch): 1, 2 and 4 ranks agree, and no rank runs blocks smaller
-    // than that (smaller blocks cost dense-stage time: docs/performance.md).
-    block = global / std::gcd(global, int64_t{4});
-  }
-  const int64_t local = global / world_size;
-  return local % block == 0 ? block : std::gcd(block, local);
-}
-
 absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
     const config::RunConfig& config, Communicator& comm) {
   const int64_t local_batch = config.training().global_batch() / comm.size();
-  auto team = std::make_unique<device::ThreadTeam>(std::max(1, config.tensor_core().gemm_threads()),
-                                                   /*spin_us=*/50,
-                                                   /*polls_when_held=*/TensorCoreTeamPolls(config));
+  auto team = std::make_unique<device::ThreadTeam>(
+      std::max(1, config.tensor_core().gemm_threads()), /*spin_us=*/50,
+      /*polls_when_held=*/TensorCoreTeamPolls(config));
   auto model = device::CreateDenseModel(device::DenseModelSpecFromConfig(config), local_batch,
                                         config.training().seed(), team.get());
   if (!model.ok()) return model.status();
   auto optimizer = device::CreateDenseOptimizer(config);
-  const int64_t block = GradientBlockSamples(config.training(), comm.size());
-  if (comm.rank() == 0 && block != GradientBlockSamples(config.training(), 1)) {
-    LOG(WARNING) << "training.world_size_independent: the local batch of " << local_batch
-                 << " samples is not a whole number of "
-                 << GradientBlockSamples(config.training(), 1)
-                 << "-sample blocks; this run sums blocks of " << block
-                 << " samples, so its model differs from those of world sizes that use the "
-                    "configured block (set training.gradient_block_samples to a divisor of "
-                    "every local batch you compare)";
+  const int64_t block = config::GradientBlockSamples(config.training());
+  if (block > 0 && local_batch % block != 0) {  // the config check reports it first
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "training.gradient_block_samples: the local batch of %d samples is not a whole number "
+        "of %d-sample blocks",
+        local_batch, block));
   }
-  return std::unique_ptr<TensorCoreStage>(
-      new TensorCoreStage(comm, std::move(team), std::move(*model), std::move(optimizer),
-                          config.training().global_batch(), config.training().seed(), block));
+  return std::unique_ptr<TensorCoreStage>(new TensorCoreStage(
+      comm, std::move(team), std::move(*model), std::move(optimizer),
+      config.training().global_batch(), config.training().seed(), block));
 }
 
 TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
                                  std::unique_ptr<device::DenseModel> model,
-                                 std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch,
-                                 uint64_t seed, int64_t block)
+                                 std::unique_ptr<device::Optimizer> optimizer,
+                                 int64_t global_batch, uint64_t seed, int64_t block)
     : comm_(comm),
       team_(std::move(team)),
       model_(std::move(model)),
@@ -87,12 +70,13 @@ absl::StatusOr<double> TensorCoreStage::Step(int64_t step, const host::Batch& ba
                                .first_sample = step * global_batch_ + comm_.rank() * local_batch};
   // The loss is the mean over the global batch's real samples (all of them
   // but in an epoch's last, partial batch).
-  const float loss_scale =
-      batch.global_samples > 0 ? 1.0f / static_cast<float>(batch.global_samples) : loss_scale_;
+  const float loss_scale = batch.global_samples > 0
+                               ? 1.0f / static_cast<float>(batch.global_samples)
+                               : loss_scale_;
   double loss;
   if (block_ > 0) {
-    LEMRT_ASSIGN_OR_RETURN(
-        loss, BlockedForwardBackward(key, batch, activations, d_activations, loss_scale));
+    LEMRT_ASSIGN_OR_RETURN(loss, BlockedForwardBackward(key, batch, activations, d_activations,
+                                                        loss_scale));
   } else {
     bool ran;
     loss = ForwardBackwardRows(key, batch, 0, batch.num_samples, activations, d_activations,
@@ -106,11 +90,9 @@ absl::StatusOr<double> TensorCoreStage::Step(int64_t step, const host::Batch& ba
   return loss;
 }
 
-absl::StatusOr<double> TensorCoreStage::BlockedForwardBackward(device::DropoutKey key,
-                                                               const host::Batch& batch,
-                                                               std::span<const float> activations,
-                                                               std::span<float> d_activations,
-                                                               float loss_scale) {
+absl::StatusOr<double> TensorCoreStage::BlockedForwardBackward(
+    device::DropoutKey key, const host::Batch& batch, std::span<const float> activations,
+    std::span<float> d_activations, float loss_scale) {
   const int64_t params = model_->num_params();
   const int64_t blocks = batch.num_samples / block_;
   const std::span<int64_t> fixed_grads(fixed_.data(), params);

@@ -4,8 +4,8 @@
 // optimizer step. The stage owns the ThreadTeam the dense step runs on
 // (tensor_core.gemm_threads threads; 0 counts as 1). Thread-compatible.
 //
-// World-size-independent mode (training.world_size_independent, the
-// default): the local batch runs as blocks of GradientBlockSamples()
+// World-size-independent mode (training.world_size_independent): the local
+// batch runs as blocks of config::GradientBlockSamples()
 // consecutive samples of the global batch; each block's gradients are added
 // into int64 fixed point with one exponent per chunk of 64 parameters, the
 // largest over every block of the global batch (base/block_sum.h), and its
@@ -36,17 +36,13 @@
 
 namespace lemrt::runtime {
 
-// The block world_size_independent sums over on `world_size` ranks (see
-// training.gradient_block_samples); 0 when it is off. A value that differs
-// from the one of other world sizes is logged by the caller.
-int64_t GradientBlockSamples(const config::TrainingConfig& training, int world_size);
-
 class TensorCoreStage {
  public:
   // `comm` must outlive the stage. Errors: InvalidArgument for a model shape
-  // the dense model rejects.
+  // the dense model rejects, or a local batch that is not whole gradient
+  // blocks (config::GradientBlockSamples).
   static absl::StatusOr<std::unique_ptr<TensorCoreStage>> Create(const config::RunConfig& config,
-                                                                 Communicator& comm);
+                                                                  Communicator& comm);
 
   // Forward + backward of training step `step`'s `batch` with pooled
   // embeddings `activations` ([batch x width]); writes d_activations
@@ -83,8 +79,8 @@ class TensorCoreStage {
  private:
   TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
                   std::unique_ptr<device::DenseModel> model,
-                  std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch, uint64_t seed,
-                  int64_t block);
+                  std::unique_ptr<device::Optimizer> optimizer, int64_t global_batch,
+                  uint64_t seed, int64_t block);
 
   // ForwardBackward over batch rows [begin, end) (first_sample of `key` is
   // the global sample of batch row 0), of the real rows only when some are
@@ -97,7 +93,8 @@ class TensorCoreStage {
   // The world-size-independent step's gradients and loss (see the top).
   absl::StatusOr<double> BlockedForwardBackward(device::DropoutKey key, const host::Batch& batch,
                                                 std::span<const float> activations,
-                                                std::span<float> d_activations, float loss_scale);
+                                                std::span<float> d_activations,
+                                                float loss_scale);
 
   Communicator& comm_;
   std::unique_ptr<device::ThreadTeam> team_;  // before model_, which uses it

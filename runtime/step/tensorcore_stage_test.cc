@@ -15,20 +15,13 @@ namespace {
 
 config::RunConfig Config(const std::string& interaction) {
   const std::string text = R"pb(
-                             topology { num_chips: 1 sparse_cores_per_chip: 4 }
-                             tables { name: "a" vocab_size: 100 dim: 4 combiner: SUM }
-                             tables { name: "b" vocab_size: 50 dim: 4 combiner: SUM }
-                             features { name: "a1" table: "a" }
-                             features { name: "b1" table: "b" }
-                             training {
-                               global_batch: 8
-                               steps: 1
-                               seed: 5
-                               dense_optimizer { adagrad { initial_accumulator: 0 } }
-                             }
-                             model { num_dense_features: 3
-                                     bottom_mlp: [ 6, 4 ]
-                                     top_mlp: [ 5, 1 ])pb" +
+topology { num_chips: 1 sparse_cores_per_chip: 4 }
+tables { name: "a" vocab_size: 100 dim: 4 combiner: SUM }
+tables { name: "b" vocab_size: 50 dim: 4 combiner: SUM }
+features { name: "a1" table: "a" }
+features { name: "b1" table: "b" }
+training { global_batch: 8 steps: 1 seed: 5 dense_optimizer { adagrad { initial_accumulator: 0 } } }
+model { num_dense_features: 3 bottom_mlp: [ 6, 4 ] top_mlp: [ 5, 1 ] )pb" +
                            interaction + " }\n";
   auto c = config::ParseConfig(text, "tensorcore_stage_test", "", 1);
   EXPECT_TRUE(c.ok()) << c.status();
