@@ -13,15 +13,16 @@
 namespace lemrt::runtime {
 namespace {
 
-// A sum of squares of floats in exact fixed point (base/exact_sum.h), so
-// that params_l2 does not depend on which rank holds which row. A float's
-// square is exact in a double; scaled by 2^-32 (exact), squares from 2^-64
-// to 2^64 keep every bit (values below 2^-32 in magnitude lose theirs, far
-// below the norm's precision), and a larger one is counted as special.
+// A sum of non-negative doubles (squares, or a row's sum of squares taken
+// in a fixed order) in exact fixed point (base/exact_sum.h), so that
+// params_l2 does not depend on which rank holds which row. Scaled by 2^-32
+// (exact), terms from 2^-64 to 2^64 keep every bit (smaller ones lose
+// theirs, far below the norm's precision), and a larger one is counted as
+// special.
 class ExactSquares {
  public:
-  void Add(float v) {
-    if (!base::AddExact(double{v} * v * 0x1p-32, slots_)) ++slots_[base::kExactLimbs];
+  void Add(double square) {
+    if (!base::AddExact(square * 0x1p-32, slots_)) ++slots_[base::kExactLimbs];
     if (++since_normalized_ == kNormalizeEvery) Normalize();
   }
   void Normalize() {
@@ -80,10 +81,12 @@ absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCor
         }
         for (int64_t l = 0; l < lanes; ++l) {
           row_hash_sum += h[l];
-          for (int d = 0; d < dim; ++d) {
-            sum_sq += double{rows[l][d]} * rows[l][d];
-            exact_sq.Add(rows[l][d]);
-          }
+          // A row's squares in column order: the same bits wherever the row
+          // lives; one exact addition a row keeps this pass cheap.
+          double row_sq = 0;
+          for (int d = 0; d < dim; ++d) row_sq += double{rows[l][d]} * rows[l][d];
+          sum_sq += row_sq;
+          exact_sq.Add(row_sq);
         }
       }
     }
@@ -98,7 +101,7 @@ absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCor
   exact_sq.Normalize();
   for (float v : dense_params) {
     sum_sq += double{v} * v;
-    exact_sq.Add(v);
+    exact_sq.Add(double{v} * v);
   }
   ModelStats stats;
   // Exact, so the same at every world size, unless a value reached 2^32 in

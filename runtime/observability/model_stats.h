@@ -3,8 +3,9 @@
 // same for the same model whatever the world size, bit for bit: the checksum
 // sums a hash of (table, global row, row bytes) over rows, which does not
 // depend on which chip holds a row, and adds a hash of the dense parameters;
-// the squares are summed exactly (int64 fixed point, base/exact_sum.h; a
-// model with a value of magnitude 2^32 or more falls back to a double sum).
+// each row's sum of squares (in column order) is summed exactly (int64 fixed
+// point, base/exact_sum.h; a row or parameter whose squares reach 2^64
+// makes it fall back to a double sum).
 #ifndef LEMRT_RUNTIME_OBSERVABILITY_MODEL_STATS_H_
 #define LEMRT_RUNTIME_OBSERVABILITY_MODEL_STATS_H_
 
