@@ -15,6 +15,8 @@
 #     3, 4 and 8 ranks x 2 SparseCores, with a checkpoint every 15 steps; the
 #     2-rank run's step-15 checkpoint continued on 4 ranks reaches the same
 #     model as the uninterrupted runs;
+#   - one-hot with steps split along the sample dimension (no hot rows, a
+#     partition limit of 4) on 1 and 3 ranks;
 #   - params_l2 equal wherever the checksums are (summed exactly).
 # The auto block (48 of 192) on 3 ranks (64 samples each) is a config error
 # naming the block and a fix.
@@ -33,6 +35,10 @@ small="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
 sed -e 's/ max_sequence_length: [0-9]*//' \
     -e 's/name: "a" vocab_size: 20000 dim: 16/& hot_rows: 10/' "$small" > "$work/onehot.pbtxt"
 echo 'sparse_core { max_ids_per_partition: 8 }' >> "$work/onehot.pbtxt"
+# One-hot without hot rows and a limit of 4: the hottest rows alone exceed
+# it, so steps split along the sample dimension too (on every world size).
+sed -e 's/ max_sequence_length: [0-9]*//' "$small" > "$work/split.pbtxt"
+echo 'sparse_core { max_ids_per_partition: 4 }' >> "$work/split.pbtxt"
 # Blocks of 16 of the 192-sample batch: whole blocks at 1, 2, 3 and 4 ranks
 # (the auto block, 48, covers 1, 2 and 4).
 block='training { world_size_independent: true gradient_block_samples: 16 }'
@@ -103,6 +109,8 @@ fi
 grep -q "training.gradient_block_samples: the local batch of 64 samples (global_batch 192 / 3 ranks) is not a whole number of 48-sample blocks" "$work/auto3.log" \
   && grep -q "set gradient_block_samples to 16" "$work/auto3.log" \
   || { cat "$work/auto3.log"; echo "FAILED: no block error on 3 ranks"; exit 1; }
+train 1 split1 "$work/split.pbtxt" "training { steps: 20 eval_samples: 0 } $(pipe true) $block"
+train 3 split3 "$work/split.pbtxt" "training { steps: 20 eval_samples: 0 } $(pipe true) $block"
 # Every optimizer at 1-4 and 8 ranks; a 2-rank checkpoint resumed on 4.
 for np in 1 2 3 4 8; do
   train $np opt$np "$work/opt.pbtxt" "" --checkpoint_dir="$work/ck_opt$np" --checkpoint_every=15
@@ -132,12 +140,17 @@ same([f"small{n}" for n in (1, 2, 3, 4)] + ["small2b"], "small_dlrm, 12 SparseCo
 same(["off1", "off3"], "small_dlrm, 12 SparseCores, 1 and 3 ranks, not pipelined")
 same([f"onehot{n}" for n in (1, 2, 3, 4)], "one-hot, hot rows, minibatches, 1-4 ranks x 4 SparseCores")
 same(["long1", "long2"], "1200 steps, Adagrad from 1e-8, 1 and 2 ranks")
+same(["split1", "split3"], "one-hot, sample-dimension minibatches, 1 and 3 ranks")
+for n in ("split1", "split3"):
+    if not int(s[n]["preprocess"].get("sample_split_steps", 0)) > 0:
+        fails.append(f"{n}: no step split along the sample dimension")
 same([f"opt{n}" for n in (1, 2, 3, 4, 8)] + ["resume4"],
      "SGD/Adagrad/Adam/FTRL/row-wise Adagrad tables, Adam dense, 1-4 and 8 ranks, resumed 2 -> 4")
 if s["float4"]["model_checksum"] == s["small4"]["model_checksum"]:
     fails.append("world_size_independent false gives the model of exact sums (the switch does nothing)")
 for n, j in s.items():
-    want = 1200 if n.startswith("long") else 30 if n.startswith(("onehot", "opt", "resume")) else 50
+    want = (1200 if n.startswith("long") else 30 if n.startswith(("onehot", "opt", "resume"))
+            else 20 if n.startswith("split") else 50)
     if j["steps"] != want: fails.append(f"{n}: {j['steps']} steps, not {want}")
 if not s["small1"]["eval"]["samples"] > 0: fails.append("no eval samples")
 if s["small1"]["world_size"] != 1 or s["small4"]["world_size"] != 4: fails.append("world_size wrong")
