@@ -71,15 +71,19 @@ bool AddExact(float v, int64_t* limbs) {
   return true;
 }
 
+void NormalizeExact(int64_t* limbs) {
+  // Every limb but the top in [0, 2^32), the top signed.
+  for (int i = 0; i + 1 < kExactLimbs; ++i) {
+    const int64_t carry = limbs[i] >> kExactLimbBits;  // floor division
+    limbs[i] -= carry * (int64_t{1} << kExactLimbBits);
+    limbs[i + 1] += carry;
+  }
+}
+
 double ExactValue(const int64_t* limbs) {
   int64_t l[kExactLimbs];
   for (int i = 0; i < kExactLimbs; ++i) l[i] = limbs[i];
-  // Carries upward: every limb but the top in [0, 2^32), the top signed.
-  for (int i = 0; i + 1 < kExactLimbs; ++i) {
-    const int64_t carry = l[i] >> kExactLimbBits;  // floor division
-    l[i] -= carry * (int64_t{1} << kExactLimbBits);
-    l[i + 1] += carry;
-  }
+  NormalizeExact(l);
   // Each limb's unit, 2^(32 i - 96): exact power-of-two scalings.
   constexpr double kUnit[kExactLimbs] = {0x1p-96, 0x1p-64, 0x1p-32, 0x1p0};
   static_assert(kExactLimbs == 4 && kExactLimbBits == 32 && kExactUnitExponent == -96);

@@ -38,6 +38,11 @@ inline size_t ExactSlots(size_t n) { return n * kExactLimbs + 1; }
 bool AddExact(double v, int64_t* limbs);
 bool AddExact(float v, int64_t* limbs);
 
+// Carries the limbs upward in place (every limb but the top then in
+// [0, 2^32)); the sum's value is unchanged. A caller adding more than 2^30
+// terms normalises at least every 2^30 terms so that no limb overflows.
+void NormalizeExact(int64_t* limbs);
+
 // The value of a sum: its limbs normalised (a representation unique to the
 // exact sum), then rounded to a double in a fixed order. A function of the
 // exact sum only.

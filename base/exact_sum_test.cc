@@ -62,6 +62,29 @@ TEST(ExactSumTest, FloatSumOrderDiffersWhereExactDoesNot) {
   EXPECT_EQ(SumInParts(b, 3), 1.0f + 0x1p-23f);
 }
 
+// Normalising carries between limbs and keeps the value: a sum normalised
+// part-way equals the sum never normalised, and the lower limbs end in
+// [0, 2^32).
+TEST(ExactSumTest, NormalizeKeepsTheValue) {
+  const std::vector<float> terms = Terms(500, 4);
+  int64_t plain[kExactLimbs] = {}, normalized[kExactLimbs] = {};
+  for (size_t i = 0; i < terms.size(); ++i) {
+    AddExact(terms[i], plain);
+    AddExact(terms[i], normalized);
+    if (i % 7 == 0) NormalizeExact(normalized);
+  }
+  EXPECT_EQ(ExactValue(normalized), ExactValue(plain));
+  NormalizeExact(normalized);
+  for (int i = 0; i + 1 < kExactLimbs; ++i) {
+    EXPECT_GE(normalized[i], 0);
+    EXPECT_LT(normalized[i], int64_t{1} << kExactLimbBits);
+  }
+  int64_t renormalized[kExactLimbs];
+  std::copy(normalized, normalized + kExactLimbs, renormalized);
+  NormalizeExact(renormalized);
+  EXPECT_TRUE(std::equal(normalized, normalized + kExactLimbs, renormalized));
+}
+
 TEST(ExactSumTest, CancellationIsExact) {
   const std::vector<float> t = {1e9f, 3e-7f, -1e9f};
   EXPECT_EQ(SumInParts(t, 1), 3e-7f);

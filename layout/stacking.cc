@@ -100,8 +100,13 @@ StackingPlan StackingPlan::FromConfig(const config::RunConfig& config) {
     }
     stack.padded_dim = static_cast<int>(RoundUp(config.tables(stack.tables[0]).dim(), 8));
   }
+  // Unset: SparseCores per chip, or 1 with world-size-independent sums: the
+  // rotation orders the SparseCores whose partials pool a multi-hot sample,
+  // so it must be a function of the total SparseCore count alone there.
   const int rotation = sc.has_table_stacking_rotation() ? sc.table_stacking_rotation()
-                                                        : config.topology().sparse_cores_per_chip();
+                       : config.training().world_size_independent()
+                           ? 1
+                           : config.topology().sparse_cores_per_chip();
   plan.Place(static_cast<int>(config::TotalSparseCores(config)), rotation, vocab);
   for (int f = 0; f < config.features_size(); ++f) {
     const int t = config::FindTable(config, config.features(f).table());

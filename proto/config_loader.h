@@ -42,6 +42,14 @@ absl::StatusOr<RunConfig> ParseConfig(std::string_view text,
 // num_chips from `world_size`. Explicitly set fields are kept.
 void ApplyTopologyPreset(int world_size, TopologyConfig* topology);
 
+// Samples per exactly summed block of training.world_size_independent: its
+// gradient_block_samples, or (0, auto) global_batch / gcd(global_batch, 4),
+// the local batch of 4 ranks, so that 1, 2 and 4 ranks run whole blocks; 0
+// when world_size_independent is off. A function of the config alone (never
+// of the world size): every world size compared must run whole blocks of it
+// (checked with the config).
+int64_t GradientBlockSamples(const TrainingConfig& training);
+
 // Index of the table named `name` in config.tables(), or -1.
 int FindTable(const RunConfig& config, std::string_view name);
 

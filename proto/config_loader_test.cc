@@ -166,6 +166,23 @@ TEST(ConfigLoaderTest, GlobalBatchDivisibleByTotalSparseCores) {
   EXPECT_THAT(e, HasSubstr("60 is not divisible by the total number of SparseCores 8"));
 }
 
+// world_size_independent: every world size runs whole blocks of one block
+// size; one that cannot is a config error naming the block and a fix.
+TEST(ConfigLoaderTest, GradientBlockMustDivideTheLocalBatch) {
+  const std::string on = "training { global_batch: 192 world_size_independent: true } ";
+  for (int ranks : {1, 2, 4}) EXPECT_EQ(ErrorOf(on, ranks), "") << ranks;  // auto: 48
+  EXPECT_THAT(ErrorOf(on, 3),
+              HasSubstr("training.gradient_block_samples: the local batch of 64 samples "
+                        "(global_batch 192 / 3 ranks) is not a whole number of 48-sample blocks "
+                        "(auto: a quarter of the batch)"));
+  EXPECT_THAT(ErrorOf(on, 3), HasSubstr("set gradient_block_samples to 16"));
+  EXPECT_THAT(ErrorOf(on, 8), HasSubstr("set gradient_block_samples to 24"));
+  const std::string block16 = on + "training { gradient_block_samples: 16 }";
+  for (int ranks : {1, 2, 3, 4}) EXPECT_EQ(ErrorOf(block16, ranks), "") << ranks;
+  EXPECT_THAT(ErrorOf(on + "training { gradient_block_samples: 96 }", 3),
+              HasSubstr("not a whole number of 96-sample blocks (configured)"));
+}
+
 TEST(ConfigLoaderTest, SemanticErrors) {
   EXPECT_THAT(ErrorOf("training { steps: -1 }"), HasSubstr("training.steps"));
   EXPECT_THAT(ErrorOf("training { gradient_block_samples: 16 }"),

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <set>
 #include <string>
 
@@ -174,6 +175,13 @@ void CheckCounterSizes(const RunConfig& c, ConfigErrors& errors) {
                                   t.name(), t.vocab_size(), t.dim()));
     }
   }
+}
+
+int64_t GradientBlockSamples(const TrainingConfig& training) {
+  if (!training.world_size_independent()) return 0;
+  if (training.gradient_block_samples() > 0) return training.gradient_block_samples();
+  const int64_t global = training.global_batch();
+  return global / std::gcd(global, int64_t{4});
 }
 
 int FindTable(const RunConfig& config, std::string_view name) {

@@ -1,5 +1,7 @@
 // The training section: batch, steps and epochs, learning rates and their
 // schedules, eval and early stop.
+#include <numeric>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "proto/config_check.h"
@@ -63,6 +65,30 @@ void CheckLearningRateSchedules(const TrainingConfig& t, int64_t steps, ConfigEr
     CheckSchedule("embedding_learning_rate_schedule", t.embedding_learning_rate_schedule(), steps,
                   errors);
   }
+}
+
+// The local batch must be whole blocks: a smaller block would train another
+// model than the world sizes the block was chosen for.
+void CheckGradientBlock(const RunConfig& c, ConfigErrors& errors) {
+  const TrainingConfig& t = c.training();
+  const int64_t chips = c.topology().num_chips();
+  if (!t.world_size_independent() || t.global_batch() <= 0 || chips <= 0 ||
+      t.global_batch() % chips != 0) {
+    return;
+  }
+  const int64_t block = GradientBlockSamples(t);
+  const int64_t local = t.global_batch() / chips;
+  if (local % block == 0) return;
+  errors.Fail({{"training"}, {"gradient_block_samples"}},
+              absl::StrFormat(
+                  "the local batch of %d samples (global_batch %d / %d ranks) is not a whole "
+                  "number of %d-sample blocks (%s); world_size_independent needs one block that "
+                  "divides the local batch of every world size compared: set "
+                  "gradient_block_samples to %d (divides the local batches of 1, 2, 4 and %d "
+                  "ranks) or run on a world size whose local batch it divides",
+                  local, t.global_batch(), chips, block,
+                  t.gradient_block_samples() > 0 ? "configured" : "auto: a quarter of the batch",
+                  std::gcd(block, local), chips));
 }
 
 void CheckTraining(const RunConfig& c, ConfigErrors& errors) {
@@ -131,6 +157,8 @@ void CheckTraining(const RunConfig& c, ConfigErrors& errors) {
     errors.Fail(at("gradient_block_samples"),
                 absl::StrCat(t.gradient_block_samples(), " does not divide global_batch ",
                              t.global_batch()));
+  } else {
+    CheckGradientBlock(c, errors);
   }
 }
 

@@ -24,7 +24,8 @@ config="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
 
 # World-size-independent sums for every run (as the config's own field).
 cp "$config" "$work/config.pbtxt"
-sed -i 's/^  seed: 7$/  seed: 7 world_size_independent: true/' "$work/config.pbtxt"
+# Blocks of 16 of the 192-sample batch: whole blocks on 1, 2, 3 and 4 ranks.
+sed -i 's/^  seed: 7$/  seed: 7 world_size_independent: true gradient_block_samples: 16/' "$work/config.pbtxt"
 grep -q 'world_size_independent: true' "$work/config.pbtxt" || { echo "FAILED: config edit"; exit 1; }
 config="$work/config.pbtxt"
 train() {  # train NP NAME ARGS...: must succeed

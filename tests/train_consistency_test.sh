@@ -9,7 +9,17 @@
 #   - a one-hot variant at 4 SparseCores per chip (so 4..16 SparseCores), with
 #     hot rows and vocabulary-dimension minibatching, not pipelined;
 #   - a long run (1200 steps, Adagrad from a near-zero accumulator, a tiny
-#     model) on 1 and 2 ranks (4 SparseCores in all).
+#     model) on 1 and 2 ranks (4 SparseCores in all);
+#   - every optimizer (tables: SGD, Adagrad, Adam, FTRL, row-wise Adagrad;
+#     dense Adam; dense FTRL does not exist), one-hot, pipelined, on 1, 2,
+#     3, 4 and 8 ranks x 2 SparseCores, with a checkpoint every 15 steps; the
+#     2-rank run's step-15 checkpoint continued on 4 ranks reaches the same
+#     model as the uninterrupted runs;
+#   - one-hot with steps split along the sample dimension (no hot rows, a
+#     partition limit of 4) on 1 and 3 ranks;
+#   - params_l2 equal wherever the checksums are (summed exactly).
+# The auto block (48 of 192) on 3 ranks (64 samples each) is a config error
+# naming the block and a fix.
 # The same config run twice on one world size gives the same checksum, and
 # training.world_size_independent (set here; off by default) false still
 # trains (with float sums: a model other than the exact sums').
@@ -25,9 +35,38 @@ small="$LEMRT_SRC/tests/testdata/small_dlrm.pbtxt"
 sed -e 's/ max_sequence_length: [0-9]*//' \
     -e 's/name: "a" vocab_size: 20000 dim: 16/& hot_rows: 10/' "$small" > "$work/onehot.pbtxt"
 echo 'sparse_core { max_ids_per_partition: 8 }' >> "$work/onehot.pbtxt"
+# One-hot without hot rows and a limit of 4: the hottest rows alone exceed
+# it, so steps split along the sample dimension too (on every world size).
+sed -e 's/ max_sequence_length: [0-9]*//' "$small" > "$work/split.pbtxt"
+echo 'sparse_core { max_ids_per_partition: 4 }' >> "$work/split.pbtxt"
 # Blocks of 16 of the 192-sample batch: whole blocks at 1, 2, 3 and 4 ranks
 # (the auto block, 48, covers 1, 2 and 4).
 block='training { world_size_independent: true gradient_block_samples: 16 }'
+# Every optimizer: one-hot features (any SparseCore count), a 192-sample
+# batch in blocks of 8 (whole blocks on 1, 2, 3, 4 and 8 ranks).
+cat > "$work/opt.pbtxt" <<'PB'
+tables { name: "s" vocab_size: 400 dim: 8 optimizer { sgd { } } }
+tables { name: "g" vocab_size: 300 dim: 8 optimizer { adagrad { initial_accumulator: 1e-6 } } }
+tables { name: "a" vocab_size: 200 dim: 8 optimizer { adam { } learning_rate: 0.01 } }
+tables { name: "f" vocab_size: 300 dim: 8 optimizer { ftrl { l1: 0.001 l2: 0.01 } } }
+tables { name: "r" vocab_size: 500 dim: 16 optimizer { rowwise_adagrad { } } }
+features { name: "s1" table: "s" }
+features { name: "g1" table: "g" }
+features { name: "a1" table: "a" }
+features { name: "f1" table: "f" }
+features { name: "r1" table: "r" }
+features { name: "r2" table: "r" }
+model { num_dense_features: 4 bottom_mlp: [ 16, 8 ] top_mlp: [ 16, 1 ] }
+training {
+  global_batch: 192 steps: 30 seed: 3 eval_samples: 256 log_every: 0
+  dense_learning_rate: 0.01 embedding_learning_rate: 0.05
+  dense_optimizer { adam { } }
+  world_size_independent: true gradient_block_samples: 8
+}
+topology { sparse_cores_per_chip: 2 }
+sparse_core { disable_full_embedding_pipelining: false }
+PB
+
 # Long: tiny tables and MLPs, Adagrad (tables and dense) from 1e-8.
 cat > "$work/long.pbtxt" <<'PB'
 tables { name: "u" vocab_size: 300 dim: 4 combiner: SUM optimizer { adagrad { initial_accumulator: 1e-8 } } }
@@ -43,11 +82,11 @@ training {
 }
 PB
 
-# train NP NAME CONFIG OVERRIDE: pipelining always set (left unset,
+# train NP NAME CONFIG OVERRIDE [FLAGS...]: pipelining always set (left unset,
 # lemrt_train chooses it from each rank's cores).
 train() {
   timeout 300 mpirun --oversubscribe --bind-to none -np "$1" "$LEMRT_BIN/lemrt_train" \
-    --config="$3" --override="$4" --summary_json="$work/$2.json" > "$work/$2.log" 2>&1 \
+    --config="$3" --override="$4" "${@:5}" --summary_json="$work/$2.json" > "$work/$2.log" 2>&1 \
     || { cat "$work/$2.log"; echo "FAILED: lemrt_train $2 on $1 ranks"; exit 1; }
 }
 pipe() { echo "sparse_core { disable_full_embedding_pipelining: $1 }"; }
@@ -61,10 +100,24 @@ train 2 small2b "$small" "topology { sparse_cores_per_chip: 6 } $(pipe false) $b
 train 1 off1 "$small" "topology { sparse_cores_per_chip: 12 } $(pipe true) $block"
 train 3 off3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe true) $block"
 train 4 float4 "$small" "topology { sparse_cores_per_chip: 3 } $(pipe false) training { world_size_independent: false }"
-# The auto block (48) on 3 ranks (64 samples each): falls back to 16, logged.
-train 3 auto3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe false) training { steps: 2 world_size_independent: true }"
-grep -q "not a whole number of 48-sample blocks; this run sums blocks of 16" "$work/auto3.log" \
-  || { cat "$work/auto3.log"; echo "FAILED: no fallback warning on 3 ranks"; exit 1; }
+# The auto block (48) on 3 ranks (64 samples each): a config error.
+if mpirun --oversubscribe --bind-to none -np 3 "$LEMRT_BIN/lemrt_train" --config="$small" \
+    --override="topology { sparse_cores_per_chip: 4 } training { steps: 2 world_size_independent: true }" \
+    > "$work/auto3.log" 2>&1; then
+  echo "FAILED: the auto block on 3 ranks trained"; exit 1
+fi
+grep -q "training.gradient_block_samples: the local batch of 64 samples (global_batch 192 / 3 ranks) is not a whole number of 48-sample blocks" "$work/auto3.log" \
+  && grep -q "set gradient_block_samples to 16" "$work/auto3.log" \
+  || { cat "$work/auto3.log"; echo "FAILED: no block error on 3 ranks"; exit 1; }
+train 1 split1 "$work/split.pbtxt" "training { steps: 20 eval_samples: 0 } $(pipe true) $block"
+train 3 split3 "$work/split.pbtxt" "training { steps: 20 eval_samples: 0 } $(pipe true) $block"
+# Every optimizer at 1-4 and 8 ranks; a 2-rank checkpoint resumed on 4.
+for np in 1 2 3 4 8; do
+  train $np opt$np "$work/opt.pbtxt" "" --checkpoint_dir="$work/ck_opt$np" --checkpoint_every=15
+done
+train 4 resume4 "$work/opt.pbtxt" "" --restore_from="$work/ck_opt2/step-00000015" \
+  --checkpoint_dir="$work/ck_resume4" --checkpoint_every=15
+
 train 1 long1 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 4 } $(pipe true) training { world_size_independent: true }"
 train 2 long2 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 2 } $(pipe true) training { world_size_independent: true }"
 
@@ -76,17 +129,28 @@ fails = []
 def same(names, what):
     sums = {n: s[n]["model_checksum"] for n in names}
     losses = {n: s[n]["train"]["loss_last"] for n in names}
+    l2 = {n: s[n]["params_l2"] for n in names}
     print(f"{what}: checksums {sums}")
     if len(set(sums.values())) != 1: fails.append(f"{what}: checksums differ {sums}")
     if len(set(losses.values())) != 1: fails.append(f"{what}: last losses differ {losses}")
+    if len(set(l2.values())) != 1: fails.append(f"{what}: params_l2 differ {l2}")
+    evals = {n: (s[n]["eval"]["auc"], s[n]["eval"]["logloss"]) for n in names if s[n]["eval"]["samples"] > 0}
+    if len(set(evals.values())) > 1: fails.append(f"{what}: eval metrics differ {evals}")
 same([f"small{n}" for n in (1, 2, 3, 4)] + ["small2b"], "small_dlrm, 12 SparseCores, 1-4 ranks, pipelined")
 same(["off1", "off3"], "small_dlrm, 12 SparseCores, 1 and 3 ranks, not pipelined")
 same([f"onehot{n}" for n in (1, 2, 3, 4)], "one-hot, hot rows, minibatches, 1-4 ranks x 4 SparseCores")
 same(["long1", "long2"], "1200 steps, Adagrad from 1e-8, 1 and 2 ranks")
+same(["split1", "split3"], "one-hot, sample-dimension minibatches, 1 and 3 ranks")
+for n in ("split1", "split3"):
+    if not int(s[n]["preprocess"].get("sample_split_steps", 0)) > 0:
+        fails.append(f"{n}: no step split along the sample dimension")
+same([f"opt{n}" for n in (1, 2, 3, 4, 8)] + ["resume4"],
+     "SGD/Adagrad/Adam/FTRL/row-wise Adagrad tables, Adam dense, 1-4 and 8 ranks, resumed 2 -> 4")
 if s["float4"]["model_checksum"] == s["small4"]["model_checksum"]:
     fails.append("world_size_independent false gives the model of exact sums (the switch does nothing)")
 for n, j in s.items():
-    want = 1200 if n.startswith("long") else 30 if n.startswith("onehot") else 2 if n == "auto3" else 50
+    want = (1200 if n.startswith("long") else 30 if n.startswith(("onehot", "opt", "resume"))
+            else 20 if n.startswith("split") else 50)
     if j["steps"] != want: fails.append(f"{n}: {j['steps']} steps, not {want}")
 if not s["small1"]["eval"]["samples"] > 0: fails.append("no eval samples")
 if s["small1"]["world_size"] != 1 or s["small4"]["world_size"] != 4: fails.append("world_size wrong")

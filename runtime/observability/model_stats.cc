@@ -6,15 +6,49 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "base/exact_sum.h"
 #include "base/random.h"
 #include "runtime/observability/model_checksum.h"
 
 namespace lemrt::runtime {
+namespace {
+
+// A sum of non-negative doubles (squares, or a row's sum of squares taken
+// in a fixed order) in exact fixed point (base/exact_sum.h), so that
+// params_l2 does not depend on which rank holds which row. Scaled by 2^-32
+// (exact), terms from 2^-64 to 2^64 keep every bit (smaller ones lose
+// theirs, far below the norm's precision), and a larger one is counted as
+// special.
+class ExactSquares {
+ public:
+  void Add(double square) {
+    if (!base::AddExact(square * 0x1p-32, slots_)) ++slots_[base::kExactLimbs];
+    if (++since_normalized_ == kNormalizeEvery) Normalize();
+  }
+  void Normalize() {
+    base::NormalizeExact(slots_);
+    since_normalized_ = 0;
+  }
+  // Limbs then the count of special terms (base::ExactSlots(1) values).
+  std::span<int64_t> slots() { return slots_; }
+  bool special() const { return slots_[base::kExactLimbs] != 0; }
+  double sum() const { return base::ExactValue(slots_) * 0x1p32; }
+
+ private:
+  // A term adds below 2^32 to a limb: 2^28 terms stay below 2^60, and a sum
+  // of 8 normalised ranks' limbs is far from overflowing.
+  static constexpr int64_t kNormalizeEvery = int64_t{1} << 28;
+  int64_t slots_[base::kExactLimbs + 1] = {};
+  int64_t since_normalized_ = 0;
+};
+
+}  // namespace
 
 absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCoreStage& sparse,
                                              std::span<const float> dense_params) {
   uint64_t row_hash_sum = 0;
   double sum_sq = 0;
+  ExactSquares exact_sq;
   // Rows are hashed (ModelRowHash) kLanes at a time (independent Mix64
   // chains interleaved: the same hashes, several times faster than one chain
   // after another);
@@ -47,7 +81,12 @@ absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCor
         }
         for (int64_t l = 0; l < lanes; ++l) {
           row_hash_sum += h[l];
-          for (int d = 0; d < dim; ++d) sum_sq += double{rows[l][d]} * rows[l][d];
+          // A row's squares in column order: the same bits wherever the row
+          // lives; one exact addition a row keeps this pass cheap.
+          double row_sq = 0;
+          for (int d = 0; d < dim; ++d) row_sq += double{rows[l][d]} * rows[l][d];
+          sum_sq += row_sq;
+          exact_sq.Add(row_sq);
         }
       }
     }
@@ -56,9 +95,18 @@ absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCor
   if (!st.ok()) return st;
   st = comm.AllReduceSum(std::span<double>(&sum_sq, 1));
   if (!st.ok()) return st;
-  for (float v : dense_params) sum_sq += double{v} * v;
+  exact_sq.Normalize();
+  st = comm.AllReduceSum(exact_sq.slots());
+  if (!st.ok()) return st;
+  exact_sq.Normalize();
+  for (float v : dense_params) {
+    sum_sq += double{v} * v;
+    exact_sq.Add(double{v} * v);
+  }
   ModelStats stats;
-  stats.params_l2 = std::sqrt(sum_sq);
+  // Exact, so the same at every world size, unless a value reached 2^32 in
+  // magnitude (or is not finite): then the float sum (NaN for NaN).
+  stats.params_l2 = std::sqrt(exact_sq.special() ? sum_sq : exact_sq.sum());
   stats.checksum = ModelChecksum(row_hash_sum, dense_params);
   return stats;
 }

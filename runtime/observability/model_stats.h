@@ -1,8 +1,11 @@
 // Layout-independent statistics of the whole model (all chips): the L2 norm
 // of every parameter and a checksum of every parameter's bytes. Both are the
-// same for the same model whatever the world size: the checksum sums a hash of
-// (table, global row, row bytes) over rows, which does not depend on which
-// chip holds a row, and adds a hash of the dense parameters.
+// same for the same model whatever the world size, bit for bit: the checksum
+// sums a hash of (table, global row, row bytes) over rows, which does not
+// depend on which chip holds a row, and adds a hash of the dense parameters;
+// each row's sum of squares (in column order) is summed exactly (int64 fixed
+// point, base/exact_sum.h; a row or parameter whose squares reach 2^64
+// makes it fall back to a double sum).
 #ifndef LEMRT_RUNTIME_OBSERVABILITY_MODEL_STATS_H_
 #define LEMRT_RUNTIME_OBSERVABILITY_MODEL_STATS_H_
 

@@ -1,8 +1,9 @@
 #include "runtime/step/tensorcore_stage.h"
 
 #include <algorithm>
-#include <numeric>
 
+#include "absl/strings/str_format.h"
+#include "base/block_sum.h"
 #include "base/exact_sum.h"
 #include "base/status_macros.h"
 #include "glog/logging.h"
@@ -10,20 +11,6 @@
 #include "runtime/threads/thread_budget.h"
 
 namespace lemrt::runtime {
-
-int64_t GradientBlockSamples(const config::TrainingConfig& training, int world_size) {
-  if (!training.world_size_independent()) return 0;
-  const int64_t global = training.global_batch();
-  int64_t block = training.gradient_block_samples();
-  if (block == 0) {
-    // Auto: the local batch of 4 ranks (of 2 or 1 where 4 does not divide
-    // the batch): 1, 2 and 4 ranks agree, and no rank runs blocks smaller
-    // than that (smaller blocks cost dense-stage time: docs/performance.md).
-    block = global / std::gcd(global, int64_t{4});
-  }
-  const int64_t local = global / world_size;
-  return local % block == 0 ? block : std::gcd(block, local);
-}
 
 absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
     const config::RunConfig& config, Communicator& comm) {
@@ -35,14 +22,12 @@ absl::StatusOr<std::unique_ptr<TensorCoreStage>> TensorCoreStage::Create(
                                         config.training().seed(), team.get());
   if (!model.ok()) return model.status();
   auto optimizer = device::CreateDenseOptimizer(config);
-  const int64_t block = GradientBlockSamples(config.training(), comm.size());
-  if (comm.rank() == 0 && block != GradientBlockSamples(config.training(), 1)) {
-    LOG(WARNING) << "training.world_size_independent: the local batch of " << local_batch
-                 << " samples is not a whole number of " << GradientBlockSamples(config.training(), 1)
-                 << "-sample blocks; this run sums blocks of " << block
-                 << " samples, so its model differs from those of world sizes that use the "
-                    "configured block (set training.gradient_block_samples to a divisor of "
-                    "every local batch you compare)";
+  const int64_t block = config::GradientBlockSamples(config.training());
+  if (block > 0 && local_batch % block != 0) {  // the config check reports it first
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "training.gradient_block_samples: the local batch of %d samples is not a whole number "
+        "of %d-sample blocks",
+        local_batch, block));
   }
   return std::unique_ptr<TensorCoreStage>(new TensorCoreStage(
       comm, std::move(team), std::move(*model), std::move(optimizer),
@@ -63,7 +48,15 @@ TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::Thr
       seed_(seed),
       block_(block) {
   optimizer_->InitSlots(slots_);
-  if (block_ > 0) exact_.resize(base::ExactSlots(model_->num_params()) + base::ExactSlots(1));
+  if (block_ > 0) {
+    const int64_t params = model_->num_params();
+    const int64_t local_blocks = global_batch_ / comm_.size() / block_;
+    headroom_bits_ = base::BlockSumHeadroomBits(global_batch_ / block_);
+    fixed_.resize(params + base::ExactSlots(1));
+    exponents_.resize(base::BlockSumExponentSlots(params));
+    block_grads_.resize((local_blocks - 1) * params);
+    block_ran_.resize(local_blocks);
+  }
 }
 
 absl::StatusOr<double> TensorCoreStage::Step(int64_t step, const host::Batch& batch,
@@ -101,19 +94,35 @@ absl::StatusOr<double> TensorCoreStage::BlockedForwardBackward(
     device::DropoutKey key, const host::Batch& batch, std::span<const float> activations,
     std::span<float> d_activations, float loss_scale) {
   const int64_t params = model_->num_params();
-  const std::span<int64_t> exact_grads(exact_.data(), base::ExactSlots(params));
-  const std::span<int64_t> exact_loss(exact_.data() + exact_grads.size(), base::ExactSlots(1));
-  std::fill(exact_.begin(), exact_.end(), 0);
-  for (int64_t begin = 0; begin < batch.num_samples; begin += block_) {
+  const int64_t blocks = batch.num_samples / block_;
+  const std::span<int64_t> fixed_grads(fixed_.data(), params);
+  const std::span<int64_t> exact_loss(fixed_.data() + params, base::ExactSlots(1));
+  std::fill(fixed_.begin(), fixed_.end(), 0);
+  std::fill(exponents_.begin(), exponents_.end(), base::kBlockSumNoExponent);
+  // Every block's gradients, kept until the exponents are agreed: the last
+  // block's stay in the model's grads, the others are copied aside.
+  auto block_grads = [&](int64_t b) -> std::span<const float> {
+    if (b + 1 == blocks) return model_->grads();
+    return {block_grads_.data() + b * params, static_cast<size_t>(params)};
+  };
+  for (int64_t b = 0; b < blocks; ++b) {
     bool ran;
-    const double loss = ForwardBackwardRows(key, batch, begin, begin + block_, activations,
+    const double loss = ForwardBackwardRows(key, batch, b * block_, (b + 1) * block_, activations,
                                             d_activations, loss_scale, &ran);
+    block_ran_[b] = ran ? 1 : 0;
     if (!ran) continue;
-    base::AddExact(model_->grads(), exact_grads);
+    if (b + 1 < blocks) {
+      std::copy(model_->grads().begin(), model_->grads().end(), block_grads_.begin() + b * params);
+    }
+    base::BlockSumExponents(model_->grads(), exponents_);
     exact_loss.back() += base::AddExact(loss, exact_loss.data()) ? 0 : 1;
   }
-  LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<int64_t>(exact_)));
-  base::ExactValues(exact_grads, model_->mutable_grads());
+  LEMRT_RETURN_IF_ERROR(comm_.AllReduceMax(std::span<int64_t>(exponents_)));
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (block_ran_[b]) base::AddBlockSum(block_grads(b), exponents_, headroom_bits_, fixed_grads);
+  }
+  LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<int64_t>(fixed_)));
+  base::BlockSumValues(fixed_grads, exponents_, headroom_bits_, model_->mutable_grads());
   return comm_.rank() == 0 ? base::ExactScalar(exact_loss) : 0.0;
 }
 

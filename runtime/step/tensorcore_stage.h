@@ -4,17 +4,21 @@
 // optimizer step. The stage owns the ThreadTeam the dense step runs on
 // (tensor_core.gemm_threads threads; 0 counts as 1). Thread-compatible.
 //
-// World-size-independent mode (training.world_size_independent, the
-// default): the local batch runs as blocks of GradientBlockSamples()
-// consecutive samples of the global batch, each block's gradients and loss
-// are added exactly into int64 fixed point (base/exact_sum.h), and the
-// all-reduce sums those integers, so the bits of the dense update and of the
-// loss do not depend on the world size (only on the global batch and the
-// block). Otherwise the local batch runs in one pass and its float
-// gradients are all-reduced (bits that follow the world size).
+// World-size-independent mode (training.world_size_independent): the local
+// batch runs as blocks of config::GradientBlockSamples()
+// consecutive samples of the global batch; each block's gradients are added
+// into int64 fixed point with one exponent per chunk of 64 parameters, the
+// largest over every block of the global batch (base/block_sum.h), and its
+// loss exactly (base/exact_sum.h); the all-reduce sums those integers, so
+// the bits of the dense update and of the loss do not depend on the world
+// size (only on the global batch and the block). Otherwise the local batch
+// runs in one pass and its float gradients are all-reduced (bits that
+// follow the world size).
 //
 // Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B;
-// world-size-independent: int64, 32 x num_params + 48 B, the loss included).
+// world-size-independent: an all-reduce MAX of the chunks' exponents,
+// 8 x (num_params / 64 + 2) B, then int64 sums, 8 x num_params + 40 B, the
+// loss included).
 #ifndef LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
 #define LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
 
@@ -32,15 +36,11 @@
 
 namespace lemrt::runtime {
 
-// The block world_size_independent sums over on `world_size` ranks (see
-// training.gradient_block_samples); 0 when it is off. A value that differs
-// from the one of other world sizes is logged by the caller.
-int64_t GradientBlockSamples(const config::TrainingConfig& training, int world_size);
-
 class TensorCoreStage {
  public:
   // `comm` must outlive the stage. Errors: InvalidArgument for a model shape
-  // the dense model rejects.
+  // the dense model rejects, or a local batch that is not whole gradient
+  // blocks (config::GradientBlockSamples).
   static absl::StatusOr<std::unique_ptr<TensorCoreStage>> Create(const config::RunConfig& config,
                                                                   Communicator& comm);
 
@@ -106,9 +106,16 @@ class TensorCoreStage {
   uint64_t seed_;
   int64_t updates_ = 0;  // optimizer updates so far (Adam's t)
   int64_t block_;        // samples per exactly summed block; 0: off
-  // Exact sums (base/exact_sum.h) of the gradients, then of the loss: one
-  // all-reduce.
-  std::vector<int64_t> exact_;
+  // World-size-independent sums: the gradients in shared-exponent fixed
+  // point (base/block_sum.h), then the loss's exact limbs (base/exact_sum.h),
+  // one all-reduce; the chunks' exponents, all-reduced (max) before it; the
+  // gradients of every local block but the last (blocks x params floats),
+  // and which blocks held a real row.
+  std::vector<int64_t> fixed_;
+  std::vector<int64_t> exponents_;
+  std::vector<float> block_grads_;
+  std::vector<char> block_ran_;
+  int headroom_bits_ = 0;  // ceil(log2(global blocks))
   // Packed real rows of a batch with masked rows (grown once, then reused).
   std::vector<float> packed_dense_;
   std::vector<float> packed_emb_;

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
+#include "runtime/comm/local_communicator.h"
 #include "runtime/comm/self_communicator.h"
 
 namespace lemrt::runtime {
@@ -116,33 +117,6 @@ TEST_P(TensorCoreStageTest, AllRowsMasked) {
   for (float x : d) ASSERT_EQ(x, 0.0f);
 }
 
-// Plays rank `rank` of `size` for a TensorCore stage whose step makes one
-// collective, the int64 all-reduce of world_size_independent: recording, it
-// keeps this rank's values and returns them as they are; otherwise it adds
-// `others` (the other ranks' recorded values) to them. The float all-reduce
-// is not expected.
-class SplitRankCommunicator : public SelfCommunicator {
- public:
-  SplitRankCommunicator(int rank, int size) : rank_(rank), size_(size) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  absl::Status AllReduceSum(std::span<int64_t> values) override {
-    if (others.empty()) {
-      recorded.assign(values.begin(), values.end());
-    } else {
-      for (size_t i = 0; i < values.size(); ++i) values[i] += others[i];
-    }
-    return absl::OkStatus();
-  }
-  absl::Status AllReduceSum(std::span<float>) override {
-    return absl::UnimplementedError("float all-reduce");
-  }
-  std::vector<int64_t> recorded, others;
-
- private:
-  int rank_, size_;
-};
-
 // Rows [begin, end) of `b` as a batch of their own.
 host::Batch Slice(const host::Batch& b, int begin, int end) {
   host::Batch s;
@@ -174,37 +148,34 @@ TEST_P(TensorCoreStageTest, WorldSizeIndependentStepMatchesOneRank) {
   EXPECT_EQ((*whole)->gradient_block_samples(), 2);
   for (int world : {2, 4}) {
     const int local = 8 / world;
-    std::vector<int64_t> others;
-    auto rank_step = [&](SplitRankCommunicator& comm, std::vector<float>* d) {
+    std::vector<std::vector<float>> params(world), d(world, std::vector<float>(local * width));
+    std::vector<double> loss(world, -1.0);
+    // Ranks as threads (runtime/comm/local_communicator.h).
+    const std::vector<absl::Status> status = RunLocalRanks(world, [&](Communicator& comm) {
       auto stage = TensorCoreStage::Create(config, comm);
-      EXPECT_TRUE(stage.ok());
+      if (!stage.ok()) return stage.status();
       const int r = comm.rank();
       const std::vector<float> rows(act.begin() + r * local * width,
                                     act.begin() + (r + 1) * local * width);
-      d->resize(local * width);
-      auto loss = (*stage)->Step(0, Slice(batch, r * local, (r + 1) * local), rows, *d);
-      EXPECT_TRUE(loss.ok()) << loss.status();
+      auto l = (*stage)->Step(0, Slice(batch, r * local, (r + 1) * local), rows, d[r]);
+      if (!l.ok()) return l.status();
+      loss[r] = *l;
+      params[r].assign((*stage)->mutable_params().begin(), (*stage)->mutable_params().end());
+      return absl::OkStatus();
+    });
+    for (int r = 0; r < world; ++r) {
+      ASSERT_TRUE(status[r].ok()) << world << " ranks, rank " << r << ": " << status[r];
       for (int i = 0; i < local * width; ++i) {
-        EXPECT_EQ((*d)[i], d_whole[r * local * width + i]) << world << " ranks, rank " << r;
+        EXPECT_EQ(d[r][i], d_whole[r * local * width + i]) << world << " ranks, rank " << r;
       }
-      return std::make_pair(std::move(*stage), loss.ok() ? *loss : -1.0);
-    };
-    for (int r = 1; r < world; ++r) {
-      SplitRankCommunicator comm(r, world);
-      std::vector<float> d;
-      rank_step(comm, &d);
-      if (others.empty()) others.assign(comm.recorded.size(), 0);
-      for (size_t i = 0; i < others.size(); ++i) others[i] += comm.recorded[i];
+      // Every rank's parameters are those of one rank; rank 0 has the loss.
+      const auto p1 = (*whole)->mutable_params();
+      ASSERT_EQ(params[r].size(), p1.size());
+      for (size_t i = 0; i < p1.size(); ++i) {
+        ASSERT_EQ(params[r][i], p1[i]) << world << " ranks, rank " << r << ", param " << i;
+      }
+      EXPECT_EQ(loss[r], r == 0 ? *loss_whole : 0.0) << world << " ranks, rank " << r;
     }
-    SplitRankCommunicator comm0(0, world);
-    comm0.others = others;
-    std::vector<float> d0;
-    auto [stage0, loss0] = rank_step(comm0, &d0);
-    EXPECT_EQ(loss0, *loss_whole) << world << " ranks";
-    const auto p0 = stage0->mutable_params();
-    const auto p1 = (*whole)->mutable_params();
-    ASSERT_EQ(p0.size(), p1.size());
-    for (size_t i = 0; i < p0.size(); ++i) ASSERT_EQ(p0[i], p1[i]) << world << " ranks, param " << i;
   }
 }
 
