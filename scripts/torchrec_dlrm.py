@@ -45,7 +45,8 @@ DIM = 16
 
 
 def import_torchrec():
-    """TorchRec's modules, or an exit naming the install script."""
+    """Exits with a sentence naming the install script unless FBGEMM and
+    TorchRec import."""
     try:
         import fbgemm_gpu  # noqa: F401  (registers FBGEMM's CPU operators)
         import torchrec  # noqa: F401
@@ -164,7 +165,7 @@ def copy_tables(dmp, plain):
     return copied
 
 
-def build(a, rank, world, pg):
+def build(a, world, pg):
     """The plain torch_dlrm model from --seed, and the TorchRec model with
     the same initial weights under DistributedModelParallel, plus the dense
     optimizer (the tables' SGD is fused into their backward pass)."""
@@ -264,7 +265,7 @@ def run(rank, a):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     if a.threads > 0:
         torch.set_num_threads(a.threads)
-    plain, dmp, opt, plan = build(a, rank, world, dist.group.WORLD)
+    plain, dmp, opt, plan = build(a, world, dist.group.WORLD)
     data = batches(a, rank, world)
     lossf = nn.BCEWithLogitsLoss()
     losses, check_losses = [], []
@@ -341,7 +342,8 @@ def main():
     p.add_argument("--loss_csv", default="")
     p.add_argument("--check", action="store_true",
                    help="also train torch_dlrm.py's model step by step beside it and fail "
-                        "unless losses and final tables agree within --check_tol")
+                        "unless losses and final tables agree within --check_tol (samples/s then "
+                        "counts both models' steps)")
     p.add_argument("--check_tol", type=float, default=1e-4)
     a = p.parse_args()
     if a.batch % a.ranks:
