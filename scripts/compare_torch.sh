@@ -8,6 +8,11 @@
 #               rank owns), on one synthetic Criteo TSV (gen_criteo_tsv.py);
 #   torch       scripts/torch_dlrm.py: the same model, data and init scheme in
 #               plain PyTorch, so the two loss curves can be compared;
+#   torchrec    scripts/torchrec_dlrm.py: that model with its tables in one
+#               TorchRec EmbeddingBagCollection on FBGEMM's CPU kernels with
+#               the SGD fused into the backward pass (DistributedModelParallel,
+#               TorchRec's planner), same init and data, when TorchRec is
+#               installed (scripts/install_torchrec.sh, opt-in; else skipped);
 #   reference   the public reference DLRM (facebookresearch/dlrm's
 #               dlrm_s_pytorch.py, unchanged) on the same shapes and batches
 #               with its own random data, when DLRM_REFERENCE names a checkout
@@ -24,7 +29,9 @@
 # Env: LEMRT_BUILD (build dir, default build), STEPS (default 100), BATCHES
 # (default "128 1024"), RANKS (default "1 2"), ROUNDS (default 3), OUT
 # (default out/torch), PYTHON (default /usr/bin/python3, where Debian's torch
-# lives), DLRM_REFERENCE (unset: the reference DLRM is skipped).
+# lives), DLRM_REFERENCE (unset: the reference DLRM is skipped),
+# TORCHREC_PYTHON (default: the environment scripts/install_torchrec.sh made;
+# "none" skips TorchRec).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 "$LEMRT_ROOT/scripts/install_torch.sh"
@@ -39,6 +46,17 @@ OUT="${OUT:-$LEMRT_ROOT/out/torch}"
 PY="${PYTHON:-/usr/bin/python3}"
 mkdir -p "$OUT"
 if [ ! -x "$BUILD/bin/lemrt_train" ]; then lemrt_build "$BUILD"; fi
+
+# TorchRec's python: the install script's environment, checked (it installs
+# nothing with --python).
+TRPY="${TORCHREC_PYTHON:-}"
+if [ -z "$TRPY" ]; then
+  TRPY=$("$LEMRT_ROOT/scripts/install_torchrec.sh" --python) || {
+    TRPY=none
+    echo "compare_torch: TorchRec is not installed (scripts/install_torchrec.sh): its column is skipped"
+  }
+fi
+[ "$TRPY" = none ] && TRPY=""
 
 REF=""
 if [ -n "${DLRM_REFERENCE:-}" ]; then
@@ -90,6 +108,13 @@ run_torch() {  # run_torch BATCH RANKS TAG
   grep '^samples/s' "$OUT/torch_$3.log" | tail -1 | awk '{print $2}'
 }
 
+run_torchrec() {  # run_torchrec BATCH RANKS TAG
+  "$TRPY" "$LEMRT_ROOT/scripts/torchrec_dlrm.py" --data "$DATA" --batch "$1" --steps "$STEPS" \
+    --ranks "$2" --loss_csv "$OUT/torchrec_$3.csv" > "$OUT/torchrec_$3.log" 2>&1 \
+    || { cat "$OUT/torchrec_$3.log"; exit 1; }
+  grep '^samples/s' "$OUT/torchrec_$3.log" | tail -1 | awk '{print $2}'
+}
+
 # The reference's own command line for the same shapes; --mini-batch-size is
 # the global batch (split over the ranks). Samples/s from its ms/it over the
 # print windows after the first (which holds the warm-up).
@@ -120,8 +145,9 @@ print(int(sys.argv[1]) * 1000.0 / statistics.median(ms))
 PY
 }
 
-printf '\n%-6s %-6s %10s %10s %10s %14s %14s %12s %12s %s\n' batch ranks lemrt torch reference \
-  "lemrt/torch" "lemrt/ref" lemrt_loss torch_loss "pipelining/gemm_threads"
+printf '\n%-6s %-6s %10s %10s %10s %10s %14s %14s %14s %11s %11s %11s %s\n' batch ranks lemrt \
+  torch torchrec reference "lemrt/torch" "lemrt/torchrec" "lemrt/ref" lemrt_loss torch_loss \
+  trec_loss "pipelining/gemm_threads"
 for b in $BATCHES; do
   for w in $RANKS; do
     tag="b${b}_w${w}"
@@ -129,38 +155,43 @@ for b in $BATCHES; do
     for r in $(seq 1 "$ROUNDS"); do
       l=$(run_lemrt "$b" "$w" "$tag")
       t=$(run_torch "$b" "$w" "$tag")
+      c=0
+      [ -n "$TRPY" ] && c=$(run_torchrec "$b" "$w" "$tag")
       f=0
       [ -n "$REF" ] && f=$(run_reference "$b" "$w" "$tag")
-      echo "$l $t $f $(uptime | sed 's/.*average: //; s/,.*//')" >> "$OUT/rounds_$tag.txt"
+      echo "$l $t $c $f $(uptime | sed 's/.*average: //; s/,.*//')" >> "$OUT/rounds_$tag.txt"
     done
     "$PY" - "$b" "$w" "$OUT/rounds_$tag.txt" "$OUT/lemrt_$tag.json" "$OUT/lemrt_$tag.csv" \
-      "$OUT/torch_$tag.csv" <<'PY'
+      "$OUT/torch_$tag.csv" "$OUT/torchrec_$tag.csv" <<'PY'
 import csv, json, statistics as st, sys
-b, w, rounds, lj, lc, tc = sys.argv[1:]
+b, w, rounds, lj, lc, tc, cc = sys.argv[1:]
 rows = [list(map(float, l.split())) for l in open(rounds) if l.strip()]
 med = lambda v: st.median(v)
-lem, tor, ref = ([r[i] for r in rows] for i in range(3))
-rt = [l / t for l, t in zip(lem, tor)]
-rr = [l / f for l, f in zip(lem, ref) if f > 0]
+lem, tor, rec, ref = ([r[i] for r in rows] for i in range(4))
+per = lambda other: [l / o for l, o in zip(lem, other) if o > 0]
+rt, rc, rr = per(tor), per(rec), per(ref)
 ratio = lambda v: f"{med(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-"
-llos = [float(r["loss"]) for r in csv.DictReader(open(lc))]
-tlos = [float(r["loss"]) for r in csv.DictReader(open(tc))]
-tail = lambda v: sum(v[-10:]) / len(v[-10:])
+loss = lambda path: [float(r["loss"]) for r in csv.DictReader(open(path))]
+llos, tlos = loss(lc), loss(tc)
+clos = loss(cc) if rc else []
+tail = lambda v: f"{sum(v[-10:]) / len(v[-10:]):11.4f}" if v else f"{'-':>11}"
 s = json.load(open(lj))
 threads = f"{'on' if s.get('pipelining') else 'off'}/{s.get('threads', {}).get('gemm_threads', '?')}"
-print(f"{b:<6} {w:<6} {med(lem):10.0f} {med(tor):10.0f} {med(ref) if rr else 0:10.0f} "
-      f"{ratio(rt):>14} {ratio(rr):>14} {tail(llos):12.4f} {tail(tlos):12.4f} {threads}"
-      f"   load {min(r[3] for r in rows):.1f}-{max(r[3] for r in rows):.1f}")
+print(f"{b:<6} {w:<6} {med(lem):10.0f} {med(tor):10.0f} {med(rec) if rc else 0:10.0f} "
+      f"{med(ref) if rr else 0:10.0f} {ratio(rt):>14} {ratio(rc):>14} {ratio(rr):>14} "
+      f"{tail(llos)} {tail(tlos)} {tail(clos)} {threads}"
+      f"   load {min(r[4] for r in rows):.1f}-{max(r[4] for r in rows):.1f}")
 with open(lc.replace(".csv", "_curves.txt"), "w") as f:
-    f.write("step lemrt_loss torch_loss\n")
+    f.write("step lemrt_loss torch_loss" + (" torchrec_loss" if clos else "") + "\n")
     for i in range(min(len(llos), len(tlos))):
-        f.write(f"{i + 1} {llos[i]:.5f} {tlos[i]:.5f}\n")
+        f.write(f"{i + 1} {llos[i]:.5f} {tlos[i]:.5f}" +
+                (f" {clos[i]:.5f}" if i < len(clos) else "") + "\n")
 PY
   done
 done
 echo
 echo "samples/s: medians over $ROUNDS rounds; ratios: median (range) of the per-round ratios;"
-echo "loss columns: mean of the last 10 steps; per-step curves: $OUT/lemrt_b*_w*_curves.txt"
+echo "loss columns: mean of the last 10 steps (trec: TorchRec); per-step curves: $OUT/lemrt_b*_w*_curves.txt"
 for f in "$OUT"/lemrt_b*_w*_curves.txt; do
   echo "== $(basename "$f") (every 10th step)"
   awk 'NR == 1 || (NR - 1) % 10 == 0' "$f"
