@@ -52,8 +52,9 @@ struct SparseStepBuffers {
   std::vector<float> source_partials;             // partials for this chip's own segments
   std::vector<int64_t> source_offsets;            // floats, per own segment (+1)
   std::vector<device::SparseCoreStepState> sc_states;  // per local SparseCore
-  // Per-rank byte counts and offsets of the three exchanges.
-  std::vector<int64_t> bytes_a, offs_a, bytes_b, offs_b;
+  // Per-rank element counts of the last all-to-all-v (entries, then partial
+  // or gradient values): sent to / received from rank q.
+  std::vector<int64_t> send_rank_counts, recv_rank_counts;
   std::vector<float> grads_in;                    // owner side, layout of owner_partials
   std::vector<float> grads_out;                   // source side, layout of source_partials
   // BF16 exchanges (sparse_core.exchange_dtype): the values as sent and
