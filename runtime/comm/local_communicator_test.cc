@@ -177,6 +177,38 @@ TEST(LocalCommunicatorErrorsTest, MismatchedCountsAreAnErrorNotACorruption) {
                            "all-to-all-v: rank 0 sends 1 bytes to rank 1, which expects 2"));
 }
 
+// Ranks in different collectives, or in one with different lengths or
+// roots, hang or corrupt memory under MPI; here every rank gets a sentence
+// naming the ranks, and the world stays usable.
+TEST(LocalCommunicatorErrorsTest, RanksInDifferentCollectivesGetASentenceNotACorruption) {
+  const std::vector<absl::Status> status = RunLocalRanks(3, [](Communicator& comm) {
+    std::vector<int64_t> v(comm.rank() == 2 ? 4 : 8, 1), w(3);
+    const absl::Status other_op = comm.rank() == 1 ? comm.AllToAll(w, w) : comm.AllReduceMax(v);
+    EXPECT_EQ(other_op.code(), absl::StatusCode::kInvalidArgument) << other_op;
+    EXPECT_THAT(std::string(other_op.message()),
+                ::testing::HasSubstr("every rank must run the same collectives"));
+    const absl::Status other_length = comm.AllReduceSum(std::span<int64_t>(v));
+    EXPECT_EQ(other_length.code(), absl::StatusCode::kInvalidArgument) << other_length;
+    std::string bytes = "x";
+    const absl::Status other_root = comm.Broadcast(&bytes, comm.rank() == 0 ? 0 : 1);
+    EXPECT_EQ(other_root.code(), absl::StatusCode::kInvalidArgument) << other_root;
+    // Agreeing again works.
+    std::vector<int64_t> one = {comm.rank()};
+    absl::Status st = comm.AllReduceMax(std::span<int64_t>(one));
+    EXPECT_EQ(one[0], 2);
+    return st;
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+  const std::vector<absl::Status> one = RunLocalRanks(2, [](Communicator& comm) {
+    std::vector<int64_t> v(comm.rank() == 0 ? 2 : 3, 1);
+    return comm.AllReduceSum(std::span<int64_t>(v));
+  });
+  EXPECT_EQ(one[0], absl::InvalidArgumentError(
+                        "all-reduce: rank 0 is in all-reduce (length or root 2) while rank 1 is "
+                        "in all-reduce (3): every rank must run the same collectives in the same "
+                        "order, with the same lengths"));
+}
+
 TEST(LocalCommunicatorErrorsTest, ARankThatNeverArrivesEndsTheWaitWithDeadlineExceeded) {
   LocalWorld world(2, std::chrono::milliseconds(50));
   LocalCommunicator rank0(world, 0);
