@@ -160,6 +160,24 @@ TEST_P(LocalCommunicatorTest, AgreeOnStatusNamesTheLowestFailingRankUnlessAllFai
   });
 }
 
+// Whichever one rank fails, every rank returns its error, naming it.
+TEST_P(LocalCommunicatorTest, AgreeOnStatusCarriesAnyOneRanksErrorToAll) {
+  const int W = GetParam();
+  for (int failing = 0; failing < W; ++failing) {
+    ExpectAllOk(W, [W, failing](Communicator& comm) {
+      const absl::Status local = comm.rank() == failing
+                                     ? absl::DataLossError(absl::StrCat("file ", failing, ":7 cut"))
+                                     : absl::OkStatus();
+      const absl::Status agreed = AgreeOnStatus(comm, local);
+      const std::string sentence = absl::StrCat("file ", failing, ":7 cut");
+      EXPECT_EQ(agreed, absl::DataLossError(W > 1 ? absl::StrCat("rank ", failing, ": ", sentence)
+                                                  : sentence))
+          << "rank " << comm.rank() << ", rank " << failing << " failing";
+      return absl::OkStatus();
+    });
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, LocalCommunicatorTest, ::testing::Values(1, 2, 3, 4),
                          [](const auto& info) { return absl::StrCat(info.param, "_ranks"); });
 
