@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/bf16.h"
+#include "glog/logging.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::runtime {
@@ -52,6 +53,8 @@ SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& 
       S_(config.topology().sparse_cores_per_chip()),
       W_(comm.size()),
       world_size_independent_(config.training().world_size_independent()) {
+  CHECK_EQ(config.topology().num_chips(), W_)
+      << "SparseCoreStage: the config is for another world size than the communicator's";
   for (const auto& t : config.tables()) table_dims_.push_back(t.dim());
   for (const auto& f : config.features()) {
     const int dim = table_dims_[config::FindTable(config, f.table())];

@@ -67,7 +67,9 @@ struct SparseStepBuffers {
 class SparseCoreStage {
  public:
   // Creates this chip's S SparseCores (global indices rank x S .. rank x S +
-  // S - 1) with their table shards. `comm` and `optimizers` must outlive it.
+  // S - 1) with their table shards. `comm` and `optimizers` must outlive it;
+  // `config` is for comm's world (topology.num_chips == comm.size(), as
+  // config::ParseConfig(..., comm.size()) gives; CHECKed).
   // `initialize_tables` false leaves the shards zero for the caller's
   // device::InitializeTables (start-up modes, device/sparsecore/table_init.h).
   SparseCoreStage(const config::RunConfig& config, Communicator& comm,
