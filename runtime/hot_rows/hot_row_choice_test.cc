@@ -168,20 +168,20 @@ class SkewedSource : public host::DataSource {
 TEST_P(HotRowChoiceTest, TheHottestAreThoseOfAPlainCountOverAllRanks) {
   const int W = GetParam();
   constexpr int kHot = 6, kCountSteps = 3;
+  constexpr char kText[] = R"pb(
+    tables { name: "z" vocab_size: 500 dim: 4 hot_rows: 6 }
+    features { name: "z1" table: "z" max_sequence_length: 3 }
+    model {
+      num_dense_features: 1
+      bottom_mlp: [ 4 ]
+      top_mlp: [ 4, 1 ]
+    }
+    training { steps: 5 }
+    sparse_core { hot_row_count_steps: 3 }
+  )pb";
   auto config = config::ParseConfig(
-      absl::StrCat(R"pb(
-                     tables { name: "z" vocab_size: 500 dim: 4 hot_rows: 6 }
-                     features { name: "z1" table: "z" max_sequence_length: 3 }
-                     model {
-                       num_dense_features: 1
-                       bottom_mlp: [ 4 ]
-                       top_mlp: [ 4, 1 ]
-                     }
-                     training { global_batch:)pb",
-                   SkewedSource::kSamples * W,
-                   R"pb(                         steps: 5 }
-                                                 sparse_core { hot_row_count_steps: 3 })pb"),
-      "hot_row_choice_test", "", W);
+      kText, "hot_row_choice_test",
+      absl::StrCat("training { global_batch: ", SkewedSource::kSamples * W, " }"), W);
   ASSERT_TRUE(config.ok()) << config.status();
   std::map<int64_t, int64_t> counts;
   int64_t total = 0;
