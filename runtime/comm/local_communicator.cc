@@ -32,15 +32,28 @@ absl::Status LocalWorld::Meet(int rank, const LocalPost& post, const char* op) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     posts_[rank] = post;
+    posts_[rank].op = op;
   }
-  return Barrier(op);
+  absl::Status st = Barrier(op);
+  if (!st.ok()) return st;
+  for (int r = 0; r < size_; ++r) {
+    const LocalPost& other = posts_[r];
+    if (std::strcmp(other.op, op) == 0 && other.agreed == post.agreed) continue;
+    const absl::Status mismatch = absl::InvalidArgumentError(absl::StrFormat(
+        "%s: rank %d is in %s (length or root %d) while rank %d is in %s (%d): every rank "
+        "must run the same collectives in the same order, with the same lengths",
+        op, rank, op, post.agreed, r, other.op, other.agreed));
+    st = Leave(op);
+    return st.ok() ? mismatch : st;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LocalWorld::Leave(const char* op) { return Barrier(op); }
 
 absl::Status LocalCommunicator::AllToAll(std::span<const int64_t> send, std::span<int64_t> recv) {
   const int64_t block = static_cast<int64_t>(send.size()) / size();
-  absl::Status st = world_.Meet(rank_, {send.data(), block, {}, {}}, "all-to-all");
+  absl::Status st = world_.Meet(rank_, {send.data(), block, {}, {}, block}, "all-to-all");
   if (!st.ok()) return st;
   for (int r = 0; r < size(); ++r) {
     const LocalPost& p = world_.posted(r);
@@ -77,8 +90,8 @@ absl::Status LocalCommunicator::AllToAllv(const void* send, std::span<const int6
 
 template <typename T, typename Op>
 absl::Status LocalCommunicator::Reduce(std::span<T> values, Op op, const char* name) {
-  absl::Status st =
-      world_.Meet(rank_, {values.data(), static_cast<int64_t>(values.size()), {}, {}}, name);
+  const auto n = static_cast<int64_t>(values.size());
+  absl::Status st = world_.Meet(rank_, {values.data(), n, {}, {}, n}, name);
   if (!st.ok()) return st;
   // Every rank folds the ranks' values in rank order: the same bits on all.
   std::vector<T> result(static_cast<const T*>(world_.posted(0).data),
@@ -129,7 +142,7 @@ absl::Status LocalCommunicator::AllGather(std::span<const float> send, std::vect
 }
 
 absl::Status LocalCommunicator::Broadcast(std::string* bytes, int root) {
-  absl::Status st = world_.Meet(rank_, {bytes, 0, {}, {}}, "broadcast");
+  absl::Status st = world_.Meet(rank_, {bytes, 0, {}, {}, root}, "broadcast");
   if (!st.ok()) return st;
   if (rank_ != root) *bytes = *static_cast<const std::string*>(world_.posted(root).data);
   return world_.Leave("broadcast");

@@ -31,6 +31,10 @@ struct LocalPost {
   const void* data = nullptr;
   int64_t count = 0;  // elements (or bytes for AllToAllv's data)
   std::span<const int64_t> bytes, offsets;
+  // What every rank must post alike (a reduction's length, an all-to-all's
+  // block, a broadcast's root); -1 where ranks may differ.
+  int64_t agreed = -1;
+  const char* op = "";  // set by Meet
 };
 
 class LocalWorld {
@@ -45,7 +49,10 @@ class LocalWorld {
   // Rank `rank` posts `post` and waits until every rank has posted; then
   // every rank's post is readable with posted() until Leave. Errors:
   // DeadlineExceeded naming the collective when some rank does not arrive in
-  // time.
+  // time; InvalidArgument, after leaving with the others (so the caller
+  // must not Leave), when some rank is in another collective or posted
+  // another `agreed` value: what MPI would hang on or leave undefined is a
+  // sentence naming both ranks here.
   absl::Status Meet(int rank, const LocalPost& post, const char* op);
   const LocalPost& posted(int rank) const { return posts_[rank]; }
   // Waits until every rank has read what it needs (the second meeting).

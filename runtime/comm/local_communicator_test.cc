@@ -160,6 +160,24 @@ TEST_P(LocalCommunicatorTest, AgreeOnStatusNamesTheLowestFailingRankUnlessAllFai
   });
 }
 
+// Whichever one rank fails, every rank returns its error, naming it.
+TEST_P(LocalCommunicatorTest, AgreeOnStatusCarriesAnyOneRanksErrorToAll) {
+  const int W = GetParam();
+  for (int failing = 0; failing < W; ++failing) {
+    ExpectAllOk(W, [W, failing](Communicator& comm) {
+      const absl::Status local = comm.rank() == failing
+                                     ? absl::DataLossError(absl::StrCat("file ", failing, ":7 cut"))
+                                     : absl::OkStatus();
+      const absl::Status agreed = AgreeOnStatus(comm, local);
+      const std::string sentence = absl::StrCat("file ", failing, ":7 cut");
+      EXPECT_EQ(agreed, absl::DataLossError(W > 1 ? absl::StrCat("rank ", failing, ": ", sentence)
+                                                  : sentence))
+          << "rank " << comm.rank() << ", rank " << failing << " failing";
+      return absl::OkStatus();
+    });
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, LocalCommunicatorTest, ::testing::Values(1, 2, 3, 4),
                          [](const auto& info) { return absl::StrCat(info.param, "_ranks"); });
 
@@ -175,6 +193,38 @@ TEST(LocalCommunicatorErrorsTest, MismatchedCountsAreAnErrorNotACorruption) {
   EXPECT_TRUE(status[0].ok()) << status[0];
   EXPECT_EQ(status[1], absl::InvalidArgumentError(
                            "all-to-all-v: rank 0 sends 1 bytes to rank 1, which expects 2"));
+}
+
+// Ranks in different collectives, or in one with different lengths or
+// roots, hang or corrupt memory under MPI; here every rank gets a sentence
+// naming the ranks, and the world stays usable.
+TEST(LocalCommunicatorErrorsTest, RanksInDifferentCollectivesGetASentenceNotACorruption) {
+  const std::vector<absl::Status> status = RunLocalRanks(3, [](Communicator& comm) {
+    std::vector<int64_t> v(comm.rank() == 2 ? 4 : 8, 1), w(3);
+    const absl::Status other_op = comm.rank() == 1 ? comm.AllToAll(w, w) : comm.AllReduceMax(v);
+    EXPECT_EQ(other_op.code(), absl::StatusCode::kInvalidArgument) << other_op;
+    EXPECT_THAT(std::string(other_op.message()),
+                ::testing::HasSubstr("every rank must run the same collectives"));
+    const absl::Status other_length = comm.AllReduceSum(std::span<int64_t>(v));
+    EXPECT_EQ(other_length.code(), absl::StatusCode::kInvalidArgument) << other_length;
+    std::string bytes = "x";
+    const absl::Status other_root = comm.Broadcast(&bytes, comm.rank() == 0 ? 0 : 1);
+    EXPECT_EQ(other_root.code(), absl::StatusCode::kInvalidArgument) << other_root;
+    // Agreeing again works.
+    std::vector<int64_t> one = {comm.rank()};
+    absl::Status st = comm.AllReduceMax(std::span<int64_t>(one));
+    EXPECT_EQ(one[0], 2);
+    return st;
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+  const std::vector<absl::Status> one = RunLocalRanks(2, [](Communicator& comm) {
+    std::vector<int64_t> v(comm.rank() == 0 ? 2 : 3, 1);
+    return comm.AllReduceSum(std::span<int64_t>(v));
+  });
+  EXPECT_EQ(one[0], absl::InvalidArgumentError(
+                        "all-reduce: rank 0 is in all-reduce (length or root 2) while rank 1 is "
+                        "in all-reduce (3): every rank must run the same collectives in the same "
+                        "order, with the same lengths"));
 }
 
 TEST(LocalCommunicatorErrorsTest, ARankThatNeverArrivesEndsTheWaitWithDeadlineExceeded) {

@@ -4,11 +4,15 @@
 // and one rank's source error ends every rank with the same sentence.
 #include "runtime/hot_rows/hot_row_choice.h"
 
+#include <algorithm>
+#include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/random.h"
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/local_communicator.h"
@@ -119,6 +123,99 @@ TEST_P(HotRowChoiceTest, OneRanksSourceErrorEndsEveryRankWithItsSentence) {
     EXPECT_EQ(status[r],
               absl::DataLossError(W > 1 ? absl::StrCat("rank ", W - 1, ": ", sentence) : sentence))
         << "rank " << r;
+  }
+}
+
+// Rank r's batch of `step`: 12 samples of 0-3 ids of feature "z" each,
+// skewed towards low ids (id = 500 u^3), duplicates within a sample allowed.
+class SkewedSource : public host::DataSource {
+ public:
+  explicit SkewedSource(int rank) : rank_(rank) {}
+
+  static std::vector<int64_t> IdsOf(int rank, int64_t step, int sample) {
+    base::CounterRng rng(base::HashKeys(
+        {static_cast<uint64_t>(rank), static_cast<uint64_t>(step), static_cast<uint64_t>(sample)}));
+    std::vector<int64_t> ids(rng.NextBelow(4));
+    for (int64_t& id : ids) {
+      const double u = rng.NextDouble();
+      id = static_cast<int64_t>(500 * u * u * u);
+    }
+    return ids;
+  }
+  absl::Status TrainBatch(int64_t step, host::Batch* batch) override {
+    batch->Resize(kSamples, 1, 1);
+    for (int i = 0; i < kSamples; ++i) {
+      for (int64_t id : IdsOf(rank_, step, i)) batch->ids[0].push_back(id);
+      batch->offsets[0][i + 1] = static_cast<int64_t>(batch->ids[0].size());
+    }
+    return absl::OkStatus();
+  }
+  absl::Status EvalBatch(int64_t, host::Batch*) override {
+    return absl::UnimplementedError("no eval data");
+  }
+  int64_t num_eval_chunks() const override { return 0; }
+  int64_t num_eval_samples() const override { return 0; }
+  bool has_teacher() const override { return false; }
+
+  static constexpr int kSamples = 12;
+
+ private:
+  const int rank_;
+};
+
+// The plain reference: every id of every rank's counted batches counted,
+// sorted by count (descending), then id; the first 6 kept.
+TEST_P(HotRowChoiceTest, TheHottestAreThoseOfAPlainCountOverAllRanks) {
+  const int W = GetParam();
+  constexpr int kHot = 6, kCountSteps = 3;
+  constexpr char kText[] = R"pb(
+    tables { name: "z" vocab_size: 500 dim: 4 hot_rows: 6 }
+    features { name: "z1" table: "z" max_sequence_length: 3 }
+    model {
+      num_dense_features: 1
+      bottom_mlp: [ 4 ]
+      top_mlp: [ 4, 1 ]
+    }
+    training { steps: 5 }
+    sparse_core { hot_row_count_steps: 3 }
+  )pb";
+  auto config = config::ParseConfig(
+      kText, "hot_row_choice_test",
+      absl::StrCat("training { global_batch: ", SkewedSource::kSamples * W, " }"), W);
+  ASSERT_TRUE(config.ok()) << config.status();
+  std::map<int64_t, int64_t> counts;
+  int64_t total = 0;
+  for (int r = 0; r < W; ++r) {
+    for (int step = 0; step < kCountSteps; ++step) {
+      for (int i = 0; i < SkewedSource::kSamples; ++i) {
+        for (int64_t id : SkewedSource::IdsOf(r, step, i)) ++counts[id], ++total;
+      }
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> by_count;  // (-count, id)
+  for (const auto& [id, n] : counts) by_count.emplace_back(-n, id);
+  std::sort(by_count.begin(), by_count.end());
+  std::vector<int64_t> expected;
+  int64_t held = 0;
+  for (int k = 0; k < kHot; ++k) expected.push_back(by_count[k].second), held -= by_count[k].first;
+  std::sort(expected.begin(), expected.end());
+  ASSERT_GT(-by_count[0].first, -by_count[kHot].first);  // the skew shows
+
+  std::mutex mu;
+  std::vector<HotRowChoice> chosen(W);
+  const std::vector<absl::Status> status = RunLocalRanks(W, [&](Communicator& comm) {
+    SkewedSource source(comm.rank());
+    auto choice = ChooseHotRows(*config, comm, &source);
+    if (!choice.ok()) return choice.status();
+    std::lock_guard<std::mutex> lock(mu);
+    chosen[comm.rank()] = *std::move(choice);
+    return absl::OkStatus();
+  });
+  for (int r = 0; r < W; ++r) {
+    SCOPED_TRACE(absl::StrCat("rank ", r, " of ", W));
+    ASSERT_TRUE(status[r].ok()) << status[r];
+    EXPECT_EQ(chosen[r].rows[0], expected);
+    EXPECT_DOUBLE_EQ(chosen[r].share[0], static_cast<double>(held) / static_cast<double>(total));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/bf16.h"
+#include "glog/logging.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::runtime {
@@ -12,16 +13,20 @@ namespace {
 using layout::CooEntry;
 using layout::SameGroup;
 
-// Per-rank sums of `per_segment` values over blocks of `block` segments, and
-// their prefix offsets, both scaled by `unit` bytes.
-void BlockBytes(std::span<const int64_t> offsets, int ranks, int block, int64_t unit,
-                std::vector<int64_t>* bytes, std::vector<int64_t>* offs) {
-  bytes->resize(ranks);
-  offs->resize(ranks);
+// Per-rank element counts of a buffer laid out in `ranks` consecutive blocks
+// of `block` segments, from its per-segment offsets (elements, +1).
+void RankCounts(std::span<const int64_t> offsets, int ranks, int block,
+                std::vector<int64_t>* counts) {
+  counts->resize(ranks);
   for (int q = 0; q < ranks; ++q) {
-    (*offs)[q] = offsets[int64_t{q} * block] * unit;
-    (*bytes)[q] = (offsets[int64_t{q + 1} * block] - offsets[int64_t{q} * block]) * unit;
+    (*counts)[q] = offsets[int64_t{q + 1} * block] - offsets[int64_t{q} * block];
   }
+}
+
+// The elements of `buffer` that its per-segment `offsets` cover.
+template <typename T>
+std::span<T> Covered(T* buffer, std::span<const int64_t> offsets) {
+  return std::span<T>(buffer + offsets.front(), offsets.back() - offsets.front());
 }
 
 }  // namespace
@@ -48,6 +53,8 @@ SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& 
       S_(config.topology().sparse_cores_per_chip()),
       W_(comm.size()),
       world_size_independent_(config.training().world_size_independent()) {
+  CHECK_EQ(config.topology().num_chips(), W_)
+      << "SparseCoreStage: the config is for another world size than the communicator's";
   for (const auto& t : config.tables()) table_dims_.push_back(t.dim());
   for (const auto& f : config.features()) {
     const int dim = table_dims_[config::FindTable(config, f.table())];
@@ -217,10 +224,11 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
   }
   buf->recv_entries.resize(buf->recv_offsets[segs]);
   const int block = S_ * S_;
-  BlockBytes(coo.segment_offsets, W_, block, sizeof(CooEntry), &buf->bytes_a, &buf->offs_a);
-  BlockBytes(buf->recv_offsets, W_, block, sizeof(CooEntry), &buf->bytes_b, &buf->offs_b);
-  st = comm_.AllToAllv(coo.entries.data(), buf->bytes_a, buf->offs_a, buf->recv_entries.data(),
-                       buf->bytes_b, buf->offs_b);
+  RankCounts(coo.segment_offsets, W_, block, &buf->send_rank_counts);
+  RankCounts(buf->recv_offsets, W_, block, &buf->recv_rank_counts);
+  st = comm_.AllToAllvOf<CooEntry>(Covered(coo.entries.data(), coo.segment_offsets),
+                                   buf->send_rank_counts, buf->recv_entries,
+                                   buf->recv_rank_counts);
   if (!st.ok()) return st;
 
   // 3. Lookup on each local SparseCore; partials in received-segment order.
@@ -293,20 +301,20 @@ absl::Status SparseCoreStage::ExchangeValues(const float* send,
                                              std::span<const int64_t> recv_offsets,
                                              SparseStepBuffers* buf) {
   const int block = S_ * S_;
-  const int64_t unit = bf16_exchange_ ? 2 : sizeof(float);
-  BlockBytes(send_offsets, W_, block, unit, &buf->bytes_a, &buf->offs_a);
-  BlockBytes(recv_offsets, W_, block, unit, &buf->bytes_b, &buf->offs_b);
+  RankCounts(send_offsets, W_, block, &buf->send_rank_counts);
+  RankCounts(recv_offsets, W_, block, &buf->recv_rank_counts);
+  const std::span<const float> sent = Covered(send, send_offsets);
+  const std::span<float> received = Covered(recv, recv_offsets);
   if (!bf16_exchange_) {
-    return comm_.AllToAllv(send, buf->bytes_a, buf->offs_a, recv, buf->bytes_b, buf->offs_b);
+    return comm_.AllToAllvOf<float>(sent, buf->send_rank_counts, received, buf->recv_rank_counts);
   }
-  const int64_t sent = send_offsets.back(), received = recv_offsets.back();
-  buf->send_bf16.resize(sent);
-  buf->recv_bf16.resize(received);
-  base::NarrowBf16Nearest(std::span<const float>(send, sent), buf->send_bf16.data());
-  absl::Status st = comm_.AllToAllv(buf->send_bf16.data(), buf->bytes_a, buf->offs_a,
-                                    buf->recv_bf16.data(), buf->bytes_b, buf->offs_b);
+  buf->send_bf16.resize(sent.size());
+  buf->recv_bf16.resize(received.size());
+  base::NarrowBf16Nearest(sent, buf->send_bf16.data());
+  absl::Status st = comm_.AllToAllvOf<uint16_t>(buf->send_bf16, buf->send_rank_counts,
+                                                buf->recv_bf16, buf->recv_rank_counts);
   if (!st.ok()) return st;
-  base::WidenBf16(buf->recv_bf16, recv);
+  base::WidenBf16(buf->recv_bf16, received.data());
   return absl::OkStatus();
 }
 

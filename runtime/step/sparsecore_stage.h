@@ -52,8 +52,9 @@ struct SparseStepBuffers {
   std::vector<float> source_partials;             // partials for this chip's own segments
   std::vector<int64_t> source_offsets;            // floats, per own segment (+1)
   std::vector<device::SparseCoreStepState> sc_states;  // per local SparseCore
-  // Per-rank byte counts and offsets of the three exchanges.
-  std::vector<int64_t> bytes_a, offs_a, bytes_b, offs_b;
+  // Per-rank element counts of the last all-to-all-v (entries, then partial
+  // or gradient values): sent to / received from rank q.
+  std::vector<int64_t> send_rank_counts, recv_rank_counts;
   std::vector<float> grads_in;                    // owner side, layout of owner_partials
   std::vector<float> grads_out;                   // source side, layout of source_partials
   // BF16 exchanges (sparse_core.exchange_dtype): the values as sent and
@@ -66,7 +67,9 @@ struct SparseStepBuffers {
 class SparseCoreStage {
  public:
   // Creates this chip's S SparseCores (global indices rank x S .. rank x S +
-  // S - 1) with their table shards. `comm` and `optimizers` must outlive it.
+  // S - 1) with their table shards. `comm` and `optimizers` must outlive it;
+  // `config` is for comm's world (topology.num_chips == comm.size(), as
+  // config::ParseConfig(..., comm.size()) gives; CHECKed).
   // `initialize_tables` false leaves the shards zero for the caller's
   // device::InitializeTables (start-up modes, device/sparsecore/table_init.h).
   SparseCoreStage(const config::RunConfig& config, Communicator& comm,
