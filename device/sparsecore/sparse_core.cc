@@ -114,6 +114,9 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
 // ids gain from the one-hot loop's (PoolSingleRun) prefetching (the
 // measurements: docs/performance.md, "SparseCore kernels"). Rows under 16
 // floats have no fixed-dim one-hot loop.
+// BF16 tables are pooled in place whatever their ids (PoolGroupBf16 widens
+// in registers): staging would write and re-read 4 bytes per element for
+// each 2 read (BM_MultiHot/4/8/0/1; docs/performance.md).
 void SparseCore::ChooseStagedTables(SparseCoreStepState* state) const {
   const bool stage_all = quantization_.any() || checks_.guard_words || int8_lookups_;
   std::vector<uint8_t>& stage_table = state->stage_table;
