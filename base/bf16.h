@@ -68,7 +68,6 @@ namespace bf16_internal {
 // compute exactly the scalar functions above, branch-free.
 typedef uint32_t U32x16 __attribute__((vector_size(64)));
 typedef uint16_t U16x16 __attribute__((vector_size(32)));
-typedef uint64_t U64x4 __attribute__((vector_size(32)));
 
 inline U32x16 Load32(const float* p) {
   U32x16 v;
@@ -86,20 +85,6 @@ inline U32x16 NearestX16(U32x16 bits) {
   const U32x16 nan = (U32x16)((bits & 0x7fffffffu) > 0x7f800000u);
   const U32x16 round = (0x7fffu + ((bits >> 16) & 1u)) & ~nan;
   return ((bits + round) >> 16) | (nan & 0x40u);
-}
-
-// FloatToBf16Stochastic of each lane with its 16 random bits.
-inline U32x16 StochasticX16(U32x16 bits, U32x16 random16) {
-  const U32x16 special = (U32x16)((bits & 0x7f800000u) == 0x7f800000u);  // Inf, NaN
-  const U32x16 nan = special & (U32x16)((bits & 0x007fffffu) != 0u);
-  return ((bits + (random16 & ~special)) >> 16) | (nan & 0x40u);
-}
-
-inline U64x4 Mix64x4(U64x4 x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 }  // namespace bf16_internal
@@ -127,47 +112,49 @@ inline void NarrowBf16Nearest(std::span<const float> in, uint16_t* out) {
   for (; i < n; ++i) out[i] = FloatToBf16Nearest(in[i]);
 }
 
-// The key of the stochastic rounding of one row's update: a counter-based
-// hash of (seed, table, original row, update step), so the rounding bits
-// depend on neither the world size, the placement nor thread timing.
+// The keys of the stochastic rounding of updates: a counter-based hash of
+// (seed, table, update step) once per table and step, then of that and the
+// original row once per row, so the rounding bits depend on neither the
+// world size, the placement nor thread timing, and a row costs one Mix64.
+inline uint64_t Bf16StepKey(uint64_t seed, int table, int64_t step) {
+  return HashKeys({seed, 0x5b16b16bULL, static_cast<uint64_t>(table), static_cast<uint64_t>(step)});
+}
+inline uint64_t Bf16RowKey(uint64_t step_key, int64_t row) {
+  return Mix64(step_key ^ (static_cast<uint64_t>(row) * 0x9e3779b97f4a7c15ULL));
+}
 inline uint64_t Bf16RoundingKey(uint64_t seed, int table, int64_t row, int64_t step) {
-  return HashKeys({seed, 0x5b16b16bULL, static_cast<uint64_t>(table), static_cast<uint64_t>(row),
-                   static_cast<uint64_t>(step)});
+  return Bf16RowKey(Bf16StepKey(seed, table, step), row);
 }
 
-// The 16 random bits of column `col` under `key`: bits [16 (col % 4),
-// 16 (col % 4) + 16) of Mix64(key + CounterRng::kStep x (col / 4 + 1)), so
-// four columns share one hash.
+// A 32-bit integer hash (xorshift-multiply, two rounds; the constants of
+// C. Wellons' "lowbias32"): cheap in vector lanes (one 32-bit multiply per
+// round, where 64-bit lanes need three instructions).
+inline uint32_t Hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x21f0aaadu;
+  x ^= x >> 15;
+  x *= 0x735a2d97u;
+  return x ^ (x >> 15);
+}
+
+// The 16 random bits of column `col` under `key`: half (col % 2) of
+// Hash32(fold(key) + 0x9e3779b9 x (col / 2 + 1)), fold(key) = the key's two
+// 32-bit halves xor-ed, so two columns share one 32-bit hash (16 vector
+// lanes cover 32 columns: device/sparsecore/row_kernels_bf16.h).
+inline uint32_t Bf16LaneSeed(uint64_t key) {
+  return static_cast<uint32_t>(key) ^ static_cast<uint32_t>(key >> 32);
+}
 inline uint16_t Bf16RoundingBits(uint64_t key, int64_t col) {
-  const uint64_t h = Mix64(key + CounterRng::kStep * static_cast<uint64_t>(col / 4 + 1));
-  return static_cast<uint16_t>(h >> (16 * (col % 4)));
+  const uint32_t h = Hash32(Bf16LaneSeed(key) + 0x9e3779b9u * static_cast<uint32_t>(col / 2 + 1));
+  return static_cast<uint16_t>(h >> (16 * (col % 2)));
 }
 
-// out[i] = FloatToBf16Stochastic(in[i], Bf16RoundingBits(key, i)), four
-// columns per hash.
+// out[i] = FloatToBf16Stochastic(in[i], Bf16RoundingBits(key, i)): the plain
+// reference of the row kernels' vector paths (row_kernels_bf16.h).
 inline void NarrowBf16Stochastic(std::span<const float> in, uint64_t key, uint16_t* out) {
-  using namespace bf16_internal;
-  const size_t n = in.size();
-  size_t i = 0;
-  uint64_t c = 1;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  // Sixteen columns from four hashes: lane 4j + k of the hashes viewed as
-  // 16-bit words is bits [16 k, 16 k + 16) of hash j (little-endian).
-  const U64x4 lanes = {0, 1, 2, 3};
-  for (; i + 16 <= n; i += 16, c += 4) {
-    const U64x4 h = Mix64x4(key + CounterRng::kStep * (c + lanes));
-    U16x16 r;
-    std::memcpy(&r, &h, sizeof(r));
-    Store16(StochasticX16(Load32(in.data() + i), __builtin_convertvector(r, U32x16)), out + i);
+  for (size_t i = 0; i < in.size(); ++i) {
+    out[i] = FloatToBf16Stochastic(in[i], Bf16RoundingBits(key, static_cast<int64_t>(i)));
   }
-#endif
-  for (; i + 4 <= n; i += 4, ++c) {
-    const uint64_t h = Mix64(key + CounterRng::kStep * c);
-    for (size_t k = 0; k < 4; ++k) {
-      out[i + k] = FloatToBf16Stochastic(in[i + k], static_cast<uint16_t>(h >> (16 * k)));
-    }
-  }
-  for (; i < n; ++i) out[i] = FloatToBf16Stochastic(in[i], Bf16RoundingBits(key, i));
 }
 
 }  // namespace lemrt::base

@@ -143,8 +143,8 @@ TEST(Bf16Test, StochasticIsUnbiasedAndDeterministic) {
   }
 }
 
-// The vector loop (four columns per hash) and the per-column bits agree, for
-// lengths around the multiples of four.
+// The row (two columns per 32-bit hash) and the per-column bits agree, for
+// odd and even lengths.
 TEST(Bf16Test, StochasticRowMatchesPerColumnBits) {
   CounterRng rng(3);
   for (int n : {0, 1, 3, 4, 5, 8, 17, 64}) {

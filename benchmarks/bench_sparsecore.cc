@@ -282,13 +282,14 @@ void BM_Update(benchmark::State& state) {
 // feature; groups of ~35 / sparse_cores entries, many ids repeated across
 // samples). `tables` of the config's 26 keep the memory small; the
 // per-table work is the same. phase 0 times Forward, 1 Backward, cold
-// caches as above. References on the step's U unique rows (P = U x 256
-// bytes): memcpy of P bytes (lookup) or of 3 P / 2 (update, as BM_Update),
+// caches as above; bf16 1 stores the tables as bf16 (dtype BF16: the same
+// batch, half the row bytes). References on the step's U unique rows (P =
+// U x the row bytes, 256 or 128): memcpy of P bytes (lookup) or of 3 P / 2 (update, as BM_Update),
 // and the prefetched read-only pass over the unique rows (read), each call
 // alternating with the kernel's (x_*: medians of the per-round ratios).
 // Also ns_per_id (per entry, best round) and the entry and unique counts.
 constexpr char kMultiHotTable[] = R"pb(
-tables { name: "t%d" vocab_size: 1000000 dim: 64 combiner: SUM })pb";
+tables { name: "t%d" vocab_size: 1000000 dim: 64 combiner: SUM dtype: %s })pb";
 constexpr char kMultiHotFeature[] = R"pb(
 features { name: "f%d" table: "t%d" max_sequence_length: 70 })pb";
 
@@ -296,6 +297,7 @@ void BM_MultiHot(benchmark::State& state) {
   const int sparse_cores = static_cast<int>(state.range(0));
   const int tables = static_cast<int>(state.range(1));
   const bool backward = state.range(2) == 1;
+  const char* dtype = state.range(3) == 1 ? "BF16" : "FP32";
   std::string text = absl::StrFormat(
       "topology { num_chips: 1 sparse_cores_per_chip: %d }\n"
       "sparse_core { max_ids_per_chip_per_sample: 5000 disable_table_stacking: true }\n"
@@ -304,7 +306,7 @@ void BM_MultiHot(benchmark::State& state) {
       "data { synthetic { zipf_fraction: 0.7 zipf_exponent: 1.05 } }\n",
       sparse_cores);
   for (int t = 0; t < tables; ++t) {
-    text += absl::StrFormat(kMultiHotTable, t) + absl::StrFormat(kMultiHotFeature, t, t);
+    text += absl::StrFormat(kMultiHotTable, t, dtype) + absl::StrFormat(kMultiHotFeature, t, t);
   }
   absl::StatusOr<config::RunConfig> config = config::ParseConfig(text, "bench", "", 1);
   if (!config.ok()) {
@@ -359,7 +361,7 @@ void BM_MultiHot(benchmark::State& state) {
   for (auto _ : state) run();
   std::vector<int64_t> flush(kFlushBytes / 8, 1);
   const int64_t uniques = static_cast<int64_t>(st.unique_keys.size());
-  const double bytes = static_cast<double>(uniques) * 64 * 4;
+  const double bytes = static_cast<double>(uniques) * sc.shard(0).row_bytes();
   const double copy_bytes = backward ? 1.5 * bytes : bytes;
   std::vector<float> src(static_cast<size_t>(copy_bytes / 4)), dst(src.size());
   auto copy = [&] {
@@ -367,15 +369,18 @@ void BM_MultiHot(benchmark::State& state) {
     benchmark::ClobberMemory();
   };
   auto read = [&] {
-    const int ahead = PrefetchRows(64);
-    float sum = 0.0f;
+    const int64_t row_bytes = sc.shard(0).row_bytes();
+    const int ahead = PrefetchRows(static_cast<int>(row_bytes / 4));
+    uint8_t sum = 0;
     for (int64_t i = 0; i < uniques; ++i) {
       if (i + ahead < uniques) {
         const uint64_t key = st.unique_keys[i + ahead];
-        PrefetchRow(sc.shard(UniqueKeyTable(key)).row(st.unique_rows[i + ahead]), 64);
+        PrefetchBytes(sc.shard(UniqueKeyTable(key)).row_address(st.unique_rows[i + ahead]),
+                      row_bytes);
       }
-      const float* r = sc.shard(UniqueKeyTable(st.unique_keys[i])).row(st.unique_rows[i]);
-      for (int d = 0; d < 64; d += 16) sum += r[d];
+      const auto* r = static_cast<const uint8_t*>(
+          sc.shard(UniqueKeyTable(st.unique_keys[i])).row_address(st.unique_rows[i]));
+      for (int64_t b = 0; b < row_bytes; b += 64) sum = static_cast<uint8_t>(sum + r[b]);
     }
     benchmark::DoNotOptimize(sum);
   };
@@ -400,9 +405,9 @@ void BM_MultiHot(benchmark::State& state) {
   state.counters["x_memcpy"] = median(x_memcpy);
   state.counters["x_read"] = median(x_read);
 }
-BENCHMARK(BM_MultiHot)->ArgsProduct({{4}, {8}, {0, 1}})
+BENCHMARK(BM_MultiHot)->ArgsProduct({{4}, {8}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)->Iterations(3);
-BENCHMARK(BM_MultiHot)->ArgsProduct({{1}, {2}, {0, 1}})
+BENCHMARK(BM_MultiHot)->ArgsProduct({{1}, {2}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)->Iterations(3);
 
 // STREAM-like copy of a 512 MiB buffer: the machine's memory bandwidth, in
@@ -419,6 +424,41 @@ void BM_StreamCopy(benchmark::State& state) {
   state.counters["copy_GBps"] = 2.0 * n / SecondsPerCall(2, copy) * 1e-9;
 }
 BENCHMARK(BM_StreamCopy)->Unit(benchmark::kMillisecond)->Iterations(4);
+
+// The random-row gather reference of scripts/multihot_bandwidth.sh: 2^20
+// rows of `row_bytes` bytes drawn uniformly from a 512 MiB table (on huge
+// pages, as tables are; far larger than the caches) copied into a 1 MiB
+// buffer (reused: it stays in the caches), prefetching as the SparseCore's
+// gather does: gather_GBps = row bytes read per CPU second, best of several
+// calls. What scattered rows can be moved at, where the memcpy bandwidth is
+// what consecutive bytes can: the honest limit for a step touching rows all
+// over its tables.
+void BM_RandomRowGather(benchmark::State& state) {
+  const int64_t row_bytes = state.range(0);
+  const int64_t table_bytes = int64_t{512} << 20;
+  const int64_t table_rows = table_bytes / row_bytes;
+  constexpr int64_t kRows = int64_t{1} << 20;
+  std::vector<char, TableAllocator<char>> table(table_bytes, 1);
+  std::vector<char> out(int64_t{1} << 20);
+  std::vector<int64_t> rows(kRows);
+  std::mt19937_64 rng(11);
+  for (int64_t& r : rows) r = static_cast<int64_t>(rng() % static_cast<uint64_t>(table_rows));
+  const int ahead = PrefetchRows(static_cast<int>(row_bytes / 4));
+  const int64_t out_rows = static_cast<int64_t>(out.size()) / row_bytes;
+  auto gather = [&] {
+    for (int64_t i = 0; i < kRows; ++i) {
+      if (i + ahead < kRows) PrefetchBytes(table.data() + rows[i + ahead] * row_bytes, row_bytes);
+      std::memcpy(out.data() + (i % out_rows) * row_bytes, table.data() + rows[i] * row_bytes,
+                  row_bytes);
+    }
+    benchmark::ClobberMemory();
+  };
+  for (auto _ : state) gather();
+  state.counters["gather_GBps"] =
+      static_cast<double>(kRows * row_bytes) / SecondsPerCall(1, gather) * 1e-9;
+  state.counters["thp_MiB"] = AnonHugePagesMiB();
+}
+BENCHMARK(BM_RandomRowGather)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->Iterations(2);
 
 // gap 0: ids spread over the table; gap 1: consecutive rows.
 BENCHMARK(BM_Lookup)->ArgsProduct({{16, 64, 128}, {1 << 16}, {0, 1}, {0}})

@@ -93,6 +93,10 @@ void CheckQuantization(const RunConfig& c, ConfigErrors& errors);
 // Hot-row replication: hot_rows, hot_row_ids, sparse_core.hot_row_count_steps.
 void CheckHotRows(const RunConfig& c, ConfigErrors& errors);
 void CheckCounterSizes(const RunConfig& c, ConfigErrors& errors);
+// Settings that are valid but do nothing, one sentence each naming the table
+// (the trainer logs them as warnings at start-up): slot_dtype BF16 on a table
+// whose optimizer keeps no slots (SGD, the default).
+std::vector<std::string> TableWarnings(const RunConfig& c);
 
 // model: MLP widths, the DCN-v2 cross network, dropout
 // (proto/model_checks.cc).

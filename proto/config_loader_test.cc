@@ -1,6 +1,7 @@
 #include "proto/config_loader.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -57,9 +58,8 @@ TEST(ConfigLoaderTest, PresetsAndExplicitOverrides) {
 }
 
 // bf16: the Trillium preset's 16-wide bf16 SIMD; BF16 tables with hot-row
-// replication are a config error naming the field; BF16 dense products (the
-// CPU is checked when the dense model is built) and BF16 exchanges are
-// accepted.
+// replication, BF16 dense products (the CPU is checked when the dense model
+// is built) and BF16 exchanges are accepted.
 TEST(ConfigLoaderTest, Bf16OptionsAndTheirErrors) {
   auto tr = ParseConfig(kValid, "m", "topology { preset: TRILLIUM }", 1);
   ASSERT_TRUE(tr.ok()) << tr.status();
@@ -68,18 +68,37 @@ TEST(ConfigLoaderTest, Bf16OptionsAndTheirErrors) {
   ASSERT_TRUE(v5.ok()) << v5.status();
   EXPECT_EQ(v5->topology().simd_width_bf16(), 8);
   std::string bf16_hot = kValid;
-  bf16_hot.replace(bf16_hot.find("combiner: SUM }"), 15, "combiner: SUM dtype: BF16 hot_rows: 4 }");
+  bf16_hot.replace(bf16_hot.find("combiner: SUM }"), 15,
+                   "combiner: SUM dtype: BF16 slot_dtype: BF16 hot_rows: 4 }");
   auto hot = ParseConfig(bf16_hot, "m", "", 1);
-  ASSERT_FALSE(hot.ok());
-  EXPECT_THAT(hot.status().message(), HasSubstr("tables[0].hot_rows"));
-  EXPECT_THAT(hot.status().message(),
-              HasSubstr("hot-row replication is not implemented for BF16 rows or slots"));
+  EXPECT_TRUE(hot.ok()) << hot.status();  // replicas round as the owner would
   EXPECT_EQ(ErrorOf("model { dense_dtype: BF16 }"), "");
   auto bf16_dense = ParseConfig(kValid, "m", "model { dense_dtype: BF16 }", 1);
   ASSERT_TRUE(bf16_dense.ok()) << bf16_dense.status();
   EXPECT_EQ(bf16_dense->model().dense_dtype(), BF16);
   EXPECT_EQ(v5->model().dense_dtype(), FP32);
   EXPECT_EQ(ErrorOf("sparse_core { exchange_dtype: BF16 }"), "");
+}
+
+// slot_dtype BF16 where the optimizer keeps no slots (SGD, the default) is
+// accepted with one warning naming the table; with Adagrad it is silent.
+TEST(ConfigLoaderTest, Bf16SlotsWithoutSlotsWarn) {
+  std::string sgd = kValid;
+  sgd.replace(sgd.find("combiner: MEAN }"), 16, "combiner: MEAN slot_dtype: BF16 }");
+  auto c = ParseConfig(sgd, "m", "", 1);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<std::string> warnings = TableWarnings(*c);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("tables[1].slot_dtype: table 't1'"));
+  EXPECT_THAT(warnings[0], HasSubstr("(SGD) keeps no slots"));
+  std::string ada = sgd;
+  ada.replace(ada.find("slot_dtype: BF16 }"), 18, "slot_dtype: BF16 optimizer { adagrad {} } }");
+  auto a = ParseConfig(ada, "m", "", 1);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(TableWarnings(*a).empty());
+  auto plain = ParseConfig(kValid, "m", "", 1);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(TableWarnings(*plain).empty());
 }
 
 TEST(ConfigLoaderTest, OverrideMergesScalars) {

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,6 +20,22 @@
 #include "proto/hot_row_rule.h"
 
 namespace lemrt::config {
+
+std::vector<std::string> TableWarnings(const RunConfig& c) {
+  std::vector<std::string> warnings;
+  for (int i = 0; i < c.tables_size(); ++i) {
+    const TableConfig& t = c.tables(i);
+    const OptimizerConfig::KindCase kind = t.optimizer().kind_case();
+    const bool sgd = kind == OptimizerConfig::KIND_NOT_SET || kind == OptimizerConfig::kSgd;
+    if (sgd && IsBf16(t.slot_dtype())) {
+      warnings.push_back(absl::StrFormat(
+          "tables[%d].slot_dtype: table '%s' has slot_dtype BF16 but its optimizer (SGD) keeps "
+          "no slots, so the setting has no effect",
+          i, t.name()));
+    }
+  }
+  return warnings;
+}
 
 void CheckTables(const RunConfig& c, ConfigErrors& errors) {
   if (c.tables_size() == 0) errors.Fail({{"tables"}}, "at least one table is required");
@@ -98,12 +115,6 @@ void CheckHotRows(const RunConfig& c, ConfigErrors& errors) {
                   absl::StrCat("table '", t.name(),
                                "': hot-row replication does not support simulated quantization "
                                "(the replicas' lookups would read unquantized rows)"));
-    }
-    if (IsBf16(t.dtype()) || IsBf16(t.slot_dtype())) {
-      errors.Fail(at("hot_rows"),
-                  absl::StrCat("table '", t.name(),
-                               "': hot-row replication is not implemented for BF16 rows or slots "
-                               "(dtype / slot_dtype); use FP32 for this table or hot_rows: 0"));
     }
   }
 }

@@ -69,7 +69,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
                                                          CollectiveMonitor* monitor,
                                                          const Placement* placement) {
   Communicator& comm = sparse_comm;
-  if (comm.rank() == 0) LogStackingPlan(config);
+  if (comm.rank() == 0) {
+    LogStackingPlan(config);
+    for (const std::string& warning : config::TableWarnings(config)) LOG(WARNING) << warning;
+  }
   // "Compilation": the plan is sized before any table is allocated. It reads
   // the limits file, which one rank may fail to read, so its verdict is agreed.
   auto plan = device::BuildMemoryPlan(config);

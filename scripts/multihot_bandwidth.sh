@@ -10,7 +10,9 @@
 # bytes per step (unique = ids_unique_per_partition of the summary, which
 # over all partitions counts each (table, row) once). The "per-id" line counts
 # lemrt's own traffic instead: every id's row gathered in the lookup plus the
-# unique rows updated.
+# unique rows updated. The "random rows" line counts the unique rows' three
+# touches (lookup read, update read, update write-back) each at the
+# random-row gather rate.
 #
 # Two rates: the whole run's (the summary's samples_per_sec) and the steady
 # state's, from the metrics CSV rows after the first WARMUP steps (default 10:
@@ -47,20 +49,21 @@ sed -e "s/vocab_size: 1000000 dim: 64 combiner: SUM/vocab_size: ${VOCAB:-1000000
 if [ ! -x "$BUILD/bin/lemrt_train" ] || [ ! -x "$BUILD/bin/bench_sparsecore" ]; then
   lemrt_build "$BUILD"
 fi
-"$BUILD/bin/bench_sparsecore" --benchmark_filter=BM_StreamCopy --benchmark_format=json \
-  > "$OUT/stream.json"
+"$BUILD/bin/bench_sparsecore" --benchmark_filter='BM_StreamCopy|BM_RandomRowGather' \
+  --benchmark_format=json > "$OUT/stream.json"
 START_NS=$(date +%s%N)
 mpirun --oversubscribe --bind-to none -np 1 "$BUILD/bin/lemrt_train" \
   --config="$OUT/config.pbtxt" \
   --override="training { steps: $STEPS log_every: ${LOG_EVERY:-5} } ${OVERRIDE:-}" --summary_json="$OUT/summary.json" \
   --metrics_csv="$OUT/metrics.csv" > "$OUT/train.log" 2>&1 || { cat "$OUT/train.log"; exit 1; }
 PROCESS_S=$(( ($(date +%s%N) - START_NS) / 1000000 ))
-"$BUILD/bin/bench_sparsecore" --benchmark_filter=BM_StreamCopy --benchmark_format=json \
-  > "$OUT/stream_after.json"
+"$BUILD/bin/bench_sparsecore" --benchmark_filter='BM_StreamCopy|BM_RandomRowGather' \
+  --benchmark_format=json > "$OUT/stream_after.json"
 "${LEMRT_PYTHON:-python3}" - "$OUT/stream.json" "$OUT/stream_after.json" "$OUT/summary.json" \
   "$OUT/metrics.csv" "$WARMUP" "$OUT/train.log" "$PROCESS_S" "$DTYPE" <<'PY'
 import csv, json, re, sys
-bw = max(json.load(open(f))["benchmarks"][0]["copy_GBps"] for f in sys.argv[1:3]) * 1e9
+benches = [b for f in sys.argv[1:3] for b in json.load(open(f))["benchmarks"]]
+bw = max(b["copy_GBps"] for b in benches if b["name"].startswith("BM_StreamCopy")) * 1e9
 s = json.load(open(sys.argv[3]))
 warmup = int(sys.argv[5])
 steps, batch = s["steps"], s["global_batch"]
@@ -78,13 +81,18 @@ eb = 2 if sys.argv[8] == "BF16" else 4  # bytes per stored element
 unique, per_id = ids["unique_per_partition"] / steps, ids["after_dedup"] / steps
 sps = s["samples_per_sec"]
 row = dim * eb
-for name, bytes_per_step in ((f"unique rows (3 x U x {row} B)", 3 * unique * row),
-                             (f"per-id (ids + 2 x U) x {row} B", (per_id + 2 * unique) * row)):
-    limit = bw / (bytes_per_step / batch)
+gather = max(b["gather_GBps"] for b in benches
+             if b["name"].startswith(f"BM_RandomRowGather/{row}/")) * 1e9
+for name, bytes_per_step, rate in (
+        (f"unique rows (3 x U x {row} B)", 3 * unique * row, bw),
+        (f"per-id (ids + 2 x U) x {row} B", (per_id + 2 * unique) * row, bw),
+        (f"random rows (3 x U x {row} B)", 3 * unique * row, gather)):
+    limit = rate / (bytes_per_step / batch)
     print(f"{name:30s}: {bytes_per_step / batch / 1e3:8.1f} KB/sample, limit {limit:8.0f} samples/s,"
           f" reached {steady / limit * 100:5.1f}% steady ({sps / limit * 100:4.1f}% whole run)")
 print(f"samples/s {steady:.0f} steady (steps {warmup + 1}-{steps}), {sps:.0f} whole run;"
-      f"  memcpy bandwidth {bw / 1e9:.1f} GB/s (read + write)")
+      f"  memcpy bandwidth {bw / 1e9:.1f} GB/s (read + write),"
+      f" random-row gather {gather / 1e9:.1f} GB/s ({row} B rows read)")
 print(f"steady ms per step: step {mean('step_ms'):.1f}, host {mean('host_ms', staged):.1f},"
       f" sc_forward {mean('sc_forward_ms', staged):.1f}, tc {mean('tc_ms', staged):.1f},"
       f" sc_backward {mean('sc_backward_ms', staged):.1f},"

@@ -19,7 +19,6 @@
 #include <immintrin.h>
 #endif
 
-#include "base/bf16.h"
 #include "layout/coo_format.h"
 
 namespace lemrt::device {
@@ -204,19 +203,6 @@ inline void GatherRows(int dim, const float* table, const int64_t* local_rows, i
   for (int64_t i = 0; i < n; ++i) {
     if (i + ahead < n) PrefetchRow(table + local_rows[i + ahead] * dim, dim);
     std::memcpy(out + i * dim, table + local_rows[i] * dim, sizeof(float) * dim);
-  }
-}
-
-// GatherRows for a bf16 table (dim uint16 a row): each row widened to fp32
-// (exact, base/bf16.h) into out, out + dim, ...; prefetches as many rows
-// ahead as an fp32 row of twice the dim would.
-inline void GatherRowsBf16(int dim, const uint16_t* table, const int64_t* local_rows, int64_t n,
-                           float* out) {
-  const int ahead = PrefetchRows((dim + 1) / 2);
-  const int64_t row_bytes = int64_t{dim} * 2;
-  for (int64_t i = 0; i < n; ++i) {
-    if (i + ahead < n) PrefetchBytes(table + local_rows[i + ahead] * dim, row_bytes);
-    base::WidenBf16(std::span<const uint16_t>(table + local_rows[i] * dim, dim), out + i * dim);
   }
 }
 

@@ -7,6 +7,7 @@
 #include "base/row_key.h"
 #include "device/sparsecore/partition_dedup.h"
 #include "device/sparsecore/row_kernels.h"
+#include "device/sparsecore/row_kernels_bf16.h"
 #include "glog/logging.h"
 #include "layout/row_placement.h"
 #include "proto/config_loader.h"
@@ -59,6 +60,7 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
         config.training().seed(), *optimizers[t], initialize_tables, placement.permutation(t)));
   }
   table_lr_.resize(shards_.size());
+  table_keys_.resize(shards_.size());
   // Feature-major sums only matter where two features share a table (an
   // id's entries then come from several features).
   std::vector<int> features_of_table(config.tables_size(), 0);
@@ -112,6 +114,9 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
 // ids gain from the one-hot loop's (PoolSingleRun) prefetching (the
 // measurements: docs/performance.md, "SparseCore kernels"). Rows under 16
 // floats have no fixed-dim one-hot loop.
+// BF16 tables are pooled in place whatever their ids (PoolGroupBf16 widens
+// in registers): staging would write and re-read 4 bytes per element for
+// each 2 read (BM_MultiHot/4/8/0/1; docs/performance.md).
 void SparseCore::ChooseStagedTables(SparseCoreStepState* state) const {
   const bool stage_all = quantization_.any() || checks_.guard_words || int8_lookups_;
   std::vector<uint8_t>& stage_table = state->stage_table;
@@ -126,8 +131,8 @@ void SparseCore::ChooseStagedTables(SparseCoreStepState* state) const {
       const int64_t span = rows[end - 1] - rows[u] + 1;
       const uint8_t* single = state->unique_single.data();
       const bool distinct = std::all_of(single + u, single + end, [](uint8_t s) { return s != 0; });
-      stage_table[table] = dims_[table] < kDirectPoolMinDim || shards_[table]->bf16() ||
-                           (!distinct && 2 * (end - u) < span);
+      stage_table[table] = !shards_[table]->bf16() && (dims_[table] < kDirectPoolMinDim ||
+                                                       (!distinct && 2 * (end - u) < span));
     }
   }
 }
@@ -222,20 +227,26 @@ void SparseCore::Combine(std::span<const std::span<const layout::CooEntry>> segm
         const size_t ahead = std::min(seg.size(), j + ahead_rows);
         for (prefetched = std::max(prefetched, j); prefetched < ahead; ++prefetched) {
           const int t = seg[prefetched].table;
-          PrefetchRow(stage_table[t] ? gathered + unique_offsets[seg_unique[prefetched]]
-                                     : shards_[t]->row(rows[seg_unique[prefetched]]),
-                      dims_[t]);
+          const int32_t u = seg_unique[prefetched];
+          if (stage_table[t]) {
+            PrefetchRow(gathered + unique_offsets[u], dims_[t]);
+          } else {
+            PrefetchBytes(shards_[t]->row_address(rows[u]), shards_[t]->row_bytes());
+          }
         }
       };
       bool table_staged = true;
       const float* table_rows = nullptr;
+      const uint16_t* table_rows_bf16 = nullptr;  // a bf16 table pooled in place
       for (size_t i = 0; i < seg.size();) {
         if (seg[i].table != table) {
           table = seg[i].table;
           dim = dims_[table];
           table_staged = staged(table);
-          table_rows = table_staged ? nullptr : shards_[table]->row(0);
-          ahead_rows = PrefetchRows(dim);
+          const TableShard& shard = *shards_[table];
+          table_rows = table_staged || shard.bf16() ? nullptr : shard.row(0);
+          table_rows_bf16 = !table_staged && shard.bf16() ? shard.row_bf16(0) : nullptr;
+          ahead_rows = PrefetchRows(shard.bf16() ? (dim + 1) / 2 : dim);
         }
         size_t j = i + 1;
         while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
@@ -243,6 +254,9 @@ void SparseCore::Combine(std::span<const std::span<const layout::CooEntry>> segm
         if (table_staged) {
           if (prefetch_staged) prefetch_after(j);
           PoolGroup(dim, seg.data() + i, seg_unique + i, n, gathered, unique_offsets, 1, out);
+        } else if (table_rows_bf16 != nullptr) {
+          prefetch_after(j);
+          PoolGroupBf16(dim, seg.data() + i, seg_unique + i, n, table_rows_bf16, rows, out);
         } else {
           prefetch_after(j);
           if (n == 1) {  // one-hot: the same operations as PoolGroup, fewer steps
@@ -373,6 +387,9 @@ void SparseCore::UpdateUniqueRows(int64_t step, SparseCoreStepState* state) {
   // Each table's scheduled learning rate for this step, once.
   for (size_t t = 0; t < shards_.size(); ++t) {
     table_lr_[t] = shards_[t]->optimizer().LearningRateAt(step);
+    if (shards_[t]->bf16() || shards_[t]->bf16_slots()) {
+      table_keys_[t] = shards_[t]->StepRoundingKeys(step);
+    }
   }
   float* const acc = state->grad_acc.data() + kGuardFloats;
   RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
@@ -398,7 +415,7 @@ void SparseCore::UpdateUniqueRows(int64_t step, SparseCoreStepState* state) {
         ScaleRow(shard.dim(), state->unique_gain[u], state->unique_grad[u], grad);
       }
       shard.Update(rows[u], std::span<const float>(grad, shard.dim()), step,
-                   table_lr_[KeyTable(keys[u])]);
+                   table_lr_[KeyTable(keys[u])], table_keys_[KeyTable(keys[u])]);
     }
   });
 }

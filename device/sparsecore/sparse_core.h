@@ -157,8 +157,10 @@ class SparseCore {
   int64_t updates_ = 0;
   // Backward sums each id's entries in feature-major order (see Backward).
   bool feature_major_ = false;
-  // Per table, the learning rate of the step Backward runs (scratch).
+  // Per table, the learning rate and the bf16 rounding keys of the step
+  // Backward runs (scratch).
   std::vector<float> table_lr_;
+  std::vector<TableShard::RoundingKeys> table_keys_;
   std::vector<int> dims_;
   std::vector<std::unique_ptr<TableShard>> shards_;
 };

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/random.h"
+#include "device/sparsecore/row_kernels_bf16.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::device {
@@ -143,8 +144,26 @@ void TableShard::WriteSlots(int64_t begin, int64_t n, const float* in) {
                           slots_bf16_.data() + begin * slot_stride_);
 }
 
+TableShard::RoundingKeys TableShard::StepRoundingKeys(int64_t step) const {
+  return {base::Bf16StepKey(seed_, table_index_, step),
+          base::Bf16StepKey(seed_, table_index_, step + (int64_t{1} << 62))};
+}
+
+void TableShard::RoundAsUpdated(int64_t original_row, const RoundingKeys& keys,
+                                std::span<float> row, std::span<float> slots) const {
+  std::vector<uint16_t> bits;
+  auto round = [&](std::span<float> v, uint64_t step_key) {
+    bits.resize(v.size());
+    NarrowBf16RowStochastic(v.data(), static_cast<int64_t>(v.size()),
+                            base::Bf16RowKey(step_key, original_row), bits.data());
+    WidenBf16Row(bits.data(), static_cast<int64_t>(v.size()), v.data());
+  };
+  if (bf16_) round(row, keys.rows);
+  if (bf16_slots_) round(slots, keys.slots);
+}
+
 void TableShard::UpdateRounded(int64_t local_row, std::span<const float> grad, int64_t step,
-                               float learning_rate) {
+                               float learning_rate, const RoundingKeys& keys) {
   // Rows up to kStackFloats wide are widened on the stack; wider ones (rare)
   // in a heap buffer.
   constexpr int64_t kStackFloats = 1024;
@@ -156,24 +175,29 @@ void TableShard::UpdateRounded(int64_t local_row, std::span<const float> grad, i
     w = heap.data();
   }
   float* s = w + dim_;
-  ReadRows(local_row, 1, w);
-  ReadSlots(local_row, 1, s);
+  uint16_t* row_bf16 = bf16_ ? weights_bf16_.data() + local_row * dim_ : nullptr;
+  uint16_t* slots_bf16 = bf16_slots_ ? slots_bf16_.data() + local_row * slot_stride_ : nullptr;
+  if (bf16_) {
+    WidenBf16Row(row_bf16, dim_, w);
+  } else {
+    std::memcpy(w, weights_.data() + local_row * dim_, sizeof(float) * dim_);
+  }
+  if (bf16_slots_) {
+    WidenBf16Row(slots_bf16, slot_stride_, s);
+  } else {
+    ReadSlots(local_row, 1, s);
+  }
   optimizer_.Apply(std::span<float>(w, dim_), std::span<float>(s, slot_stride_), grad, step,
                    learning_rate);
-  const int64_t row = bf16_ || bf16_slots_ ? OriginalRow(local_row) : 0;
+  const int64_t row = OriginalRow(local_row);
   if (bf16_) {
-    base::NarrowBf16Stochastic(std::span<const float>(w, dim_),
-                               base::Bf16RoundingKey(seed_, table_index_, row, step),
-                               weights_bf16_.data() + local_row * dim_);
+    NarrowBf16RowStochastic(w, dim_, base::Bf16RowKey(keys.rows, row), row_bf16);
   } else {
     std::memcpy(weights_.data() + local_row * dim_, w, sizeof(float) * dim_);
   }
   if (slot_stride_ == 0) return;
   if (bf16_slots_) {
-    base::NarrowBf16Stochastic(
-        std::span<const float>(s, slot_stride_),
-        base::Bf16RoundingKey(seed_, table_index_, row, step + (int64_t{1} << 62)),
-        slots_bf16_.data() + local_row * slot_stride_);
+    NarrowBf16RowStochastic(s, slot_stride_, base::Bf16RowKey(keys.slots, row), slots_bf16);
   } else {
     std::memcpy(slots_.data() + local_row * slot_stride_, s, sizeof(float) * slot_stride_);
   }

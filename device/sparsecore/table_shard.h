@@ -19,7 +19,8 @@
 // optimizer in fp32 and writes them back with stochastic rounding keyed by
 // base::Bf16RoundingKey(seed, table_index, original row, step) (the slots
 // with the key of step + 2^62, an independent stream), so the bits do not
-// depend on the world size or on threads. WriteRows / WriteSlots round to
+// depend on the world size or on threads; the vector paths of
+// row_kernels_bf16.h do the conversions. WriteRows / WriteSlots round to
 // nearest (initialisation, checkpoint restore).
 #ifndef LEMRT_DEVICE_SPARSECORE_TABLE_SHARD_H_
 #define LEMRT_DEVICE_SPARSECORE_TABLE_SHARD_H_
@@ -98,19 +99,42 @@ class TableShard {
   const void* slots_address(int64_t local_row) const;
   int64_t slots_bytes_per_row() const { return slot_stride_ * (bf16_slots_ ? 2 : 4); }
 
+  // The step keys of one update step's stochastic rounding (rows, slots):
+  // base::Bf16StepKey of (seed, table_index, step) and of step + 2^62.
+  // Callers updating many rows of a step compute them once.
+  struct RoundingKeys {
+    uint64_t rows = 0;
+    uint64_t slots = 0;
+  };
+  RoundingKeys StepRoundingKeys(int64_t step) const;
+
   // Applies the optimizer to one row with gradient `grad` (dim floats) as
   // update number `step` (1-based) at `learning_rate` (see Optimizer::Apply);
-  // BF16 rows and slots through fp32 and stochastic rounding (above).
-  void Update(int64_t local_row, std::span<const float> grad, int64_t step,
-              float learning_rate) {
+  // BF16 rows and slots through fp32 and stochastic rounding (above), with
+  // `keys` == StepRoundingKeys(step) (the overload without computes them).
+  void Update(int64_t local_row, std::span<const float> grad, int64_t step, float learning_rate,
+              const RoundingKeys& keys) {
     if (!bf16_ && !bf16_slots_) {
       optimizer_.Apply(std::span<float>(weights_.data() + local_row * dim_, dim_),
                        std::span<float>(slots_.data() + local_row * slot_stride_, slot_stride_),
                        grad, step, learning_rate);
       return;
     }
-    UpdateRounded(local_row, grad, step, learning_rate);
+    UpdateRounded(local_row, grad, step, learning_rate, keys);
   }
+  void Update(int64_t local_row, std::span<const float> grad, int64_t step,
+              float learning_rate) {
+    Update(local_row, grad, step, learning_rate,
+           bf16_ || bf16_slots_ ? StepRoundingKeys(step) : RoundingKeys{});
+  }
+  // Rounds an updated row and its slots (fp32, in place) as Update stores
+  // them for the row whose original id is `original_row`, with `keys` ==
+  // StepRoundingKeys(step): BF16 parts stochastically to bf16 values (kept
+  // widened), FP32 parts unchanged. What a copy of the row updated elsewhere
+  // (a hot-row replica, runtime/hot_rows) applies to stay equal to the row
+  // Update would have stored.
+  void RoundAsUpdated(int64_t original_row, const RoundingKeys& keys, std::span<float> row,
+                      std::span<float> slots) const;
   const Optimizer& optimizer() const { return optimizer_; }
   // Optimizer::SlotFloats(dim): slot values per row.
   int64_t slot_stride() const { return slot_stride_; }
@@ -155,7 +179,7 @@ class TableShard {
  private:
   // Update for BF16 rows or slots.
   void UpdateRounded(int64_t local_row, std::span<const float> grad, int64_t step,
-                     float learning_rate);
+                     float learning_rate, const RoundingKeys& keys);
 
   int dim_;
   int residue_;

@@ -61,11 +61,10 @@ absl::Status HotRowReplicas::Refresh(Communicator& comm,
   const size_t w = weights_.size();
   std::vector<float> all(w + slots_.size(), -0.0f);
   for (const Owned& o : owned_) {
+    // Widened exactly where the table stores bf16.
     const device::TableShard& shard = scs[o.sc]->shard(TableOf(o.slot));
-    const float* src = shard.row(o.local_row);
-    std::copy(src, src + shard.dim(), all.begin() + weight_offset_[o.slot]);
-    const std::span<const float> s = shard.row_slots(o.local_row);
-    std::copy(s.begin(), s.end(), all.begin() + w + slot_offset_[o.slot]);
+    shard.ReadRows(o.local_row, 1, all.data() + weight_offset_[o.slot]);
+    shard.ReadSlots(o.local_row, 1, all.data() + w + slot_offset_[o.slot]);
   }
   absl::Status st = comm.AllReduceSum(std::span<float>(all));
   if (!st.ok()) return st;
@@ -150,24 +149,32 @@ absl::Status HotRowReplicas::Update(std::span<const host::HotEntry> hot,
     const int dim = dims_[t];
     const int64_t slot_floats = optimizers_[t]->SlotFloats(dim);
     const int32_t first = set_.first_slot(t);
+    // BF16 rows and slots round as their owner's Update would (every
+    // SparseCore holds a shard of every table, which knows the rule).
+    const device::TableShard& rule = scs.front()->shard(t);
+    const bool round = rule.bf16() || rule.bf16_slots();
+    const device::TableShard::RoundingKeys keys =
+        round ? rule.StepRoundingKeys(step) : device::TableShard::RoundingKeys{};
     for (int32_t s = first; s < first + static_cast<int32_t>(set_.rows(t).size()); ++s) {
       if (total[g + s] == 0.0f) continue;  // no chip looked it up this step
-      optimizers_[t]->Apply(std::span<float>(row(s), dim),
-                            std::span<float>(slots_.data() + slot_offset_[s], slot_floats),
-                            std::span<const float>(total.data() + weight_offset_[s], dim), step,
-                            lr);
+      const std::span<float> w(row(s), dim);
+      const std::span<float> slots(slots_.data() + slot_offset_[s], slot_floats);
+      optimizers_[t]->Apply(w, slots, std::span<const float>(total.data() + weight_offset_[s], dim),
+                            step, lr);
+      if (round) {
+        const int64_t original = rule.permutation().Inverse(set_.rows(t)[s - first]);
+        rule.RoundAsUpdated(original, keys, w, slots);
+      }
     }
   }
   // Write-back: the owners' shards hold the model. The replicas of untouched rows did not change.
   for (const Owned& o : owned_) {
     if (total[g + o.slot] == 0.0f) continue;
     const int t = TableOf(o.slot);
+    // BF16 parts hold bf16 values already: written back exactly.
     device::TableShard& shard = scs[o.sc]->mutable_shard(t);
-    const float* src = row(o.slot);
-    std::copy(src, src + dims_[t], shard.mutable_row(o.local_row).begin());
-    const std::span<float> dst = shard.mutable_row_slots(o.local_row);
-    std::copy(slots_.begin() + slot_offset_[o.slot],
-              slots_.begin() + slot_offset_[o.slot] + static_cast<int64_t>(dst.size()), dst.begin());
+    shard.WriteRows(o.local_row, 1, row(o.slot));
+    shard.WriteSlots(o.local_row, 1, slots_.data() + slot_offset_[o.slot]);
   }
   return absl::OkStatus();
 }

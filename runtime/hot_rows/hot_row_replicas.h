@@ -8,7 +8,10 @@
 // would have done with the same summed gradient).
 // After the update each chip writes the rows it owns back to its
 // SparseCores' shards, so the shards stay the model: checkpoints, exports,
-// the model checksum and evaluation read them unchanged.
+// the model checksum and evaluation read them unchanged. BF16 tables: the
+// replicas hold the widened (fp32) rows and slots, and each update is
+// rounded as the owner's TableShard::Update rounds it (RoundAsUpdated: the
+// same key on every chip), so the write-back is exact.
 //
 // Per step and chip: one all-reduce of n floats, n = the hot rows' dim + 1
 // (the gradients and a touch count per row); with exact sums (training.
