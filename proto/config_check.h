@@ -7,6 +7,7 @@
 #define LEMRT_PROTO_CONFIG_CHECK_H_
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,21 @@ void CheckDenseInput(const FieldPath& path, const DenseInput& d, bool binary_sou
                      ConfigErrors& errors);
 void CheckVocabularyFiles(const RunConfig& c, ConfigErrors& errors);
 void CheckData(const RunConfig& c, ConfigErrors& errors);
+// data.schema.dense: each named, once, its column >= 0, a finite
+// default_value and CheckDenseInput.
+void CheckDenseLines(const RunConfig& c, ConfigErrors& errors);
+// data.schema.sparse: each feeds a feature of the config, once, with valid
+// mapping, vocabulary, separator and weights fields (`text`: a text source,
+// `header`: with a header line); returns the features fed.
+std::set<std::string> CheckSparseInputs(const RunConfig& c, bool text, bool header,
+                                        ConfigErrors& errors);
+// data.schema with the CRITEO preset (proto/criteo_preset.h): the label line
+// sets only `required`; dense lines override I1..I13 in place or add inputs
+// reading columns 1..13; sparse lines name a preset column by key, a column
+// 1..39, or neither for a feature the preset feeds; every feature is fed;
+// model.num_dense_features matches the composed dense inputs
+// (proto/criteo_checks.cc).
+void CheckCriteoSchema(const RunConfig& c, bool text, bool header, ConfigErrors& errors);
 
 // topology against the MPI world size; the emulated chip's knobs
 // (serialized tables, tile threads); host worker and GEMM threads and the

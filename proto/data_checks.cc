@@ -16,6 +16,7 @@
 #include "base/regular_file.h"
 #include "proto/config_check.h"
 #include "proto/config_loader.h"
+#include "proto/criteo_preset.h"
 
 namespace lemrt::config {
 namespace {
@@ -71,17 +72,10 @@ FieldPath SchemaField(const char* list, int i, const char* f) {
   return FieldPath{{"data"}, {"schema"}, {list, i}, {f}};
 }
 
-// The label's column and the dense inputs: at least one, named once each.
-void CheckLabelAndDense(const RunConfig& c, ConfigErrors& errors) {
+}  // namespace
+
+void CheckDenseLines(const RunConfig& c, ConfigErrors& errors) {
   const InputSchema& s = c.data().schema();
-  if (s.label().has_column() && s.label().column() < 0) {
-    errors.Fail({{"data"}, {"schema"}, {"label"}, {"column"}},
-                absl::StrCat("must be >= 0, got ", s.label().column()));
-  }
-  if (s.dense_size() == 0) {
-    errors.Fail({{"data"}, {"schema"}, {"dense"}},
-                "needs at least one dense input (the DLRM bottom MLP reads them)");
-  }
   std::set<std::string> dense_names;
   for (int i = 0; i < s.dense_size(); ++i) {
     const DenseInput& d = s.dense(i);
@@ -101,6 +95,22 @@ void CheckLabelAndDense(const RunConfig& c, ConfigErrors& errors) {
     }
     CheckDenseInput({{"data"}, {"schema"}, {"dense", i}}, d, c.data().has_binary(), errors);
   }
+}
+
+namespace {
+
+// The label's column and the dense inputs: at least one, named once each.
+void CheckLabelAndDense(const RunConfig& c, ConfigErrors& errors) {
+  const InputSchema& s = c.data().schema();
+  if (s.label().has_column() && s.label().column() < 0) {
+    errors.Fail({{"data"}, {"schema"}, {"label"}, {"column"}},
+                absl::StrCat("must be >= 0, got ", s.label().column()));
+  }
+  if (s.dense_size() == 0) {
+    errors.Fail({{"data"}, {"schema"}, {"dense"}},
+                "needs at least one dense input (the DLRM bottom MLP reads them)");
+  }
+  CheckDenseLines(c, errors);
 }
 
 // Sparse input i's mapping, vocabulary, list separator and weights; `text`
@@ -146,8 +156,8 @@ void CheckSparseInputFields(const SparseInput& in, int i, bool text, bool header
   }
 }
 
-// The sparse inputs: each feeds one feature of the config, once; returns
-// the features fed.
+}  // namespace
+
 std::set<std::string> CheckSparseInputs(const RunConfig& c, bool text, bool header,
                                         ConfigErrors& errors) {
   const InputSchema& s = c.data().schema();
@@ -169,6 +179,8 @@ std::set<std::string> CheckSparseInputs(const RunConfig& c, bool text, bool head
   }
   return fed;
 }
+
+namespace {
 
 // Every feature has a sparse input (`fed`) and no CRITEO input_column.
 void CheckFeaturesFed(const RunConfig& c, const std::set<std::string>& fed, ConfigErrors& errors) {
@@ -224,20 +236,10 @@ void CheckSchema(const RunConfig& c, ConfigErrors& errors) {
     }
     return;
   }
-  if (s.preset() == InputSchema::CRITEO) {
-    if (HasColumns(s)) {
-      errors.Fail(at, "preset CRITEO names every column; remove label, dense and sparse");
-    }
+  if (UsesCriteoPreset(c)) {  // data.criteo, the preset, or files converted from Criteo TSV
+    CheckCriteoSchema(c, d.has_text(), d.text().header(), errors);
     return;
   }
-  if (d.has_criteo()) {
-    if (HasColumns(s)) {
-      errors.Fail(at, "data.criteo files have the Criteo columns; remove data.schema (or use "
-                      "data.text for other columns)");
-    }
-    return;
-  }
-  if (d.has_binary() && !HasColumns(s)) return;  // files converted from Criteo TSV
   if (!HasColumns(s)) {
     errors.Fail(at, "is required for file data: name the label, dense and sparse columns "
                     "(or set preset: CRITEO)");
@@ -250,9 +252,9 @@ void CheckSchema(const RunConfig& c, ConfigErrors& errors) {
 
 void ApplyDataDefaults(RunConfig* c) {
   const InputSchema& s = c->data().schema();
-  if (s.preset() != InputSchema::CRITEO && s.dense_size() > 0 &&
-      !c->model().has_num_dense_features()) {
-    c->mutable_model()->set_num_dense_features(ModelDenseInputs(s));
+  if (s.dense_size() > 0 && !c->model().has_num_dense_features()) {
+    c->mutable_model()->set_num_dense_features(
+        ModelDenseInputs(UsesCriteoPreset(*c) ? ExpandCriteoPreset(*c) : s));
   }
   // Tables without a vocab_size take the rows their features' vocabularies
   // need: OOV buckets + entries (the largest, when several feed one table).

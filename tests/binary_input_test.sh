@@ -4,7 +4,8 @@
 # data.max_table_rows) to the same model_checksum as the TSV itself at 1, 2
 # and 4 ranks, file order and shuffled; a TSV with malformed lines is
 # skipped line by line in both (the binary file leaves them out, the TSV
-# reader masks them). Prints the stage breakdown (host vs device stages).
+# reader masks them); the CRITEO preset composed with lines that change
+# nothing trains the same model from TSV and binary files. Prints the stage breakdown (host vs device stages).
 # Needs LEMRT_BIN and LEMRT_SRC.
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
@@ -46,6 +47,10 @@ for np in 1 2 4; do
   train $np tsv$np "$tsv"
   train $np bin$np "$bin"
 done
+# The CRITEO preset composed with lines that change nothing trains the same model.
+noop='dense { name: "I4" } sparse { feature: "c3" }'
+train 2 composed "$tsv data { schema { $noop } }"
+train 2 composed_bin "$bin data { schema { preset: CRITEO $noop } }"
 train 2 tsv_shuffled "$tsv data { shuffle_window: 500 }"
 train 2 bin_shuffled "$bin data { shuffle_window: 500 }"
 train 1 bad_tsv "data { criteo { train_path: \"$work/bad.tsv\" eval_path: \"$work/eval.tsv\" } } training { steps: 3 }"
@@ -55,7 +60,7 @@ python3 - "$work" <<'PY'
 import json, sys
 w = sys.argv[1]
 names = [f"{f}{np}" for np in (1, 2, 4) for f in ("tsv", "bin")] + [
-    "tsv_shuffled", "bin_shuffled", "bad_tsv", "bad_bin"]
+    "tsv_shuffled", "bin_shuffled", "bad_tsv", "bad_bin", "composed", "composed_bin"]
 s = {n: json.load(open(f"{w}/{n}.json")) for n in names}
 for n, j in s.items():
     b = j["breakdown_ms"]
@@ -73,6 +78,9 @@ if s["tsv1"]["train"]["steps_per_epoch"] != 12 or s["tsv1"]["train"]["samples"] 
     fails.append(f"epochs: {s['tsv1']['train']}")
 if s["bad_tsv"]["train"]["skipped_rows"] != 4:
     fails.append(f"bad TSV: {s['bad_tsv']['train']['skipped_rows']} rows skipped, 4 expected")
+for n in ("composed", "composed_bin"):
+    if s[n]["model_checksum"] != s["tsv2"]["model_checksum"]:
+        fails.append(f"{n}: the composed CRITEO preset trains another model than the plain one")
 if s["tsv_shuffled"]["model_checksum"] == s["tsv2"]["model_checksum"]:
     fails.append("shuffling changed nothing")
 if fails:

@@ -15,7 +15,8 @@
 // the config already takes from vocabularies are ignored while counting, so
 // a config may name the files it is about to get.
 //
-// With dense inputs in data.schema it also writes <out_dir>/dense_stats.pbtxt:
+// With dense inputs in data.schema (or the CRITEO preset's I1..I13) it also
+// writes <out_dir>/dense_stats.pbtxt:
 // those dense lines with the mean, stddev (STANDARDIZE, also for inputs with
 // no normalization) or minimum and maximum (MIN_MAX) of the training rows'
 // present values after transform and clip, merged over the ranks in rank
@@ -45,6 +46,7 @@
 #include "host/input/dense_stats.h"
 #include "host/input/source_registry.h"
 #include "proto/config_loader.h"
+#include "proto/criteo_preset.h"
 #include "runtime/comm/mpi_session.h"
 
 DEFINE_string(config, "", "Run config whose training files and schema are counted (required).");
@@ -299,6 +301,20 @@ absl::Status WriteDenseStats(const lemrt::config::InputSchema& schema,
   return absl::OkStatus();
 }
 
+// The dense lines dense_stats.pbtxt is written from: the config's, or with
+// the CRITEO preset its composed inputs (the first `inputs`, those the
+// moments are of), the preset's own without their column, so that the lines
+// override them by name.
+lemrt::config::InputSchema DenseLinesOf(const RunConfig& config, size_t inputs) {
+  if (!lemrt::config::UsesCriteoPreset(config)) return config.data().schema();
+  lemrt::config::InputSchema lines = lemrt::config::ExpandCriteoPreset(config);
+  while (static_cast<size_t>(lines.dense_size()) > inputs) lines.mutable_dense()->RemoveLast();
+  for (lemrt::config::DenseInput& d : *lines.mutable_dense()) {
+    if (lemrt::config::CriteoColumnOf(d.name()) == d.column()) d.clear_column();
+  }
+  return lines;
+}
+
 // This rank's counts of the columns the wanted features read.
 struct Share {
   std::vector<Counts> counts;  // per sparse column
@@ -335,7 +351,7 @@ absl::Status CountThisRank(int rank, int world_size, Share* share) {
   }
   share->counts.resize((*schema)->sparse.size());
   share->moments.resize((*schema)->dense.size());
-  share->schema = config->data().schema();
+  share->schema = DenseLinesOf(*config, (*schema)->dense.size());
   return CountShare(*config, rank, world_size, share->columns, &share->counts, &share->moments,
                     &share->rows, &share->skipped);
 }

@@ -1,5 +1,5 @@
 // The file sources end to end on small files: delimited text (header,
-// lists, weights, vocabularies, the CRITEO preset), the epoch schedule and
+// lists, weights, vocabularies, the CRITEO preset and its composition), the epoch schedule and
 // its sharding at several world sizes, eval coverage, malformed rows, and
 // binary files converted from text.
 #include "host/input/file_source.h"
@@ -350,6 +350,66 @@ TEST(FileSourceTest, CriteoPresetMatchesTheFormulas) {
   EXPECT_EQ(b.SampleIds(1, 0)[0], HashedRow(0xabc00 + 25, 1, 5));
   EXPECT_TRUE(b.SampleIds(2, 0).empty());  // missing category
   EXPECT_FALSE(b.real(1));                 // one row, batch of 4
+}
+
+// The CRITEO preset composed with a missing-value indicator for I3 and I5
+// read as a categorical reads the rows as the schema written out line by
+// line does, batch for batch.
+TEST(FileSourceTest, ComposedCriteoPresetReadsAsTheWrittenOutSchema) {
+  TempDir dir;
+  std::string rows;
+  for (int r = 0; r < 3; ++r) {
+    absl::StrAppend(&rows, r % 2);
+    for (int k = 0; k < 13; ++k) {
+      absl::StrAppend(&rows, "\t", k == 2 && r != 1 ? "" : absl::StrCat(k * 10 - 5 + r));
+    }
+    for (int c = 0; c < 26; ++c) absl::StrAppend(&rows, "\t", absl::StrFormat("%x", 0xabc00 + c + r));
+    rows += "\n";
+  }
+  const std::string train = dir.Write("train.tsv", rows);
+  auto model = [](bool preset) {
+    return absl::StrCat(R"(
+      tables { name: "a" vocab_size: 97 dim: 8 }
+      tables { name: "b" vocab_size: 5 dim: 8 }
+      tables { name: "i" vocab_size: 31 dim: 8 }
+      features { name: "f0" table: "a" }
+      features { name: "f1" table: "b" )", preset ? "input_column: 25" : "", R"( }
+      features { name: "f2" table: "b" )", preset ? "input_column: 3" : "", R"( }
+      features { name: "i5" table: "i" }
+      model { bottom_mlp: [ 8 ] top_mlp: [ 1 ] }
+      training { global_batch: 4 })");
+  };
+  const config::RunConfig composed = Load(absl::StrCat(model(true), R"(
+    data { criteo { train_path: ")", train, R"(" } schema {
+      dense { name: "I3" missing_indicator: true }
+      sparse { feature: "i5" key: "I5" } } })"), 1);
+  std::string written = R"(label { name: "label" column: 0 })";
+  for (int k = 1; k <= 13; ++k) {
+    absl::StrAppend(&written, " dense { name: 'I", k, "' column: ", k, " transform: LOG1P",
+                    k == 3 ? " missing_indicator: true" : "", " }");
+  }
+  absl::StrAppend(&written, " sparse { feature: 'f0' key: 'C1' column: 14 type: HEX }",
+                  " sparse { feature: 'f1' key: 'C26' column: 39 type: HEX }",
+                  " sparse { feature: 'f2' key: 'C4' column: 17 type: HEX }",
+                  " sparse { feature: 'i5' key: 'I5' column: 5 type: INT64 }");
+  const config::RunConfig text = Load(
+      absl::StrCat(model(false), " data { text { train_path: '", train, "' } schema { ", written, " } }"),
+      1);
+  EXPECT_EQ(composed.model().num_dense_features(), 14);
+  const std::vector<Row> got = GlobalRows(composed, 1, /*eval=*/false, 0);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got, GlobalRows(text, 1, /*eval=*/false, 0));
+  EXPECT_EQ(got[0].dense[13], 1);  // I3 missing
+  EXPECT_EQ(got[1].dense[13], 0);
+  EXPECT_FLOAT_EQ(got[1].dense[2], std::log1p(16.0f));
+  EXPECT_EQ(got[2].ids[3][0], HashedRow(37, 2, 31));  // I5 = 35 + row, hashed
+  EXPECT_EQ(got[0].ids[1][0], HashedRow(0xabc00 + 25, 1, 5));
+  // The preset's reading rules stay: a label of 0.5 is malformed.
+  rows.replace(0, 1, "0.5");
+  dir.Write("train.tsv", rows);
+  Batch b;
+  ASSERT_TRUE(Source(composed, 0, 1)->TrainBatch(0, &b).ok());
+  EXPECT_FALSE(b.real(0));
 }
 
 // lemrt_vocab writes HEX values as the parser kept their text: leading

@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "proto/config_loader.h"
+#include "proto/criteo_preset.h"
 
 namespace lemrt::host {
 namespace {
@@ -61,8 +62,7 @@ absl::Status ResolveCriteo(const config::RunConfig& config, Schema* s) {
   return absl::OkStatus();
 }
 
-absl::Status ResolveColumns(const config::RunConfig& config, Schema* s) {
-  const InputSchema& p = config.data().schema();
+absl::Status ResolveColumns(const config::RunConfig& config, const InputSchema& p, Schema* s) {
   const bool by_name = config.data().has_text() && config.data().text().header();
   auto position = [&](bool has, int column, int default_position) {
     return has ? column : (by_name ? -1 : default_position);
@@ -120,9 +120,24 @@ absl::Status ResolveColumns(const config::RunConfig& config, Schema* s) {
   return absl::OkStatus();
 }
 
-// Tables, lengths and vocabularies of the features (both kinds of schema).
-absl::Status ResolveFeatures(const config::RunConfig& config, Schema* s) {
-  const InputSchema& p = config.data().schema();
+// A composed CRITEO preset's columns read as the preset reads them: labels
+// 0 or 1, integers in columns 1..13, categories of at most 8 hex digits, at
+// most 40 fields a line.
+void MarkCriteoColumns(Schema* s) {
+  s->criteo = true;
+  s->binary_label = true;
+  s->max_text_columns = config::kCriteoColumns;
+  for (DenseColumn& d : s->dense) d.integer = d.column >= 1 && d.column < config::kCriteoFirstCategory;
+  for (SparseColumn& col : s->sparse) {
+    if (col.type == ValueType::kHex && col.column >= config::kCriteoFirstCategory) {
+      col.max_hex_digits = 8;
+    }
+  }
+}
+
+// Tables, lengths and vocabularies of the features (`p`: the column schema
+// of a composed preset, or the config's).
+absl::Status ResolveFeatures(const config::RunConfig& config, const InputSchema& p, Schema* s) {
   for (int f = 0; f < config.features_size(); ++f) {
     const config::FeatureConfig& fc = config.features(f);
     FeatureInput& in = s->features[f];
@@ -165,13 +180,17 @@ absl::StatusOr<std::shared_ptr<const Schema>> ResolveSchema(const config::RunCon
   auto schema = std::make_shared<Schema>();
   const config::DataConfig& data = config.data();
   const InputSchema& p = data.schema();
-  const bool columns = p.has_label() || p.dense_size() > 0 || p.sparse_size() > 0;
-  if (data.has_criteo() || p.preset() == InputSchema::CRITEO || (data.has_binary() && !columns)) {
+  const InputSchema columns =
+      config::ComposesCriteoPreset(config) ? config::ExpandCriteoPreset(config) : p;
+  if (config::ComposesCriteoPreset(config)) {
+    LEMRT_RETURN_IF_ERROR(ResolveColumns(config, columns, schema.get()));
+    MarkCriteoColumns(schema.get());
+  } else if (config::UsesCriteoPreset(config)) {
     LEMRT_RETURN_IF_ERROR(ResolveCriteo(config, schema.get()));
   } else {
-    LEMRT_RETURN_IF_ERROR(ResolveColumns(config, schema.get()));
+    LEMRT_RETURN_IF_ERROR(ResolveColumns(config, p, schema.get()));
   }
-  LEMRT_RETURN_IF_ERROR(ResolveFeatures(config, schema.get()));
+  LEMRT_RETURN_IF_ERROR(ResolveFeatures(config, columns, schema.get()));
   schema->labels_optional = !p.label().required();
   schema->check_id_range = config.sparse_core().enable_id_bound_check();
   schema->model_dense = static_cast<int>(schema->dense.size());
