@@ -113,8 +113,8 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   absl::Status st = host_->Finish(work, &slot.batch, &slot.minibatches, &slot.hot);
   if (st.ok()) {
     const Clock::time_point host_end = inline_host ? Clock::now() : work.end;
-    stage_ms_total_[0] +=
-        std::chrono::duration<double, std::milli>(host_end - work.begin).count();
+    stats_.AddStageMs(RunStats::kHost,
+                      std::chrono::duration<double, std::milli>(host_end - work.begin).count());
     recorder_->HostDone(step, work.begin, host_end, slot.batch, work.coo);
     recorder_->HostQueueWait(step, wait_ms);
     ReportPartitionEvidence(host_->minibatch_options(), work,
@@ -129,13 +129,12 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   st = sparse_->Forward(slot.sc_coos, &slot.minibatch_sparse, slot.activations);
   if (!st.ok()) return st;
   sparse_->LookupHot(slot.hot, slot.activations);
-  stage_ms_total_[1] += MsSince(t0);
+  stats_.AddStageMs(RunStats::kScForward, MsSince(t0));
   const std::span<const SparseStepBuffers> mb_buffers(slot.minibatch_sparse.data(),
                                                       slot.sc_coos.size());
   recorder_->ForwardDone(step, t0, Clock::now(), mb_buffers);
-  ids_total_ += slot.coo.ids_total;
-  ids_after_dedup_ += slot.coo.ids_after_dedup;
-  unique_ids_ += sparse_->last_unique_ids(mb_buffers, slot.sc_coos.size());
+  stats_.AddIds(slot.coo.ids_total, slot.coo.ids_after_dedup,
+                sparse_->last_unique_ids(mb_buffers, slot.sc_coos.size()));
   return absl::OkStatus();
 }
 
@@ -145,7 +144,7 @@ absl::Status Trainer::Dense(StepSlot& slot) {
   auto loss = dense_->Step(slot.step, slot.batch, slot.activations, slot.d_activations);
   if (!loss.ok()) return loss.status();
   slot.loss_sum = *loss;
-  stage_ms_total_[2] += MsSince(t0);
+  stats_.AddStageMs(RunStats::kTc, MsSince(t0));
   recorder_->DenseDone(slot.step, t0, Clock::now(), slot.batch.num_samples);
   return absl::OkStatus();
 }
@@ -156,7 +155,7 @@ absl::Status Trainer::Backward(StepSlot& slot) {
   absl::Status st =
       sparse_->Backward(slot.sc_coos, slot.d_activations, &slot.minibatch_sparse);
   if (st.ok()) st = sparse_->UpdateHot(slot.hot, slot.d_activations);
-  stage_ms_total_[3] += MsSince(t0);
+  stats_.AddStageMs(RunStats::kScBackward, MsSince(t0));
   recorder_->BackwardDone(slot.step, t0, Clock::now(),
                           std::span<const SparseStepBuffers>(slot.minibatch_sparse.data(),
                                                              slot.sc_coos.size()));
@@ -305,16 +304,15 @@ absl::StatusOr<summary::RunSummary> Trainer::Run() {
     LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceSum(std::span<double>(reduced, 2)));
     const double loss = reduced[0];
     const double step_ms = MsSince(step_start);
-    totals.step_ms.Add(step_ms);
-    totals.train_sec += step_ms / 1000.0;
     if (monitor_ != nullptr) monitor_->StepDone(step_ms / 1000.0);
-    totals.wait_ms += done.forward_wait_ms;
     // The mean over the global batch's real samples (fewer in an epoch's last batch).
     const int64_t batch_samples =
         done.slot->batch.global_samples > 0 ? done.slot->batch.global_samples : tc.global_batch();
-    totals.samples += batch_samples;
     const double mean_loss = loss / batch_samples;
-    totals.losses[totals.steps_run++ % totals.losses.size()] = mean_loss;
+    stats_.StepDone({.ms = step_ms,
+                     .forward_wait_ms = done.forward_wait_ms,
+                     .samples = batch_samples,
+                     .mean_loss = mean_loss});
     // Checked before this step's checkpoint: a diverged model is not saved.
     if (absl::Status diverged = CheckLoss(step, mean_loss); !diverged.ok()) {
       // An update in flight may have failed first, naming the cause (e.g.
