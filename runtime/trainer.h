@@ -151,6 +151,26 @@ class Trainer {
   absl::Status HostAndForward(int64_t step, StepSlot& slot);
   absl::Status Dense(StepSlot& slot);
   absl::Status Backward(StepSlot& slot);
+  // Run's phases, in order. Resume (collective): restores the configured
+  // checkpoint (re-saving one restored at the last step) and starts the host
+  // prefetcher; returns the first step to run.
+  absl::StatusOr<int64_t> Resume();
+  // Collective: runs the steps from totals->first_step until the last, a
+  // stop or an early stop, setting totals->end_step (and the stop fields).
+  absl::Status TrainSteps(LoopTotals* totals);
+  // Collective, after `step` came out of the pipeline (`done`): the loss
+  // all-reduce (carrying the stop request), the step into stats_, the
+  // divergence check and the recorder's step. Returns whether any rank
+  // asked to stop.
+  absl::StatusOr<bool> FinishStep(int64_t step, const PipelineStep& done,
+                                  std::chrono::steady_clock::time_point step_start);
+  // Collective, at the drain point after `step`: the due evaluation (with
+  // its checkpoints, AfterEvaluation) or the due checkpoint. Returns true
+  // when training ends here (a stop during the evaluation, or an early stop).
+  absl::StatusOr<bool> AtDrainPoint(int64_t step, LoopTotals* totals);
+  // Collective: the final evaluation, or an empty result when the run was
+  // stopped before it or during it (then saved, as Stop).
+  absl::StatusOr<EvalResult> FinalEvaluation(LoopTotals* totals);
   // The step schedule over this trainer's stages.
   std::unique_ptr<StepPipeline> NewPipeline();
   // True when the pipeline must be empty after `step`: evaluation, a
