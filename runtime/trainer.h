@@ -139,6 +139,14 @@ class Trainer {
   // recorder, stages, tables and step buffers (trainer_setup.cc, with Create).
   static absl::StatusOr<std::unique_ptr<Trainer>> CreateStages(std::unique_ptr<Trainer> t,
                                                                device::MemoryPlan plan);
+  // CreateStages' phases. Collective: the run recorder (agreed), told the
+  // host stage's partition limits.
+  absl::Status CreateRecorder();
+  // Sizes each StepSlot's activations and reserves its buffers.
+  void SizeStepSlots();
+  // Seconds this rank's share of a checkpoint takes at 10 MB/s (the
+  // watchdog's allowance while one is saved or restored).
+  double CheckpointIoAllowanceSeconds() const;
   // Collective: initialises the tables in the configured start-up mode
   // (device/sparsecore/table_init.h) and records the slowest chip's time.
   absl::Status InitializeTables(std::span<const device::Optimizer* const> optimizers);
