@@ -113,8 +113,8 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   absl::Status st = host_->Finish(work, &slot.batch, &slot.minibatches, &slot.hot);
   if (st.ok()) {
     const Clock::time_point host_end = inline_host ? Clock::now() : work.end;
-    stage_ms_total_[0] +=
-        std::chrono::duration<double, std::milli>(host_end - work.begin).count();
+    stats_.AddStageMs(RunStats::kHost,
+                      std::chrono::duration<double, std::milli>(host_end - work.begin).count());
     recorder_->HostDone(step, work.begin, host_end, slot.batch, work.coo);
     recorder_->HostQueueWait(step, wait_ms);
     ReportPartitionEvidence(host_->minibatch_options(), work,
@@ -129,13 +129,12 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   st = sparse_->Forward(slot.sc_coos, &slot.minibatch_sparse, slot.activations);
   if (!st.ok()) return st;
   sparse_->LookupHot(slot.hot, slot.activations);
-  stage_ms_total_[1] += MsSince(t0);
+  stats_.AddStageMs(RunStats::kScForward, MsSince(t0));
   const std::span<const SparseStepBuffers> mb_buffers(slot.minibatch_sparse.data(),
                                                       slot.sc_coos.size());
   recorder_->ForwardDone(step, t0, Clock::now(), mb_buffers);
-  ids_total_ += slot.coo.ids_total;
-  ids_after_dedup_ += slot.coo.ids_after_dedup;
-  unique_ids_ += sparse_->last_unique_ids(mb_buffers, slot.sc_coos.size());
+  stats_.AddIds(slot.coo.ids_total, slot.coo.ids_after_dedup,
+                sparse_->last_unique_ids(mb_buffers, slot.sc_coos.size()));
   return absl::OkStatus();
 }
 
@@ -145,7 +144,7 @@ absl::Status Trainer::Dense(StepSlot& slot) {
   auto loss = dense_->Step(slot.step, slot.batch, slot.activations, slot.d_activations);
   if (!loss.ok()) return loss.status();
   slot.loss_sum = *loss;
-  stage_ms_total_[2] += MsSince(t0);
+  stats_.AddStageMs(RunStats::kTc, MsSince(t0));
   recorder_->DenseDone(slot.step, t0, Clock::now(), slot.batch.num_samples);
   return absl::OkStatus();
 }
@@ -156,7 +155,7 @@ absl::Status Trainer::Backward(StepSlot& slot) {
   absl::Status st =
       sparse_->Backward(slot.sc_coos, slot.d_activations, &slot.minibatch_sparse);
   if (st.ok()) st = sparse_->UpdateHot(slot.hot, slot.d_activations);
-  stage_ms_total_[3] += MsSince(t0);
+  stats_.AddStageMs(RunStats::kScBackward, MsSince(t0));
   recorder_->BackwardDone(slot.step, t0, Clock::now(),
                           std::span<const SparseStepBuffers>(slot.minibatch_sparse.data(),
                                                              slot.sc_coos.size()));
@@ -272,123 +271,143 @@ absl::StatusOr<bool> Trainer::AfterEvaluation(int64_t steps_done, const EvalResu
   return stop;
 }
 
-absl::StatusOr<summary::RunSummary> Trainer::Run() {
-  const auto& tc = config_.training();
-  const bool leader = sparse_comm_.rank() == 0;
-  LoopTotals totals;
-  checkpoint::Checkpointer& checkpointer = *checkpointer_;
+absl::StatusOr<int64_t> Trainer::Resume() {
+  const int64_t steps = config_.training().steps();
   Mark(CollectiveMonitor::kSparseCore, -1, "checkpoint restore", checkpoint_io_allowance_s_);
-  LEMRT_ASSIGN_OR_RETURN(totals.first_step, checkpointer.RestoreIfConfigured(*sparse_, *dense_));
+  LEMRT_ASSIGN_OR_RETURN(const int64_t first_step,
+                         checkpointer_->RestoreIfConfigured(*sparse_, *dense_));
   LEMRT_RETURN_IF_ERROR(sparse_->RefreshHotRows());  // the replicas of the restored rows
   // Restored at the last step: saving re-shards the checkpoint to this world size.
-  if (totals.first_step == tc.steps()) {
-    Mark(CollectiveMonitor::kSparseCore, totals.first_step - 1, "checkpoint save",
+  if (first_step == steps) {
+    Mark(CollectiveMonitor::kSparseCore, first_step - 1, "checkpoint save",
          checkpoint_io_allowance_s_);
-    LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(totals.first_step, *sparse_, *dense_));
+    LEMRT_RETURN_IF_ERROR(checkpointer_->SaveIfDue(first_step, *sparse_, *dense_));
   }
   prefetcher_ = std::make_unique<HostPrefetcher>(
       *host_, host_worker_threads_, config_.sparse_core().maximum_parallel_iterations(),
-      totals.first_step, tc.steps(), recorder_.get());
+      first_step, steps, recorder_.get());
+  return first_step;
+}
+
+absl::StatusOr<bool> Trainer::FinishStep(int64_t step, const PipelineStep& done,
+                                         Clock::time_point step_start) {
+  // The stop request rides on the loss all-reduce: every rank learns of a
+  // signal to any rank after the same step.
+  Mark(CollectiveMonitor::kTensorCore, step, "loss all-reduce");
+  double reduced[2] = {done.slot->loss_sum,
+                       stop_signal_ != nullptr && *stop_signal_ != 0 ? 1.0 : 0.0};
+  LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceSum(std::span<double>(reduced, 2)));
+  const double loss = reduced[0];
+  const double step_ms = MsSince(step_start);
+  if (monitor_ != nullptr) monitor_->StepDone(step_ms / 1000.0);
+  // The mean over the global batch's real samples (fewer in an epoch's last batch).
+  const int64_t batch_samples = done.slot->batch.global_samples > 0
+                                    ? done.slot->batch.global_samples
+                                    : config_.training().global_batch();
+  const double mean_loss = loss / batch_samples;
+  stats_.StepDone({.ms = step_ms,
+                   .forward_wait_ms = done.forward_wait_ms,
+                   .samples = batch_samples,
+                   .mean_loss = mean_loss});
+  // Checked before this step's checkpoint: a diverged model is not saved.
+  if (absl::Status diverged = CheckLoss(step, mean_loss); !diverged.ok()) {
+    // An update in flight may have failed first, naming the cause (e.g.
+    // the NaN check's table): that error wins.
+    LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
+    return diverged;
+  }
+  recorder_->StepDone(step, step_start, Clock::now(), mean_loss);  // progress, CSV
+  return reduced[1] > 0;
+}
+
+absl::StatusOr<bool> Trainer::AtDrainPoint(int64_t step, LoopTotals* totals) {
+  const auto& tc = config_.training();
+  const bool leader = sparse_comm_.rank() == 0;
+  if (!(tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps())) {
+    Mark(CollectiveMonitor::kSparseCore, step, "checkpoint save", checkpoint_io_allowance_s_);
+    LEMRT_RETURN_IF_ERROR(checkpointer_->SaveIfDue(step + 1, *sparse_, *dense_));
+    return false;
+  }
+  Mark(CollectiveMonitor::kSparseCore, step, "eval");
+  Mark(CollectiveMonitor::kTensorCore, step, "eval");
+  absl::StatusOr<EvalResult> evaluated = Evaluate();
+  if (absl::IsCancelled(evaluated.status())) {
+    // A stop signal before or during the evaluation: it is skipped,
+    // the model of this step saved.
+    LEMRT_RETURN_IF_ERROR(Stop(step, /*saved=*/false, totals));
+    return true;
+  }
+  if (!evaluated.ok()) return evaluated.status();
+  const EvalResult& e = *evaluated;
+  recorder_->EvalDone(step, {e.auc, e.logloss, e.ne, e.calibration, e.gauc});
+  if (leader) {
+    LOG(INFO) << absl::StrFormat("eval at step %d: %s", step + 1, FormatEvalMetrics(e));
+  }
+  LEMRT_ASSIGN_OR_RETURN(const bool stop, AfterEvaluation(step + 1, e, /*final=*/false));
+  if (!stop) return false;
+  // Every rank saw the same evaluation, so every rank stops here.
+  totals->stopped_early_at = step + 1;
+  totals->end_step = step + 1;
+  if (leader) {
+    LOG(INFO) << absl::StrFormat(
+        "early stop after step %d: no eval AUC above %.4f (step %d) for %d evaluations", step + 1,
+        eval_tracker_.best()->auc, eval_tracker_.best()->step, tc.early_stop_evals());
+  }
+  return true;
+}
+
+absl::Status Trainer::TrainSteps(LoopTotals* totals) {
+  const int64_t steps = config_.training().steps();
   // A step's time runs from the end of the previous step (or of the eval and
   // checkpoint after it) to the end of its TensorCore stage (and, when it
   // drains, of its update), so it includes the host work and lookup whether
   // they ran overlapped or inline.
   Clock::time_point step_start = Clock::now();
-  for (int64_t step = totals.first_step; step < tc.steps(); ++step) {
+  for (int64_t step = totals->first_step; step < steps; ++step) {
     const bool drain = DrainAfter(step);
     LEMRT_ASSIGN_OR_RETURN(const PipelineStep done, pipeline_->Step(step, drain));
-    // The stop request rides on the loss all-reduce: every rank learns of a
-    // signal to any rank after the same step.
-    Mark(CollectiveMonitor::kTensorCore, step, "loss all-reduce");
-    double reduced[2] = {done.slot->loss_sum,
-                         stop_signal_ != nullptr && *stop_signal_ != 0 ? 1.0 : 0.0};
-    LEMRT_RETURN_IF_ERROR(dense_comm_.AllReduceSum(std::span<double>(reduced, 2)));
-    const double loss = reduced[0];
-    const double step_ms = MsSince(step_start);
-    totals.step_ms.Add(step_ms);
-    totals.train_sec += step_ms / 1000.0;
-    if (monitor_ != nullptr) monitor_->StepDone(step_ms / 1000.0);
-    totals.wait_ms += done.forward_wait_ms;
-    // The mean over the global batch's real samples (fewer in an epoch's last batch).
-    const int64_t batch_samples =
-        done.slot->batch.global_samples > 0 ? done.slot->batch.global_samples : tc.global_batch();
-    totals.samples += batch_samples;
-    const double mean_loss = loss / batch_samples;
-    totals.losses[totals.steps_run++ % totals.losses.size()] = mean_loss;
-    // Checked before this step's checkpoint: a diverged model is not saved.
-    if (absl::Status diverged = CheckLoss(step, mean_loss); !diverged.ok()) {
-      // An update in flight may have failed first, naming the cause (e.g.
-      // the NaN check's table): that error wins.
-      LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
-      return diverged;
-    }
-    recorder_->StepDone(step, step_start, Clock::now(), mean_loss);  // progress, CSV
+    LEMRT_ASSIGN_OR_RETURN(const bool stop_requested, FinishStep(step, done, step_start));
     if (drain) {
       // Drain point: no step is in flight and every update of steps <= step
       // is applied. Evaluation and checkpoints happen here only; a stop
       // (finish the step, save, exit) belongs here too.
       CHECK(done.drained);
-      if (tc.eval_every() > 0 && (step + 1) % tc.eval_every() == 0 && step + 1 < tc.steps()) {
-        Mark(CollectiveMonitor::kSparseCore, step, "eval");
-        Mark(CollectiveMonitor::kTensorCore, step, "eval");
-        absl::StatusOr<EvalResult> evaluated = Evaluate();
-        if (absl::IsCancelled(evaluated.status())) {
-          // A stop signal before or during the evaluation: it is skipped,
-          // the model of this step saved.
-          LEMRT_RETURN_IF_ERROR(Stop(step, /*saved=*/false, &totals));
-          break;
-        }
-        if (!evaluated.ok()) return evaluated.status();
-        const EvalResult& e = *evaluated;
-        recorder_->EvalDone(step, {e.auc, e.logloss, e.ne, e.calibration, e.gauc});
-        if (leader) {
-          LOG(INFO) << absl::StrFormat("eval at step %d: %s", step + 1, FormatEvalMetrics(e));
-        }
-        LEMRT_ASSIGN_OR_RETURN(const bool stop, AfterEvaluation(step + 1, e, /*final=*/false));
-        if (stop) {
-          // Every rank saw the same evaluation, so every rank stops here.
-          totals.stopped_early_at = step + 1;
-          totals.end_step = step + 1;
-          if (leader) {
-            LOG(INFO) << absl::StrFormat(
-                "early stop after step %d: no eval AUC above %.4f (step %d) for %d evaluations",
-                step + 1, eval_tracker_.best()->auc, eval_tracker_.best()->step,
-                tc.early_stop_evals());
-          }
-          break;
-        }
-      } else {
-        Mark(CollectiveMonitor::kSparseCore, step, "checkpoint save", checkpoint_io_allowance_s_);
-        LEMRT_RETURN_IF_ERROR(checkpointer.SaveIfDue(step + 1, *sparse_, *dense_));
-      }
+      LEMRT_ASSIGN_OR_RETURN(const bool ended, AtDrainPoint(step, totals));
+      if (ended) return absl::OkStatus();
     }
-    if (reduced[1] > 0) {
+    if (stop_requested) {
       // A drain point may have saved this step already.
       const bool saved = drain && checkpoint::Checkpointer::Due(config_, step + 1);
-      LEMRT_RETURN_IF_ERROR(Stop(step, saved, &totals));
-      break;
+      return Stop(step, saved, totals);
     }
     step_start = Clock::now();
   }
-  if (totals.stop_signal == 0 && totals.stopped_early_at == 0) totals.end_step = tc.steps();
+  totals->end_step = steps;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalResult> Trainer::FinalEvaluation(LoopTotals* totals) {
+  // A stopped run skips it (the time left before the scheduler's kill is
+  // better spent saving), a stop signal during it ends it.
+  if (totals->stop_signal != 0) return EvalResult{};
+  Mark(CollectiveMonitor::kSparseCore, totals->end_step - 1, "eval");
+  Mark(CollectiveMonitor::kTensorCore, totals->end_step - 1, "eval");
+  absl::StatusOr<EvalResult> evaluated = Evaluate();
+  if (absl::IsCancelled(evaluated.status())) {
+    // The last step's checkpoint (with a checkpoint directory) is saved.
+    LEMRT_RETURN_IF_ERROR(Stop(totals->end_step - 1, /*saved=*/true, totals));
+    return EvalResult{};
+  }
+  return evaluated;
+}
+
+absl::StatusOr<summary::RunSummary> Trainer::Run() {
+  LoopTotals totals;
+  LEMRT_ASSIGN_OR_RETURN(totals.first_step, Resume());
+  LEMRT_RETURN_IF_ERROR(TrainSteps(&totals));
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   prefetcher_.reset();  // every training step was taken
-  // The final evaluation; a stopped run skips it (the time left before the
-  // scheduler's kill is better spent saving), a stop signal during it ends it.
-  EvalResult final_eval;
-  if (totals.stop_signal == 0) {
-    Mark(CollectiveMonitor::kSparseCore, totals.end_step - 1, "eval");
-    Mark(CollectiveMonitor::kTensorCore, totals.end_step - 1, "eval");
-    absl::StatusOr<EvalResult> evaluated = Evaluate();
-    if (absl::IsCancelled(evaluated.status())) {
-      // The last step's checkpoint (with a checkpoint directory) is saved.
-      LEMRT_RETURN_IF_ERROR(Stop(totals.end_step - 1, /*saved=*/true, &totals));
-    } else if (!evaluated.ok()) {
-      return evaluated.status();
-    } else {
-      final_eval = *evaluated;
-    }
-  }
+  LEMRT_ASSIGN_OR_RETURN(const EvalResult final_eval, FinalEvaluation(&totals));
   Mark(CollectiveMonitor::kSparseCore, totals.end_step - 1, "summary");
   Mark(CollectiveMonitor::kTensorCore, totals.end_step - 1, "summary");
   LEMRT_ASSIGN_OR_RETURN(summary::RunSummary summary, Summarise(totals, final_eval));

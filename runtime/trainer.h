@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "base/quantile_sketch.h"
 #include "device/optimizers/optimizer.h"
 #include "device/plan/memory_plan.h"
 #include "host/preprocess/coo.h"
@@ -38,6 +37,7 @@
 #include "runtime/step/host_prefetcher.h"
 #include "runtime/step/host_stage.h"
 #include "runtime/observability/run_recorder.h"
+#include "runtime/observability/run_stats.h"
 #include "runtime/step/sparsecore_stage.h"
 #include "runtime/comm/stall_hook.h"
 #include "runtime/step/step_pipeline.h"
@@ -125,21 +125,13 @@ class Trainer {
   RunRecorder& recorder() { return *recorder_; }
 
  private:
-  // What the step loop accumulates on this rank for the summary.
+  // The step loop's run state for the summary (its counters are in stats_).
   struct LoopTotals {
     int64_t first_step = 0;       // 0, or the restored step
-    base::QuantileSketch step_ms;  // per step run (this rank's)
-    // Global mean loss of the steps run: step j's in losses[j % 10], the
-    // last 10 kept.
-    std::array<double, 10> losses{};
-    int64_t steps_run = 0;
-    double wait_ms = 0;           // waiting for lookups
-    double train_sec = 0;         // sum of step_ms, seconds
     int64_t end_step = 0;         // steps done at the end (< steps when stopped)
     int stop_signal = 0;          // the signal that stopped the run, or 0
     std::string stop_signal_name; // "SIGTERM"
     int64_t stopped_early_at = 0; // training.early_stop_evals stopped after this step
-    int64_t samples = 0;          // real samples of the global batches run
   };
 
   Trainer(const config::RunConfig& config, Communicator& sparse_comm, Communicator& dense_comm);
@@ -147,6 +139,14 @@ class Trainer {
   // recorder, stages, tables and step buffers (trainer_setup.cc, with Create).
   static absl::StatusOr<std::unique_ptr<Trainer>> CreateStages(std::unique_ptr<Trainer> t,
                                                                device::MemoryPlan plan);
+  // CreateStages' phases. Collective: the run recorder (agreed), told the
+  // host stage's partition limits.
+  absl::Status CreateRecorder();
+  // Sizes each StepSlot's activations and reserves its buffers.
+  void SizeStepSlots();
+  // Seconds this rank's share of a checkpoint takes at 10 MB/s (the
+  // watchdog's allowance while one is saved or restored).
+  double CheckpointIoAllowanceSeconds() const;
   // Collective: initialises the tables in the configured start-up mode
   // (device/sparsecore/table_init.h) and records the slowest chip's time.
   absl::Status InitializeTables(std::span<const device::Optimizer* const> optimizers);
@@ -159,6 +159,26 @@ class Trainer {
   absl::Status HostAndForward(int64_t step, StepSlot& slot);
   absl::Status Dense(StepSlot& slot);
   absl::Status Backward(StepSlot& slot);
+  // Run's phases, in order. Resume (collective): restores the configured
+  // checkpoint (re-saving one restored at the last step) and starts the host
+  // prefetcher; returns the first step to run.
+  absl::StatusOr<int64_t> Resume();
+  // Collective: runs the steps from totals->first_step until the last, a
+  // stop or an early stop, setting totals->end_step (and the stop fields).
+  absl::Status TrainSteps(LoopTotals* totals);
+  // Collective, after `step` came out of the pipeline (`done`): the loss
+  // all-reduce (carrying the stop request), the step into stats_, the
+  // divergence check and the recorder's step. Returns whether any rank
+  // asked to stop.
+  absl::StatusOr<bool> FinishStep(int64_t step, const PipelineStep& done,
+                                  std::chrono::steady_clock::time_point step_start);
+  // Collective, at the drain point after `step`: the due evaluation (with
+  // its checkpoints, AfterEvaluation) or the due checkpoint. Returns true
+  // when training ends here (a stop during the evaluation, or an early stop).
+  absl::StatusOr<bool> AtDrainPoint(int64_t step, LoopTotals* totals);
+  // Collective: the final evaluation, or an empty result when the run was
+  // stopped before it or during it (then saved, as Stop).
+  absl::StatusOr<EvalResult> FinalEvaluation(LoopTotals* totals);
   // The step schedule over this trainer's stages.
   std::unique_ptr<StepPipeline> NewPipeline();
   // True when the pipeline must be empty after `step`: evaluation, a
@@ -258,13 +278,10 @@ class Trainer {
   // the first step is known; after host_, so it stops first).
   std::unique_ptr<HostPrefetcher> prefetcher_;
   int host_worker_threads_ = 1;
-  // Milliseconds per stage over the run: host, sc_forward, tc, sc_backward.
-  // Entries 0, 1, 3 are written only by SparseCore executor tasks, 2 only by
-  // the TensorCore thread; read after the pipeline has drained.
-  std::array<double, 4> stage_ms_total_{};
-  int64_t ids_total_ = 0;
-  int64_t ids_after_dedup_ = 0;
-  int64_t unique_ids_ = 0;
+  // The run statistics the stages and the step loop report into and the
+  // summary reads (runtime/observability/run_stats.h: which thread writes
+  // what).
+  RunStats stats_;
   // The best evaluation so far and the early-stop count; the step whose
   // checkpoint is pinned as the best (0: none) and its directory.
   EvalTracker eval_tracker_;

@@ -118,44 +118,88 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   return CreateStages(std::move(t), std::move(*plan));
 }
 
+namespace {
+
+// Collective: the hot rows to replicate, chosen the same on every rank
+// (counting reads the first training batches from a source of its own);
+// rank 0 logs each table's. None without hot rows in the config.
+absl::StatusOr<HotRowChoice> ChooseAndLogHotRows(const config::RunConfig& config,
+                                                 Communicator& comm) {
+  HotRowChoice hot;
+  if (!AnyHotRows(config)) return hot;
+  std::unique_ptr<host::DataSource> counting;
+  bool counts = false;
+  for (const config::TableConfig& tb : config.tables()) {
+    counts |= config::HotRowSourceOf(tb) == config::HotRowSource::kCounted;
+  }
+  if (counts) {
+    auto source = host::CreateDataSource(config, comm.rank(), comm.size());
+    LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, source.status()));
+    counting = std::move(*source);
+  }
+  LEMRT_ASSIGN_OR_RETURN(hot, ChooseHotRows(config, comm, counting.get()));
+  if (comm.rank() == 0) {
+    for (int tb = 0; tb < config.tables_size(); ++tb) {
+      if (hot.rows[tb].empty()) continue;
+      LOG(INFO) << "table '" << config.tables(tb).name() << "': " << hot.rows[tb].size()
+                << " hot rows replicated on every chip ("
+                << absl::StrFormat("%.1f%%", 100 * hot.share[tb])
+                << (config.tables(tb).hot_row_ids_size() > 0
+                        ? " listed)"
+                        : " of the ids of the counted steps)");
+    }
+  }
+  return hot;
+}
+
+}  // namespace
+
+absl::Status Trainer::CreateRecorder() {
+  auto recorder = RunRecorder::Create(config_, sparse_comm_.rank(), sparse_comm_.size());
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm_, recorder.status()));
+  recorder_ = std::move(*recorder);
+  const layout::PartitionLimits& limits_applied = host_->limits();
+  for (size_t tb = 0; tb < limits_applied.tables.size(); ++tb) {
+    const layout::TableLimit& l = limits_applied.tables[tb];
+    if (!l.limited()) continue;  // null in the summary: no limit
+    auto or_null = [](int32_t v) -> int64_t {
+      return v == layout::TableLimit::kUnlimited ? -1 : v;
+    };
+    recorder_->ReportPartitionLimits(static_cast<int>(tb), or_null(l.max_ids),
+                                     or_null(l.max_unique_ids));
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::SizeStepSlots() {
+  const int64_t local_batch = config_.training().global_batch() / sparse_comm_.size();
+  for (StepSlot& slot : pipeline_->slots()) {
+    slot.activations.resize(local_batch * sparse_->activation_width());
+    slot.d_activations.resize(slot.activations.size());
+  }
+  ReserveStepBuffers();  // no reallocation (and no first touch) in the steps
+}
+
+double Trainer::CheckpointIoAllowanceSeconds() const {
+  double io_bytes = 0;
+  for (const auto& sc : sparse_->sparse_cores()) {
+    for (int tb = 0; tb < sc->num_tables(); ++tb) {
+      io_bytes += double(sc->shard(tb).local_rows()) * 4 * sc->shard(tb).dim() *
+                  (1 + table_optimizers_[tb]->slots_per_param());
+    }
+  }
+  return io_bytes / 10e6;
+}
+
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<Trainer> t,
                                                                device::MemoryPlan plan) {
   const config::RunConfig& config = t->config_;
   Communicator& sparse_comm = t->sparse_comm_;
-  Communicator& dense_comm = t->dense_comm_;
   Communicator& comm = sparse_comm;
-  absl::Status st;
   t->memory_plan_ = std::move(plan);
   auto limits = layout::ResolveLimits(config);
-  st = AgreeOnStatus(comm, limits.status());
-  if (!st.ok()) return st;
-  // Hot-row replication: the rows, chosen the same on every rank (counting
-  // reads the first training batches from a source of its own).
-  HotRowChoice hot;
-  if (AnyHotRows(config)) {
-    std::unique_ptr<host::DataSource> counting;
-    bool counts = false;
-    for (const config::TableConfig& tb : config.tables()) {
-      counts |= config::HotRowSourceOf(tb) == config::HotRowSource::kCounted;
-    }
-    if (counts) {
-      auto source = host::CreateDataSource(config, comm.rank(), comm.size());
-      LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, source.status()));
-      counting = std::move(*source);
-    }
-    LEMRT_ASSIGN_OR_RETURN(hot, ChooseHotRows(config, comm, counting.get()));
-    if (comm.rank() == 0) {
-      for (int tb = 0; tb < config.tables_size(); ++tb) {
-        if (hot.rows[tb].empty()) continue;
-        LOG(INFO) << "table '" << config.tables(tb).name() << "': " << hot.rows[tb].size()
-                  << " hot rows replicated on every chip ("
-                  << absl::StrFormat("%.1f%%", 100 * hot.share[tb])
-                  << (config.tables(tb).hot_row_ids_size() > 0
-                          ? " listed)"
-                          : " of the ids of the counted steps)");
-      }
-    }
-  }
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, limits.status()));
+  LEMRT_ASSIGN_OR_RETURN(HotRowChoice hot, ChooseAndLogHotRows(config, comm));
   t->host_ = std::make_unique<HostStage>(config, sparse_comm, *t->data_, std::move(*limits),
                                          hot.placed);
   t->host_worker_threads_ =
@@ -165,25 +209,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
     t->table_optimizers_.push_back(device::CreateTableOptimizer(config, table));
     optimizers.push_back(t->table_optimizers_.back().get());
   }
-  auto recorder = RunRecorder::Create(config, comm.rank(), comm.size());
-  st = AgreeOnStatus(comm, recorder.status());
-  if (!st.ok()) return st;
-  t->recorder_ = std::move(*recorder);
-  const layout::PartitionLimits& limits_applied = t->host_->limits();
-  for (size_t tb = 0; tb < limits_applied.tables.size(); ++tb) {
-    const layout::TableLimit& l = limits_applied.tables[tb];
-    if (!l.limited()) continue;  // null in the summary: no limit
-    auto or_null = [](int32_t v) -> int64_t {
-      return v == layout::TableLimit::kUnlimited ? -1 : v;
-    };
-    t->recorder_->ReportPartitionLimits(static_cast<int>(tb), or_null(l.max_ids),
-                                        or_null(l.max_unique_ids));
-  }
+  LEMRT_RETURN_IF_ERROR(t->CreateRecorder());
   t->timed_sparse_comm_ =
       std::make_unique<TimedCommunicator>(sparse_comm, *t->recorder_, t->placement_);
   t->sparse_ = std::make_unique<SparseCoreStage>(config, *t->timed_sparse_comm_, optimizers,
                                                  /*initialize_tables=*/false);
-  auto dense = TensorCoreStage::Create(config, dense_comm);
+  auto dense = TensorCoreStage::Create(config, t->dense_comm_);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, dense.status()));
   t->tile_pool_ = std::make_unique<device::TilePool>(config.sparse_core().tile_threads());
   for (const auto& sc : t->sparse_->sparse_cores()) sc->set_tile_pool(t->tile_pool_.get());
@@ -193,20 +224,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
   t->table_serializer_ = std::make_unique<TableSerializer>(t->memory_plan_);
   t->dense_ = std::move(*dense);
   t->pipeline_ = t->NewPipeline();
-  const int64_t local_batch = config.training().global_batch() / comm.size();
-  for (StepSlot& slot : t->pipeline_->slots()) {
-    slot.activations.resize(local_batch * t->sparse_->activation_width());
-    slot.d_activations.resize(slot.activations.size());
-  }
-  t->ReserveStepBuffers();  // no reallocation (and no first touch) in the steps
-  double io_bytes = 0;
-  for (const auto& sc : t->sparse_->sparse_cores()) {
-    for (int tb = 0; tb < sc->num_tables(); ++tb) {
-      io_bytes += double(sc->shard(tb).local_rows()) * 4 * sc->shard(tb).dim() *
-                  (1 + t->table_optimizers_[tb]->slots_per_param());
-    }
-  }
-  t->checkpoint_io_allowance_s_ = io_bytes / 10e6;
+  t->SizeStepSlots();
+  t->checkpoint_io_allowance_s_ = t->CheckpointIoAllowanceSeconds();
   return t;
 }
 

@@ -111,16 +111,16 @@ absl::StatusOr<Trainer::SummaryTotals> Trainer::GatherSummaryTotals(const LoopTo
   SummaryTotals all;
   LEMRT_ASSIGN_OR_RETURN(all.model,
                          ComputeModelStats(sparse_comm_, *sparse_, dense_->model().params()));
-  int64_t ids[3] = {ids_total_, ids_after_dedup_, unique_ids_};
+  int64_t ids[3] = {stats_.ids_total(), stats_.ids_after_dedup(), stats_.unique_ids()};
   LEMRT_RETURN_IF_ERROR(sparse_comm_.AllReduceSum(std::span<int64_t>(ids, 3)));
   all.ids_total = ids[0];
   all.ids_after_dedup = ids[1];
   all.unique_ids = ids[2];
   // The slowest rank defines the step time.
-  all.slowest_train_sec = totals.train_sec;
+  all.slowest_train_sec = stats_.train_sec();
   std::vector<float> train_secs;
   LEMRT_RETURN_IF_ERROR(dense_comm_.AllGather(
-      std::span<const float>(std::vector<float>{static_cast<float>(totals.train_sec)}),
+      std::span<const float>(std::vector<float>{static_cast<float>(stats_.train_sec())}),
       &train_secs));
   for (float v : train_secs) all.slowest_train_sec = std::max<double>(all.slowest_train_sec, v);
   all.skipped_lines = data_->skipped_lines();
@@ -159,25 +159,19 @@ void Trainer::FillRunShape(const LoopTotals& totals, const SummaryTotals& all,
   s->set_wall_time_sec(slowest);
   // This rank's step times: exact mean, percentiles within 0.39%
   // (base/quantile_sketch.h).
-  s->mutable_step_time_ms()->set_mean(totals.step_ms.mean());
-  s->mutable_step_time_ms()->set_p50(totals.step_ms.Quantile(0.5));
-  s->mutable_step_time_ms()->set_p99(totals.step_ms.Quantile(0.99));
+  s->mutable_step_time_ms()->set_mean(stats_.step_ms().mean());
+  s->mutable_step_time_ms()->set_p50(stats_.step_ms().Quantile(0.5));
+  s->mutable_step_time_ms()->set_p99(stats_.step_ms().Quantile(0.99));
 }
 
 void Trainer::FillTrain(const LoopTotals& totals, const SummaryTotals& all,
                         summary::RunSummary* s) const {
   summary::TrainStats* train = s->mutable_train();
-  if (totals.steps_run > 0) {
-    const int64_t kept = static_cast<int64_t>(totals.losses.size());
-    train->set_loss_last(totals.losses[(totals.steps_run - 1) % kept]);
-    // Oldest first, as the losses were summed before.
-    const int64_t n = std::min(kept, totals.steps_run);
-    double tail = 0;
-    for (int64_t j = totals.steps_run - n; j < totals.steps_run; ++j)
-      tail += totals.losses[j % kept];
-    train->set_loss_mean_last_10(tail / n);
+  if (stats_.steps_run() > 0) {
+    train->set_loss_last(stats_.loss_last());
+    train->set_loss_mean_last_10(stats_.loss_mean_tail());
   }
-  train->set_samples(static_cast<double>(totals.samples));
+  train->set_samples(static_cast<double>(stats_.samples()));
   if (const host::EpochSchedule* epochs = data_->train_schedule()) {
     train->set_rows(static_cast<double>(epochs->rows()));
     train->set_rows_per_epoch(static_cast<double>(epochs->rows_per_epoch()));
@@ -243,13 +237,13 @@ void Trainer::FillSetup(summary::RunSummary* s) const {
 void Trainer::FillBreakdown(const LoopTotals& totals, summary::RunSummary* s) const {
   summary::StageBreakdown* b = s->mutable_breakdown_ms();
   const double n = std::max<double>(1, totals.end_step - totals.first_step);
-  b->set_host(stage_ms_total_[0] / n);
-  b->set_sc_forward(stage_ms_total_[1] / n);
-  b->set_tc(stage_ms_total_[2] / n);
-  b->set_sc_backward(stage_ms_total_[3] / n);
-  b->set_wait(totals.wait_ms / n);
-  // This rank's own ids (ids_after_dedup_, not the sum over ranks).
-  const double ids_per_step = static_cast<double>(ids_after_dedup_) / n;
+  b->set_host(stats_.stage_ms(RunStats::kHost) / n);
+  b->set_sc_forward(stats_.stage_ms(RunStats::kScForward) / n);
+  b->set_tc(stats_.stage_ms(RunStats::kTc) / n);
+  b->set_sc_backward(stats_.stage_ms(RunStats::kScBackward) / n);
+  b->set_wait(stats_.wait_ms() / n);
+  // This rank's own ids (not the sum over ranks).
+  const double ids_per_step = static_cast<double>(stats_.ids_after_dedup()) / n;
   if (ids_per_step > 0) {
     s->mutable_ns_per_id()->set_host(b->host() * 1e6 / ids_per_step);
     s->mutable_ns_per_id()->set_sc_forward(b->sc_forward() * 1e6 / ids_per_step);

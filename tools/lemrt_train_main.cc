@@ -276,6 +276,99 @@ absl::StatusOr<lemrt::runtime::CoreShare> PlanRunThreads(const lemrt::runtime::M
   return share;
 }
 
+// Refuses an executor-thread pipeline without MPI_THREAD_MULTIPLE (agreed
+// over the ranks) and, on rank 0, warns once when the node's cores are
+// oversubscribed.
+absl::Status CheckThreads(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_comm,
+                          const lemrt::config::RunConfig& config,
+                          const lemrt::runtime::CoreShare& share,
+                          const lemrt::runtime::ThreadPlan& plan) {
+  absl::Status threads = absl::OkStatus();
+  if (!config.sparse_core().disable_full_embedding_pipelining() &&
+      !config.sparse_core().pipeline_without_threads() &&
+      !mpi.provides(lemrt::runtime::MpiThreads::kMultiple)) {
+    threads = absl::FailedPreconditionError(
+        "pipelining on an executor thread needs MPI_THREAD_MULTIPLE, which this MPI does not "
+        "provide; set sparse_core { pipeline_without_threads: true } (the same model on one "
+        "thread) or sparse_core { disable_full_embedding_pipelining: true }");
+  }
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, threads));
+  if (sparse_comm.rank() == 0) {
+    lemrt::runtime::ThreadBudget budget =
+        lemrt::runtime::ComputeThreadBudget(config, share.local_ranks, share.node_cpus_used);
+    // The plan's own worker shares a core on purpose (thread_plan.h); the
+    // warning is about the threads the config asked for.
+    if (plan.chose_host_workers) budget.host_workers = 0;
+    const std::string warning = lemrt::runtime::OversubscriptionWarning(budget);
+    if (!warning.empty()) LOG(WARNING) << warning;
+  }
+  return absl::OkStatus();
+}
+
+// Starts the collective watchdog over `monitor` when the config asks for one
+// and MPI allows it (null otherwise; rank 0 warns when it cannot). Collective:
+// a failed start is agreed.
+absl::StatusOr<std::unique_ptr<lemrt::runtime::MpiWatchdog>> StartWatchdog(
+    const lemrt::runtime::MpiSession& mpi, Communicator& sparse_comm,
+    const lemrt::config::RunConfig& config, const lemrt::runtime::CollectiveMonitor& monitor,
+    const lemrt::runtime::Placement& placement) {
+  const double timeout_s = config.watchdog().collective_timeout_s();
+  if (timeout_s <= 0) return nullptr;
+  if (!mpi.provides(lemrt::runtime::MpiThreads::kMultiple)) {
+    if (sparse_comm.rank() == 0) {
+      LOG(WARNING) << "the collective watchdog is off: it needs MPI_THREAD_MULTIPLE";
+    }
+    return nullptr;
+  }
+  lemrt::runtime::WatchdogOptions options;
+  options.timeout_s = timeout_s;
+  // A healthy peer answers within a poll interval; short timeouts (tests)
+  // need not wait the full 5 s for one that is stopped.
+  options.answer_wait_s = std::clamp(timeout_s / 4, 1.0, 5.0);
+  options.placement = placement;
+  options.on_stall = [](const std::string& sentence) {
+    std::fprintf(stderr, "lemrt_train: error: %s\n", sentence.c_str());
+    std::fflush(stderr);
+  };
+  auto started = mpi.StartWatchdog(monitor, options);
+  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, started.status()));
+  return std::move(*started);
+}
+
+// --eval_quantized: evaluates the trained model with int8 tables into
+// `summary` and logs the comparison with fp32.
+absl::Status RunQuantizedEval(const lemrt::config::RunConfig& config,
+                              lemrt::runtime::Trainer& t, Communicator& sparse_comm,
+                              lemrt::summary::RunSummary* summary) {
+  LEMRT_RETURN_IF_ERROR(lemrt::runtime::EvaluateInt8Tables(
+      config, t.sparse(), [&t] { return t.Evaluate(); }, sparse_comm, summary));
+  const auto& e = summary->quantized_eval();
+  const auto metric = [](bool has, double value, bool has_change, double change) {
+    if (!has) return std::string("absent");
+    return has_change ? absl::StrFormat("%.6f (%+.2e vs f32)", value, change)
+                      : absl::StrFormat("%.6f", value);
+  };
+  LOG(INFO) << absl::StrFormat(
+      "int8 tables (%s): auc %s, logloss %s; table bytes %.0f -> %.0f, %.0f saved (%.1f%%); "
+      "max abs error %.3g",
+      e.scheme(), metric(e.has_auc(), e.auc(), e.has_auc_change(), e.auc_change()),
+      metric(e.has_logloss(), e.logloss(), e.has_logloss_change(), e.logloss_change()),
+      e.table_bytes_fp32(), e.table_bytes_int8(), e.bytes_saved(),
+      e.table_bytes_fp32() > 0 ? 100.0 * e.bytes_saved() / e.table_bytes_fp32() : 0.0,
+      e.max_abs_error());
+  return absl::OkStatus();
+}
+
+// Rank 0: prints the summary table (and, unless `stopped`, the run report)
+// and writes --summary_json.
+absl::Status PrintSummary(const lemrt::summary::RunSummary& summary, bool stopped) {
+  std::printf("%s", lemrt::runtime::SummaryTable(summary).c_str());
+  if (!stopped) std::printf("%s", lemrt::runtime::RunReport(summary).c_str());
+  std::fflush(stdout);
+  if (FLAGS_summary_json.empty()) return absl::OkStatus();
+  return lemrt::runtime::WriteSummaryJson(summary, FLAGS_summary_json);
+}
+
 // Every step that can fail on one rank only (a file one rank cannot read, an
 // MPMD job's different arguments) is agreed before the next collective, so
 // every rank ends with the same sentence.
@@ -305,25 +398,7 @@ absl::Status Run(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_com
   lemrt::runtime::ThreadPlan plan;
   absl::StatusOr<lemrt::runtime::CoreShare> share = PlanRunThreads(mpi, sparse_comm, &*config, &plan);
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, share.status()));
-  absl::Status threads = absl::OkStatus();
-  if (!config->sparse_core().disable_full_embedding_pipelining() &&
-      !config->sparse_core().pipeline_without_threads() &&
-      !mpi.provides(lemrt::runtime::MpiThreads::kMultiple)) {
-    threads = absl::FailedPreconditionError(
-        "pipelining on an executor thread needs MPI_THREAD_MULTIPLE, which this MPI does not "
-        "provide; set sparse_core { pipeline_without_threads: true } (the same model on one "
-        "thread) or sparse_core { disable_full_embedding_pipelining: true }");
-  }
-  LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, threads));
-  if (rank == 0) {  // one warning when the node's cores are oversubscribed
-    lemrt::runtime::ThreadBudget budget =
-        lemrt::runtime::ComputeThreadBudget(*config, share->local_ranks, share->node_cpus_used);
-    // The plan's own worker shares a core on purpose (thread_plan.h); the
-    // warning is about the threads the config asked for.
-    if (plan.chose_host_workers) budget.host_workers = 0;
-    const std::string warning = lemrt::runtime::OversubscriptionWarning(budget);
-    if (!warning.empty()) LOG(WARNING) << warning;
-  }
+  LEMRT_RETURN_IF_ERROR(CheckThreads(mpi, sparse_comm, *config, *share, plan));
   // Every collective from here on is watched: one that waits too long
   // aborts the job with a sentence instead of hanging
   // (runtime/comm/mpi_watchdog.h).
@@ -332,25 +407,8 @@ absl::Status Run(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_com
       sparse_comm, monitor, lemrt::runtime::CollectiveMonitor::kSparseCore);
   lemrt::runtime::WatchedCommunicator dense_watched(
       dense_comm, monitor, lemrt::runtime::CollectiveMonitor::kTensorCore);
-  std::unique_ptr<lemrt::runtime::MpiWatchdog> watchdog;
-  const double timeout_s = config->watchdog().collective_timeout_s();
-  if (timeout_s > 0 && mpi.provides(lemrt::runtime::MpiThreads::kMultiple)) {
-    lemrt::runtime::WatchdogOptions options;
-    options.timeout_s = timeout_s;
-    // A healthy peer answers within a poll interval; short timeouts (tests)
-    // need not wait the full 5 s for one that is stopped.
-    options.answer_wait_s = std::clamp(timeout_s / 4, 1.0, 5.0);
-    options.placement = placement;
-    options.on_stall = [](const std::string& sentence) {
-      std::fprintf(stderr, "lemrt_train: error: %s\n", sentence.c_str());
-      std::fflush(stderr);
-    };
-    auto started = mpi.StartWatchdog(monitor, options);
-    LEMRT_RETURN_IF_ERROR(AgreeOnStatus(sparse_comm, started.status()));
-    watchdog = std::move(*started);
-  } else if (timeout_s > 0 && rank == 0) {
-    LOG(WARNING) << "the collective watchdog is off: it needs MPI_THREAD_MULTIPLE";
-  }
+  LEMRT_ASSIGN_OR_RETURN(std::unique_ptr<lemrt::runtime::MpiWatchdog> watchdog,
+                         StartWatchdog(mpi, sparse_comm, *config, monitor, placement));
   // Outputs written at the end are checked now, not after the whole run.
   LEMRT_RETURN_IF_ERROR(
       lemrt::runtime::CheckOutputPaths(*config, FLAGS_summary_json, sparse_watched));
@@ -366,44 +424,15 @@ absl::Status Run(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_com
     g_stop_phase = summary->stopped().checkpoint().empty() ? kStopDone : kStopSaved;
     *stop_signal = (*trainer)->stopped_by();
     if (rank == 0) {
-      std::printf("%s", lemrt::runtime::SummaryTable(*summary).c_str());
-      std::fflush(stdout);
-      if (!FLAGS_summary_json.empty()) {
-        LEMRT_RETURN_IF_ERROR(lemrt::runtime::WriteSummaryJson(*summary, FLAGS_summary_json));
-      }
+      LEMRT_RETURN_IF_ERROR(PrintSummary(*summary, /*stopped=*/true));
       std::fprintf(stderr, "lemrt_train: %s\n", StopSentence(*summary, *config).c_str());
     }
     return absl::OkStatus();
   }
   if (FLAGS_eval_quantized) {
-    lemrt::runtime::Trainer& t = **trainer;
-    absl::Status q = lemrt::runtime::EvaluateInt8Tables(
-        *config, t.sparse(), [&t] { return t.Evaluate(); }, sparse_watched, &*summary);
-    if (!q.ok()) return q;
-    const auto& e = summary->quantized_eval();
-    const auto metric = [](bool has, double value, bool has_change, double change) {
-      if (!has) return std::string("absent");
-      return has_change ? absl::StrFormat("%.6f (%+.2e vs f32)", value, change)
-                        : absl::StrFormat("%.6f", value);
-    };
-    LOG(INFO) << absl::StrFormat(
-        "int8 tables (%s): auc %s, logloss %s; table bytes %.0f -> %.0f, %.0f saved (%.1f%%); "
-        "max abs error %.3g",
-        e.scheme(), metric(e.has_auc(), e.auc(), e.has_auc_change(), e.auc_change()),
-        metric(e.has_logloss(), e.logloss(), e.has_logloss_change(), e.logloss_change()),
-        e.table_bytes_fp32(), e.table_bytes_int8(), e.bytes_saved(),
-        e.table_bytes_fp32() > 0 ? 100.0 * e.bytes_saved() / e.table_bytes_fp32() : 0.0,
-        e.max_abs_error());
+    LEMRT_RETURN_IF_ERROR(RunQuantizedEval(*config, **trainer, sparse_watched, &*summary));
   }
-  if (rank == 0) {
-    std::printf("%s", lemrt::runtime::SummaryTable(*summary).c_str());
-    std::printf("%s", lemrt::runtime::RunReport(*summary).c_str());
-    std::fflush(stdout);
-    if (!FLAGS_summary_json.empty()) {
-      return lemrt::runtime::WriteSummaryJson(*summary, FLAGS_summary_json);
-    }
-  }
-  return absl::OkStatus();
+  return rank == 0 ? PrintSummary(*summary, /*stopped=*/false) : absl::OkStatus();
 }
 
 }  // namespace

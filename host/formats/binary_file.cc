@@ -27,11 +27,12 @@ absl::StatusOr<std::unique_ptr<BinaryFile>> BinaryFile::Open(const std::string& 
   return file;
 }
 
-absl::Status BinaryFile::Map() {
-  auto bad = [&](const std::string& what) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", path_, "' is not a lemrt binary file: ", what, "."));
-  };
+absl::Status BinaryFile::NotBinary(const std::string& what) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", path_, "' is not a lemrt binary file: ", what, "."));
+}
+
+absl::Status BinaryFile::MapBytes() {
   // A FIFO or device is refused, never blocked on.
   LEMRT_ASSIGN_OR_RETURN(const int fd, base::OpenRegularFile(path_, "input file"));
   struct stat st;
@@ -43,15 +44,19 @@ absl::Status BinaryFile::Map() {
   bytes_ = st.st_size;
   if (bytes_ < kBinaryHeaderBytes) {
     close(fd);
-    return bad(absl::StrFormat("it has %d bytes, less than the %d-byte header", bytes_,
-                               kBinaryHeaderBytes));
+    return NotBinary(absl::StrFormat("it has %d bytes, less than the %d-byte header", bytes_,
+                                     kBinaryHeaderBytes));
   }
   void* data = mmap(nullptr, bytes_, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (data == MAP_FAILED) return absl::ErrnoToStatus(errno, absl::StrCat("cannot mmap '", path_, "'"));
   data_ = static_cast<const char*>(data);
+  return absl::OkStatus();
+}
+
+absl::Status BinaryFile::ReadMeta() {
   auto header = DecodeBinaryHeader(std::string_view(data_, kBinaryHeaderBytes));
-  if (!header.ok()) return bad(std::string(header.status().message()));
+  if (!header.ok()) return NotBinary(std::string(header.status().message()));
   header_ = *header;
   const BinaryHeader& h = header_;
   // Compared by division: corrupt counts times entry sizes can overflow.
@@ -62,21 +67,27 @@ absl::Status BinaryFile::Map() {
       (bytes_ - meta_end) / kBinaryIndexEntryBytes != h.num_blocks ||
       (bytes_ - meta_end) % kBinaryIndexEntryBytes != 0 ||
       h.num_blocks != (h.num_records + h.records_per_block - 1) / h.records_per_block) {
-    return bad(absl::StrFormat(
+    return NotBinary(absl::StrFormat(
         "its header (%d records in %d blocks, columns at %d, index at %d) does not fit its %d "
         "bytes (truncated?)",
         h.num_records, h.num_blocks, h.columns_offset, h.index_offset, bytes_));
   }
   const uint32_t crc = base::Crc32c(data_ + h.columns_offset, bytes_ - h.columns_offset);
   if (crc != h.meta_crc) {
-    return bad(absl::StrFormat("its column list and block index fail their CRC-32C checksum "
-                               "(stored %08x, computed %08x): the file is corrupt",
-                               h.meta_crc, crc));
+    return NotBinary(absl::StrFormat("its column list and block index fail their CRC-32C checksum "
+                                     "(stored %08x, computed %08x): the file is corrupt",
+                                     h.meta_crc, crc));
   }
   const std::string text(data_ + h.columns_offset, h.columns_bytes);
   if (!google::protobuf::TextFormat::ParseFromString(text, &columns_)) {
-    return bad("its column list does not parse");
+    return NotBinary("its column list does not parse");
   }
+  return absl::OkStatus();
+}
+
+absl::Status BinaryFile::ReadIndex() {
+  const BinaryHeader& h = header_;
+  const int64_t meta_end = h.index_offset;
   int64_t expect_offset = kBinaryHeaderBytes;
   for (int64_t k = 0; k < h.num_blocks; ++k) {
     const BinaryBlock b = DecodeBinaryBlock(data_ + meta_end + k * kBinaryIndexEntryBytes);
@@ -84,12 +95,19 @@ absl::Status BinaryFile::Map() {
         std::min<int64_t>(h.records_per_block, h.num_records - k * h.records_per_block);
     if (b.offset != expect_offset || b.bytes < 4 * int64_t{b.records} ||
         b.bytes > h.columns_offset - b.offset || b.records != records) {
-      return bad(absl::StrFormat("the index entry of block %d does not fit the file", k));
+      return NotBinary(absl::StrFormat("the index entry of block %d does not fit the file", k));
     }
     expect_offset += b.bytes;
     blocks_.push_back(b);
   }
-  verified_.assign(h.num_blocks, 0);
+  return absl::OkStatus();
+}
+
+absl::Status BinaryFile::Map() {
+  LEMRT_RETURN_IF_ERROR(MapBytes());
+  LEMRT_RETURN_IF_ERROR(ReadMeta());
+  LEMRT_RETURN_IF_ERROR(ReadIndex());
+  verified_.assign(header_.num_blocks, 0);
   madvise(const_cast<char*>(data_), bytes_, MADV_WILLNEED);
   return absl::OkStatus();
 }

@@ -37,7 +37,15 @@ class BinaryFile : public RecordFile {
 
  private:
   explicit BinaryFile(std::string path) : path_(std::move(path)) {}
+  // Maps the file and checks it: MapBytes (open, size, mmap), ReadMeta (the
+  // header fits the size, the column list's checksum, the columns parse),
+  // ReadIndex (each block's index entry fits the file). Errors name the path.
   absl::Status Map();
+  absl::Status MapBytes();
+  absl::Status ReadMeta();
+  absl::Status ReadIndex();
+  // "'PATH' is not a lemrt binary file: WHAT."
+  absl::Status NotBinary(const std::string& what) const;
   // Checks block `k` once: its checksum and record table.
   absl::Status VerifyBlock(int64_t k);
 

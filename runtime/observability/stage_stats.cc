@@ -71,15 +71,18 @@ double BusyTimeAccumulator::Total() const {
   return busy;
 }
 
-std::vector<std::string> Diagnose(const summary::RunSummary& s) {
-  std::vector<std::string> out;
+namespace {
+
+// Diagnose's checks, each appending its lines to `*out`. The host stage (or,
+// with host workers, the SparseCores' wait for it) taking much of the step.
+void DiagnoseHost(const summary::RunSummary& s, std::vector<std::string>* out) {
   const summary::StageStats* host = FindStage(s, "host");
   const summary::StageStats* host_wait = FindStage(s, "host_wait");
   if (host_wait != nullptr) {
     // The device stages' view: the SparseCore executor waiting for the host
     // queue to hand it its next step.
     if (host_wait->share() >= kHostWaitShare) {
-      out.push_back(absl::StrFormat(
+      out->push_back(absl::StrFormat(
           "host-bound: the SparseCores waited for the host queue %.0f%% of the step (%.2f ms "
           "of %.2f ms; host preprocessing %.2f ms per step on the workers); raise "
           "sparse_core.host_worker_threads or maximum_parallel_iterations, or speed up the "
@@ -88,36 +91,49 @@ std::vector<std::string> Diagnose(const summary::RunSummary& s) {
           host_wait->mean_ms() / host_wait->share(), host != nullptr ? host->mean_ms() : 0.0));
     }
   } else if (host != nullptr && host->share() >= kHostBoundShare) {
-    out.push_back(absl::StrFormat(
+    out->push_back(absl::StrFormat(
         "host-bound: host preprocessing takes %.0f%% of the step (%.2f ms of %.2f ms); the "
         "SparseCores wait for the host queue every step",
         100 * host->share(), host->mean_ms(), host->mean_ms() / host->share()));
   }
+}
+
+// Stages that did not overlap; steps split into many minibatches.
+void DiagnoseSchedule(const summary::RunSummary& s, std::vector<std::string>* out) {
   if (s.has_overlap() && s.overlap().stage_sum_ms() > 0 &&
       s.overlap().fraction() < kNoOverlapFraction) {
-    out.push_back(absl::StrFormat(
+    out->push_back(absl::StrFormat(
         "no overlap: the stages ran one after another (%.1f%% of stage time hidden); "
         "host, SparseCore and TensorCore work could be pipelined",
         100 * s.overlap().fraction()));
   }
   if (s.has_preprocess() && s.preprocess().mean_minibatches() >= kManyMinibatches) {
-    out.push_back(absl::StrFormat(
+    out->push_back(absl::StrFormat(
         "many minibatches: steps needed %.2f minibatches on average (at most %d); the "
         "partition limits are tight for this data, and each minibatch is one more exchange",
         s.preprocess().mean_minibatches(), s.preprocess().max_minibatches()));
   }
+}
+
+// Ids dropped by the partition limits, per table.
+void DiagnoseDrops(const summary::RunSummary& s, std::vector<std::string>* out) {
   if (s.has_preprocess()) {
     // In table order (map order is unspecified).
     const auto& dropped_per_table = s.preprocess().ids_dropped_per_table();
     for (const auto& t : s.tables()) {
       auto it = dropped_per_table.find(t.name());
       if (it == dropped_per_table.end() || it->second <= 0) continue;
-      out.push_back(absl::StrFormat(
+      out->push_back(absl::StrFormat(
           "ids dropped: table '%s' dropped %.0f ids (%.2f%% of its ids after dedup); raise "
           "its limits or disable dropping",
           t.name(), it->second, 100 * it->second / std::max(1.0, t.ids_after_dedup())));
     }
   }
+}
+
+// Per table, padding far above the ids sent; then one line for the tables
+// whose busiest SparseCore gets far more ids than the mean.
+void DiagnoseTables(const summary::RunSummary& s, std::vector<std::string>* out) {
   std::string skewed;  // one line for all skewed tables
   int skewed_tables = 0;
   for (const auto& t : s.tables()) {
@@ -132,20 +148,30 @@ std::vector<std::string> Diagnose(const summary::RunSummary& s) {
     }
     if (t.padded_ids().has_number_value() && t.ids_after_dedup() > 0 &&
         t.padded_ids().number_value() / t.ids_after_dedup() >= kPaddingRatio) {
-      out.push_back(absl::StrFormat(
+      out->push_back(absl::StrFormat(
           "padding overhead: table '%s' sends %.2fx its ids once padded; its partition "
           "limits are far above what the data needs",
           t.name(), t.padded_ids().number_value() / t.ids_after_dedup()));
     }
   }
   if (skewed_tables > 0) {
-    out.push_back(absl::StrFormat(
+    out->push_back(absl::StrFormat(
         "partition skew on %d table(s), busiest SparseCore vs the mean ids per SparseCore: %s; "
         "hot ids make that SparseCore set the pace of the lookups; tables.hot_rows replicates "
         "a table's most frequent rows on every chip (lemrt_limits --hot_rows shows the skew "
         "without them)",
         skewed_tables, skewed));
   }
+}
+
+}  // namespace
+
+std::vector<std::string> Diagnose(const summary::RunSummary& s) {
+  std::vector<std::string> out;
+  DiagnoseHost(s, &out);
+  DiagnoseSchedule(s, &out);
+  DiagnoseDrops(s, &out);
+  DiagnoseTables(s, &out);
   return out;
 }
 

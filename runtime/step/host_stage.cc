@@ -102,8 +102,6 @@ absl::Status HostStage::Prepare(bool train, int64_t index, host::Batch* batch,
 void HostStage::CountTrainStep(const HostWork& work,
                                const std::vector<layout::PartitionedCoo>& minibatches,
                                int sample_minibatches) {
-  ids_total_ += work.coo.ids_total;
-  ids_after_dedup_ += work.coo.ids_after_dedup;
   const auto count = static_cast<int32_t>(minibatches.size());
   if (train_steps_ < kListedSteps) {
     minibatches_per_step_.push_back(count);

@@ -126,9 +126,6 @@ class HostStage {
   // minibatch and dropping statistics over the training steps so far.
   absl::Status Summarise(summary::PreprocessStats* out);
 
-  // Training totals on this chip.
-  int64_t ids_total() const { return ids_total_; }
-  int64_t ids_after_dedup() const { return ids_after_dedup_; }
   // Minibatches of the first kListedSteps training steps (the summary's
   // list); the mean and maximum cover every step.
   static constexpr int64_t kListedSteps = 65536;
@@ -173,8 +170,6 @@ class HostStage {
   int32_t max_sample_ranges_ = 1;
   std::vector<int64_t> sample_ranges_;               // per vocabulary minibatch
   std::vector<layout::PartitionedCoo> sample_parts_;  // SplitSamples' output buffers
-  int64_t ids_total_ = 0;
-  int64_t ids_after_dedup_ = 0;
   int64_t drop_logs_ = 0;
 };
 
