@@ -35,6 +35,7 @@
 #include "runtime/checkpoint/npy.h"
 #include "runtime/checkpoint/step_dirs.h"
 #include "runtime/checkpoint/table_import.h"
+#include "tools/tool_help.h"
 
 DEFINE_string(table, "", "export, import: the logical table to write or replace.");
 DEFINE_string(task, "", "export: the task (model.tasks name) whose head to write, instead of a table.");
@@ -183,6 +184,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "lemrt_ckpt inspect DIR [--full] | verify DIR | export DIR --table=NAME|--task=NAME "
       "--out=FILE.npy [--slots] | import DIR --table=NAME --npy=FILE.npy");
+  lemrt::tools::HandleHelpFlag(argc, argv, __FILE__);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

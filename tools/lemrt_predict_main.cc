@@ -38,6 +38,7 @@
 #include "runtime/comm/mpi_session.h"
 #include "runtime/host_memory.h"
 #include "runtime/trainer.h"
+#include "tools/tool_help.h"
 
 DEFINE_string(config, "", "The run config the checkpoint was trained with (required).");
 DEFINE_string(override, "", "Text proto merged into the config (as lemrt_train's).");
@@ -250,6 +251,7 @@ int main(int argc, char** argv) {
   lemrt::runtime::MpiSession mpi(&argc, &argv, lemrt::runtime::MpiThreads::kSerialized);
   gflags::SetUsageMessage(
       "mpirun -np N lemrt_predict --config=FILE --checkpoint=DIR --data=FILES --out=FILE.csv|.npy");
+  lemrt::tools::HandleHelpFlag(argc, argv, __FILE__);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
