@@ -11,9 +11,11 @@
 
 namespace lemrt::host {
 
-// Layout (B = num_samples, D = num_dense, F = features):
+// Layout (B = num_samples, D = num_dense, F = features, T = num_tasks):
 //   dense   [B x D] row-major floats
-//   labels  [B] floats in {0, 1}
+//   labels  [B x T] row-major floats in [0, 1], one per task (T = 1 but
+//   for multi-task models); NaN: the row has no label for that task (the
+//   task is masked: no loss, no gradient, not scored)
 //   feature f of sample i has ids ids[f][offsets[f][i] .. offsets[f][i+1])
 //   (offsets[f] has B + 1 entries, offsets[f][0] == 0); ids are global rows of
 //   the feature's table, in [0, vocab_size).
@@ -31,6 +33,7 @@ namespace lemrt::host {
 struct Batch {
   int64_t num_samples = 0;
   int num_dense = 0;
+  int num_tasks = 1;
   std::vector<float> dense;
   std::vector<float> labels;
   std::vector<std::vector<int64_t>> offsets;
@@ -41,11 +44,12 @@ struct Batch {
   int64_t global_samples = 0;
 
   // Sets the shape; keeps capacity. Clears ids, weights and the mask.
-  void Resize(int64_t samples, int dense_features, int features) {
+  void Resize(int64_t samples, int dense_features, int features, int tasks = 1) {
     num_samples = samples;
     num_dense = dense_features;
+    num_tasks = tasks;
     dense.resize(samples * dense_features);
-    labels.resize(samples);
+    labels.resize(samples * tasks);
     offsets.resize(features);
     ids.resize(features);
     weights.resize(features);

@@ -117,6 +117,9 @@ std::vector<std::string> TableWarnings(const RunConfig& c);
 // model: MLP widths, the DCN-v2 cross network, dropout
 // (proto/model_checks.cc).
 void CheckModel(const RunConfig& c, ConfigErrors& errors);
+// model.tasks (names, loss weights) against data.schema.labels and the
+// source (proto/task_checks.cc).
+void CheckTasks(const RunConfig& c, ConfigErrors& errors);
 
 // sparse_core's preprocessing limits: ids per chip per sample and per table,
 // the partition limits (layout/limits.h; a limits file is read and checked when

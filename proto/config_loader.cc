@@ -103,6 +103,7 @@ std::optional<ConfigError> FirstConfigError(const RunConfig& c, int world_size) 
   CheckTables(c, errors);
   CheckFeatures(c, errors);
   CheckModel(c, errors);
+  CheckTasks(c, errors);
   CheckTraining(c, errors);
   CheckIdLimits(c, errors);
   CheckEmulatedChip(c, errors);

@@ -270,6 +270,28 @@ TEST(ConfigLoaderTest, DataSchemaIsChecked) {
               HasSubstr("data.text.delimiter: must be one character"));
 }
 
+TEST(ConfigLoaderTest, TasksAndTheirLabelsAreChecked) {
+  const std::string schema =
+      "model { num_dense_features: 1 } data { text { train_path: 'x.tsv' } schema { "
+      "dense { name: 'd' } sparse { feature: 'f0' } sparse { feature: 'f1' } ";
+  const std::string two = "model { tasks { name: 'click' } tasks { name: 'buy' } } ";
+  const std::string labels = "labels { name: 'click' } labels { name: 'buy' required: false } } }";
+  EXPECT_EQ(ErrorOf(two + schema + labels), "");
+  EXPECT_THAT(ErrorOf(two + schema + "labels { name: 'click' } } }"),
+              HasSubstr("model.tasks[1].name: task 'buy' has no label: add data.schema.labels"));
+  EXPECT_THAT(ErrorOf(two + schema + "label { name: 'y' } " + labels),
+              HasSubstr("data.schema.label: a multi-task model reads data.schema.labels"));
+  EXPECT_THAT(ErrorOf(schema + labels), HasSubstr("list the tasks in model.tasks"));
+  EXPECT_THAT(ErrorOf(two + schema + "labels { name: 'view' } " + labels),
+              HasSubstr("label 'view' is no task's"));
+  EXPECT_THAT(ErrorOf("model { tasks { name: 'a' } tasks { name: 'a' } } " + schema + labels),
+              HasSubstr("model.tasks[1].name: duplicate task 'a'"));
+  EXPECT_THAT(ErrorOf("model { tasks { name: 'click' loss_weight: -1 } tasks { name: 'buy' } } " +
+                      schema + labels),
+              HasSubstr("model.tasks[0].loss_weight: must be a finite number >= 0, got -1"));
+  EXPECT_THAT(ErrorOf(two), HasSubstr("several labels are read from text or TFRecord files only"));
+}
+
 TEST(ConfigLoaderTest, MissingFileIsNotFound) {
   auto c = LoadConfig("/nonexistent/model.pbtxt", "", 1);
   ASSERT_FALSE(c.ok());

@@ -44,7 +44,7 @@ bool IsSynthetic(const DataConfig& d) {
 }
 
 bool HasColumns(const InputSchema& s) {
-  return s.has_label() || s.dense_size() > 0 || s.sparse_size() > 0;
+  return s.has_label() || s.labels_size() > 0 || s.dense_size() > 0 || s.sparse_size() > 0;
 }
 
 // A comma-separated list of files or globs: none empty.

@@ -168,7 +168,7 @@ bool Trainer::DrainAfter(int64_t step) const {
          checkpoint::Checkpointer::Due(config_, step + 1);
 }
 
-absl::StatusOr<EvalResult> Trainer::Evaluate(std::vector<Prediction>* predictions) {
+absl::StatusOr<EvalResult> Trainer::Evaluate(Predictions* predictions) {
   std::vector<float> chunk_probs;
   CHECK(pipeline_->drained()) << "Evaluate with a step in flight";
   StepSlot& slot = pipeline_->slots()[0];
@@ -184,7 +184,7 @@ absl::StatusOr<EvalResult> Trainer::Evaluate(std::vector<Prediction>* prediction
     st = sparse_->Forward(slot.sc_coos, &slot.minibatch_sparse, slot.activations);
     if (!st.ok()) return st;
     sparse_->LookupHot(slot.hot, slot.activations);
-    chunk_probs.resize(slot.batch.num_samples);
+    chunk_probs.resize(slot.batch.num_samples * eval_scores_.num_tasks());
     dense_->Predict(slot.batch, slot.activations, chunk_probs);
     eval_scores_.Add(slot.batch, chunk_probs, c * global_batch + dense_comm_.rank() * local_batch);
   }
@@ -339,7 +339,7 @@ absl::StatusOr<bool> Trainer::AtDrainPoint(int64_t step, LoopTotals* totals) {
   }
   if (!evaluated.ok()) return evaluated.status();
   const EvalResult& e = *evaluated;
-  recorder_->EvalDone(step, {e.auc, e.logloss, e.ne, e.calibration, e.gauc});
+  recorder_->EvalDone(step, MetricsColumns(e));
   if (leader) {
     LOG(INFO) << absl::StrFormat("eval at step %d: %s", step + 1, FormatEvalMetrics(e));
   }

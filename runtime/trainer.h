@@ -102,7 +102,7 @@ class Trainer {
   // receives every scored row in eval row order. With set_stop_signal, a
   // stop signal on any rank ends it before its next chunk: Cancelled on
   // every rank.
-  absl::StatusOr<EvalResult> Evaluate(std::vector<Prediction>* predictions = nullptr);
+  absl::StatusOr<EvalResult> Evaluate(Predictions* predictions = nullptr);
 
   // Collective: loads checkpoint `dir` (a step directory, or a directory of
   // them: the newest) into the stages, re-sharding to this world size, and

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -58,6 +59,11 @@ Trainer::Trainer(const config::RunConfig& config, Communicator& sparse_comm,
         config.features(f).name() == config.training().eval_group_feature()) {
       eval_scores_.set_group_feature(f);
     }
+  }
+  if (config.model().tasks_size() > 0) {
+    std::vector<std::string> tasks;
+    for (const config::TaskConfig& task : config.model().tasks()) tasks.push_back(task.name());
+    eval_scores_.set_tasks(std::move(tasks));
   }
 }
 

@@ -51,6 +51,19 @@ void FillEval(const EvalResult& eval, bool stopped, summary::EvalStats* out) {
     out->set_gauc(eval.gauc);
     out->set_gauc_groups(static_cast<double>(eval.gauc_groups));
   }
+  for (const EvalResult& task : eval.tasks) {
+    summary::TaskEvalStats* t = out->add_tasks();
+    t->set_name(task.task);
+    if (!std::isnan(task.auc)) t->set_auc(task.auc);
+    if (!std::isnan(task.logloss)) t->set_logloss(task.logloss);
+    if (!std::isnan(task.ne)) t->set_ne(task.ne);
+    if (!std::isnan(task.calibration)) t->set_calibration(task.calibration);
+    if (!std::isnan(task.gauc)) {
+      t->set_gauc(task.gauc);
+      t->set_gauc_groups(static_cast<double>(task.gauc_groups));
+    }
+    t->set_labelled(task.labelled);
+  }
   // The teacher's metrics are null (not absent) without a teacher.
   if (eval.teacher_auc >= 0) {
     out->mutable_teacher_auc()->set_number_value(eval.teacher_auc);
@@ -96,8 +109,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals,
 }
 
 absl::Status Trainer::RecordFinalEvaluation(int64_t steps_done, const EvalResult& eval) {
-  recorder_->EvalDone(steps_done - 1,
-                      {eval.auc, eval.logloss, eval.ne, eval.calibration, eval.gauc});
+  recorder_->EvalDone(steps_done - 1, MetricsColumns(eval));
   if (sparse_comm_.rank() == 0) {
     LOG(INFO) << absl::StrFormat("eval at step %d: %s", steps_done, FormatEvalMetrics(eval));
   }

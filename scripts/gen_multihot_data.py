@@ -14,9 +14,13 @@ Columns / Example keys:
   history        int64[] up to 20 recently seen item ids (multi-hot)
   history_w      float[] one recency weight per history id (the COO values)
   tags           bytes[] 0..5 tag names (multi-hot, hashed)
+  conversion     float   with --conversions only, after label: a purchase (0/1)
+                         of a clicked row, from a second planted model; missing
+                         (an empty field, the key absent) where label is 0 —
+                         the second task of examples/configs/multitask.pbtxt
 
   scripts/gen_multihot_data.py --out data/multihot [--train_rows 20000]
-      [--eval_rows 5000] [--seed 1] [--gzip]
+      [--eval_rows 5000] [--seed 1] [--gzip] [--conversions]
 
 Pure Python (no TensorFlow, numpy or protobuf module): the Example wire format
 and the TFRecord framing with its masked CRC-32C are written by hand.
@@ -96,7 +100,9 @@ def tfrecord(payload):
         struct.pack("<I", masked_crc(payload))
 
 
-def rows(n, rng, weights):
+def rows(n, rng, weights, conversions=None):
+    """`conversions`: None, or the random.Random the conversion labels are
+    drawn from (apart from `rng`, so the other columns stay as without them)."""
     for _ in range(n):
         user = min(int(rng.paretovariate(1.2)) - 1, USERS - 1)
         item = rng.randrange(ITEMS)
@@ -114,7 +120,13 @@ def rows(n, rng, weights):
                  + sum(weights["tag"][int(t[3:])] for t in tags) / 3.0
                  - 0.3 * math.log1p(price) / 3.0 + 0.3 * math.sin(hour / 24 * 6.283))
         label = 1.0 if rng.random() < 1 / (1 + math.exp(-logit)) else 0.0
-        yield {
+        extra = {}
+        if conversions is not None:
+            buy = (-1.0 + 1.5 * weights["cat"][item % CATEGORIES] - 0.5 * math.log1p(price)
+                   + 0.04 * (age - 45) / 3.0)
+            converted = 1.0 if conversions.random() < 1 / (1 + math.exp(-buy)) else 0.0
+            extra = {"conversion": ("float", [converted] if label == 1.0 else [])}
+        yield {**extra,
             "label": ("float", [label]), "price": ("float", [price]),
             "age": ("float", [age]), "hour": ("int64", [hour]),
             "user_id": ("int64", [user]), "item_id": ("int64", [item]),
@@ -142,7 +154,11 @@ def main():
     p.add_argument("--eval_rows", type=int, default=5000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--gzip", action="store_true", help="gzip the TFRecord files")
+    p.add_argument("--conversions", action="store_true",
+                   help="add the conversion label (present on clicked rows only)")
     args = p.parse_args()
+    columns = COLUMNS[:1] + ["conversion"] + COLUMNS[1:] if args.conversions else COLUMNS
+    conversions = random.Random(args.seed + 1000) if args.conversions else None
     os.makedirs(args.out, exist_ok=True)
     rng = random.Random(args.seed)
     weights = {"user": [rng.gauss(0, 0.6) for _ in range(97)],
@@ -153,10 +169,12 @@ def main():
         name = os.path.join(args.out, split + ".tfrecord" + (".gz" if args.gzip else ""))
         opener = gzip.open if args.gzip else open
         with opener(name, "wb") as records, open(os.path.join(args.out, split + ".tsv"), "w") as tsv:
-            tsv.write("\t".join(COLUMNS) + "\n")
-            for row in rows(n, rng, weights):
-                records.write(tfrecord(example(row)))
-                tsv.write("\t".join(text_value(*row[c]) for c in COLUMNS) + "\n")
+            tsv.write("\t".join(columns) + "\n")
+            for row in rows(n, rng, weights, conversions):
+                # A missing conversion is an absent key (an empty list would do too).
+                present = {k: v for k, v in row.items() if k != "conversion" or v[1]}
+                records.write(tfrecord(example(present)))
+                tsv.write("\t".join(text_value(*row[c]) for c in columns) + "\n")
         print("wrote %s and %s: %d rows" % (name, os.path.join(args.out, split + ".tsv"), n))
 
 

@@ -3,11 +3,15 @@
 // soft labels and rows with no group), and EvalScores::Finish gives AUC, log
 // loss, NE, calibration and GAUC equal, bit for bit, to a plain reference
 // computed in the test over all rows in row order — so the same at every
-// world size. One-class and empty eval sets leave NE and GAUC undefined.
+// world size. One-class and empty eval sets leave NE and GAUC undefined. A
+// two-task set (the second task's label missing on most rows) gives each
+// task the metrics of the plain reference over its labelled rows.
 #include <mpi.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "base/auc.h"
@@ -148,6 +152,77 @@ TEST(EvalMetricsTest, OneClassAndEmptySetsLeaveThemUndefined) {
   EXPECT_TRUE(std::isnan(none.ne));
   EXPECT_TRUE(std::isnan(none.calibration));
   EXPECT_TRUE(std::isnan(none.gauc));
+}
+
+// Task 1 of row r: labelled on every third row, its own probability.
+Row SecondTask(int64_t r) {
+  Row row = RowAt(r + 5000, false);
+  if (r % 3 != 0) row.label = std::numeric_limits<float>::quiet_NaN();
+  return row;
+}
+
+TEST(EvalMetricsTest, EachTaskEqualsThePlainReferenceOverItsLabelledRows) {
+  auto comm = MpiCommunicator::Create(MPI_COMM_WORLD);
+  CHECK(comm.ok());
+  const int world = (*comm)->size();
+  const int local = kGlobalBatch / world;
+  EvalScores scores;
+  scores.set_tasks({"click", "buy"});
+  scores.set_group_feature(1);
+  host::Batch b;
+  std::vector<float> probs, two(2 * local);
+  for (int c = 0; c < kChunks; ++c) {
+    Slice(c, (*comm)->rank(), world, false, &b, &probs);
+    host::Batch wide = b;
+    wide.Resize(local, 1, 2, 2);
+    wide.offsets = b.offsets;
+    wide.ids = b.ids;
+    wide.mask = b.mask;
+    for (int i = 0; i < local; ++i) {
+      const int64_t r = int64_t{c} * kGlobalBatch + (*comm)->rank() * local + i;
+      const Row second = SecondTask(r);
+      wide.labels[2 * i] = b.labels[i];
+      wide.labels[2 * i + 1] = second.label;
+      two[2 * i] = probs[i];
+      two[2 * i + 1] = second.prob;
+    }
+    scores.Add(wide, two, int64_t{c} * kGlobalBatch + (*comm)->rank() * local);
+  }
+  Predictions predictions;
+  auto e = scores.Finish(**comm, /*has_teacher=*/false, &predictions);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->tasks.size(), 2u);
+  for (int t = 0; t < 2; ++t) {
+    std::vector<float> p, y;
+    std::vector<int64_t> g;
+    for (int64_t r = 0; r < kRows; ++r) {
+      const Row row = t == 0 ? RowAt(r, false) : SecondTask(r);
+      if (std::isnan(row.label)) continue;
+      p.push_back(row.prob);
+      y.push_back(row.label);
+      g.push_back(RowAt(r, false).group);
+    }
+    const EvalResult& task = e->tasks[t];
+    EXPECT_EQ(task.task, t == 0 ? "click" : "buy");
+    EXPECT_EQ(task.samples, kRows);
+    EXPECT_EQ(task.labelled, static_cast<int64_t>(y.size()));
+    EXPECT_EQ(task.auc, base::Auc(p, y)) << t;
+    EXPECT_EQ(task.logloss, base::LogLoss(p, y)) << t;
+    EXPECT_EQ(task.ne, task.logloss / base::BaseRateEntropy(y)) << t;
+    EXPECT_EQ(task.gauc, base::GroupAuc(p, y, g).gauc) << t;
+  }
+  EXPECT_EQ(e->tasks[1].labelled, (kRows + 2) / 3);
+  EXPECT_EQ(e->auc, e->tasks[0].auc);
+  EXPECT_NE(FormatEvalMetrics(*e).find("task buy: auc "), std::string::npos)
+      << FormatEvalMetrics(*e);
+  if ((*comm)->rank() == 0) {
+    ASSERT_EQ(predictions.tasks, 2);
+    ASSERT_EQ(predictions.rows.size(), static_cast<size_t>(kRows));
+    for (int64_t r = 0; r < kRows; ++r) {
+      EXPECT_EQ(predictions.rows[r], r);
+      EXPECT_EQ(predictions.probabilities[2 * r + 1], SecondTask(r).prob);
+    }
+  }
 }
 
 }  // namespace

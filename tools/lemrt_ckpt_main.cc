@@ -6,6 +6,11 @@
 //                                       one logical table as a [vocab x dim]
 //                                       float32 .npy (--slots: its optimizer
 //                                       slots, [vocab x slot floats per row])
+//   lemrt_ckpt export DIR --task=NAME --out=FILE.npy
+//                                       a multi-task model's head of task NAME
+//                                       (its top MLP's parameters, laid out as
+//                                       device/tensorcore/mlp.h says) as a
+//                                       [params x 1] float32 .npy
 //   lemrt_ckpt import DIR --table=NAME --npy=FILE.npy
 //                                       replaces the table's rows with a
 //                                       [vocab x dim] float32 .npy (pretrained
@@ -13,12 +18,15 @@
 //
 // DIR is a step directory or a directory of them (the newest complete one).
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "device/tensorcore/dense_model.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "google/protobuf/text_format.h"
@@ -27,8 +35,10 @@
 #include "runtime/checkpoint/npy.h"
 #include "runtime/checkpoint/step_dirs.h"
 #include "runtime/checkpoint/table_import.h"
+#include "tools/tool_help.h"
 
 DEFINE_string(table, "", "export, import: the logical table to write or replace.");
+DEFINE_string(task, "", "export: the task (model.tasks name) whose head to write, instead of a table.");
 DEFINE_string(out, "", "export: the .npy file to write.");
 DEFINE_string(npy, "", "import: the [vocab x dim] float32 .npy file of the table's new rows.");
 DEFINE_bool(slots, false, "export: write the table's optimizer slots instead of its weights.");
@@ -65,9 +75,67 @@ absl::Status Inspect(const std::string& dir, const Manifest& m) {
   return absl::OkStatus();
 }
 
+// Where task `task`'s head sits in the dense parameters of the model
+// `config` describes: the heads are the last parameters, one per task in
+// task order (device/tensorcore/task_heads.h).
+struct HeadRange {
+  int64_t offset = 0;  // of the head's first parameter
+  int64_t count = 0;   // the head's parameters
+  int64_t total = 0;   // the model's dense parameters
+};
+
+absl::StatusOr<HeadRange> FindHead(const config::RunConfig& config, const std::string& task) {
+  std::vector<std::string> names;
+  int t = -1;
+  for (int i = 0; i < config.model().tasks_size(); ++i) {
+    names.push_back(config.model().tasks(i).name());
+    if (names.back() == task) t = i;
+  }
+  if (t < 0) {
+    return absl::NotFoundError(
+        names.empty() ? "the checkpoint's model has one task (no model.tasks); its head is in "
+                        "the dense parameters"
+                      : absl::StrCat("the checkpoint's model has no task '", task,
+                                     "'; its tasks: ", absl::StrJoin(names, ", ")));
+  }
+  device::DenseModelSpec spec = device::DenseModelSpecFromConfig(config);
+  LEMRT_ASSIGN_OR_RETURN(const int64_t all, device::CountDenseParams(spec));
+  spec.shape.task_weights = {1.0f};
+  LEMRT_ASSIGN_OR_RETURN(const int64_t one, device::CountDenseParams(spec));
+  const int64_t head = all - one;  // one more head than the single-task model
+  return HeadRange{
+      .offset = all - (config.model().tasks_size() - t) * head, .count = head, .total = all};
+}
+
+absl::Status ExportHead(const std::string& dir, const Manifest& m) {
+  config::RunConfig saved;
+  google::protobuf::TextFormat::Parser parser;
+  parser.AllowUnknownField(true);
+  if (!m.has_config_text() || !parser.ParseFromString(m.config_text(), &saved)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint '", dir, "' holds no readable run config to find the heads by"));
+  }
+  LEMRT_ASSIGN_OR_RETURN(const HeadRange range, FindHead(saved, FLAGS_task));
+  if (range.total != m.dense().num_params()) {
+    return absl::DataLossError(absl::StrFormat(
+        "checkpoint '%s' has %d dense parameters, but its config's model has %d", dir,
+        m.dense().num_params(), range.total));
+  }
+  LEMRT_ASSIGN_OR_RETURN(MappedFile mapped, OpenVerified(dir, m.dense().file()));
+  std::vector<float> head(range.count);
+  std::memcpy(head.data(), mapped.bytes().data() + 4 * range.offset, 4 * head.size());
+  LEMRT_RETURN_IF_ERROR(WriteNpy(FLAGS_out, range.count, 1, head));
+  std::printf("wrote %s: task '%s' head, %ld float32 (dense parameters %ld..%ld)\n",
+              FLAGS_out.c_str(), FLAGS_task.c_str(), static_cast<long>(range.count),
+              static_cast<long>(range.offset), static_cast<long>(range.offset + range.count - 1));
+  return absl::OkStatus();
+}
+
 absl::Status Export(const std::string& dir, const Manifest& m) {
-  if (FLAGS_table.empty() || FLAGS_out.empty()) {
-    return absl::InvalidArgumentError("export needs --table=NAME and --out=FILE.npy");
+  if (!FLAGS_task.empty() && FLAGS_table.empty() && !FLAGS_out.empty()) return ExportHead(dir, m);
+  if (FLAGS_table.empty() == FLAGS_task.empty() || FLAGS_out.empty()) {
+    return absl::InvalidArgumentError(
+        "export needs --table=NAME (or --task=NAME) and --out=FILE.npy");
   }
   std::vector<float> weights, slots;
   LEMRT_RETURN_IF_ERROR(
@@ -114,8 +182,9 @@ absl::Status Main(const std::string& command, const std::string& dir_arg) {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "lemrt_ckpt inspect DIR [--full] | verify DIR | export DIR --table=NAME --out=FILE.npy "
-      "[--slots] | import DIR --table=NAME --npy=FILE.npy");
+      "lemrt_ckpt inspect DIR [--full] | verify DIR | export DIR --table=NAME|--task=NAME "
+      "--out=FILE.npy [--slots] | import DIR --table=NAME --npy=FILE.npy");
+  lemrt::tools::HandleHelpFlag(argc, argv, __FILE__);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

@@ -17,6 +17,7 @@
 #include "google/protobuf/text_format.h"
 #include "host/formats/binary_writer.h"
 #include "proto/config_loader.h"
+#include "tools/tool_help.h"
 
 DEFINE_string(config, "", "Run config whose data section names the files and their schema.");
 DEFINE_string(override, "", "Text proto merged into the config (as lemrt_train's).");
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "lemrt_convert --config=FILE [--split=train|eval] --out=OUT.bin\n"
       "       lemrt_convert --tsv=CRITEO.tsv --out=OUT.bin [--strict]");
+  lemrt::tools::HandleHelpFlag(argc, argv, __FILE__);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

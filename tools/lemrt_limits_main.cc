@@ -31,6 +31,7 @@
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_session.h"
 #include "runtime/hot_rows/hot_row_choice.h"
+#include "tools/tool_help.h"
 
 DEFINE_string(config, "", "Run config in protobuf text format (required).");
 DEFINE_string(override, "", "Text proto merged into the config.");
@@ -214,6 +215,7 @@ int main(int argc, char** argv) {
   lemrt::runtime::MpiSession mpi(&argc, &argv, lemrt::runtime::MpiThreads::kFunneled);
   gflags::SetUsageMessage(
       "mpirun -np N lemrt_limits --config=FILE --batches=N --out=limits.pbtxt [--headroom=1.1]");
+  lemrt::tools::HandleHelpFlag(argc, argv, __FILE__);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

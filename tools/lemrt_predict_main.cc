@@ -11,8 +11,10 @@
 // --data names files (or globs) of the config's source format and schema.
 // CSV: "row,probability,label" (row: 0-based row of the data files in order;
 // label empty when absent); .npy: float32 [rows scored x 2] (probability,
-// label; NaN when absent). Malformed rows (strict off) are skipped with a
-// warning and counted.
+// label; NaN when absent). A multi-task model (model.tasks) writes one pair
+// per task, in task order: "row,probability_NAME,label_NAME,..." and
+// [rows x 2T]. Malformed rows (strict off) are skipped with a warning and
+// counted.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -36,6 +38,7 @@
 #include "runtime/comm/mpi_session.h"
 #include "runtime/host_memory.h"
 #include "runtime/trainer.h"
+#include "tools/tool_help.h"
 
 DEFINE_string(config, "", "The run config the checkpoint was trained with (required).");
 DEFINE_string(override, "", "Text proto merged into the config (as lemrt_train's).");
@@ -69,7 +72,10 @@ absl::Status ScoreData(RunConfig* config) {
         "the config's data source is synthetic; lemrt_predict scores files (a text, tfrecord, "
         "criteo or binary source)");
   }
-  d.mutable_schema()->mutable_label()->set_required(false);
+  if (config->model().tasks_size() == 0) {
+    d.mutable_schema()->mutable_label()->set_required(false);
+  }
+  for (auto& label : *d.mutable_schema()->mutable_labels()) label.set_required(false);
   config->mutable_training()->clear_eval_samples();
   config->mutable_training()->clear_epochs();
   config->mutable_training()->set_steps(0);
@@ -79,27 +85,45 @@ absl::Status ScoreData(RunConfig* config) {
   return absl::OkStatus();
 }
 
-absl::Status Write(const std::vector<lemrt::runtime::Prediction>& predictions) {
+// "row,probability,label", or per task "probability_NAME,label_NAME".
+std::string CsvHeader(const RunConfig& config) {
+  if (config.model().tasks_size() == 0) return "row,probability,label";
+  std::string header = "row";
+  for (const auto& task : config.model().tasks()) {
+    absl::StrAppend(&header, ",probability_", task.name(), ",label_", task.name());
+  }
+  return header;
+}
+
+absl::Status Write(const RunConfig& config, const lemrt::runtime::Predictions& predictions) {
   const std::string& path = FLAGS_out;
+  const int tasks = predictions.tasks;
+  const int64_t rows = static_cast<int64_t>(predictions.rows.size());
   if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") {
     std::vector<float> values;
-    values.reserve(2 * predictions.size());
-    for (const auto& p : predictions) {
-      values.push_back(p.probability);
-      values.push_back(p.label);
+    values.reserve(2 * tasks * rows);
+    for (int64_t i = 0; i < rows * tasks; ++i) {
+      values.push_back(predictions.probabilities[i]);
+      values.push_back(predictions.labels[i]);
     }
-    return lemrt::checkpoint::WriteNpy(path, static_cast<int64_t>(predictions.size()), 2, values);
+    return lemrt::checkpoint::WriteNpy(path, rows, 2 * tasks, values);
   }
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create '", tmp, "'"));
-  std::fprintf(f, "row,probability,label\n");
-  for (const auto& p : predictions) {
-    if (std::isnan(p.label)) {
-      std::fprintf(f, "%ld,%.9g,\n", static_cast<long>(p.row), p.probability);
-    } else {
-      std::fprintf(f, "%ld,%.9g,%g\n", static_cast<long>(p.row), p.probability, p.label);
+  std::fprintf(f, "%s\n", CsvHeader(config).c_str());
+  for (int64_t i = 0; i < rows; ++i) {
+    std::fprintf(f, "%ld", static_cast<long>(predictions.rows[i]));
+    for (int t = 0; t < tasks; ++t) {
+      const float p = predictions.probabilities[i * tasks + t];
+      const float label = predictions.labels[i * tasks + t];
+      if (std::isnan(label)) {
+        std::fprintf(f, ",%.9g,", p);
+      } else {
+        std::fprintf(f, ",%.9g,%g", p, label);
+      }
     }
+    std::fputc('\n', f);
   }
   const bool written = std::fflush(f) == 0 && std::ferror(f) == 0;
   const int write_error = errno;
@@ -176,6 +200,20 @@ std::string MoreMetrics(const lemrt::runtime::EvalResult& e) {
   return out;
 }
 
+// One task's metrics line, `prefix` first ("task click: " or "").
+void PrintMetrics(const std::string& prefix, const lemrt::runtime::EvalResult& r) {
+  if (r.labelled > 0 && r.one_class) {
+    std::printf("%sauc absent (%s)  logloss %.6f%s  (%ld labelled rows)\n", prefix.c_str(),
+                lemrt::runtime::UndefinedMetricsReason(r).c_str(), r.logloss,
+                MoreMetrics(r).c_str(), static_cast<long>(r.labelled));
+  } else if (r.labelled > 0) {
+    std::printf("%sauc %.6f  logloss %.6f%s  (%ld labelled rows)\n", prefix.c_str(), r.auc,
+                r.logloss, MoreMetrics(r).c_str(), static_cast<long>(r.labelled));
+  } else {
+    std::printf("%sno labels: auc and logloss not computed\n", prefix.c_str());
+  }
+}
+
 // Every step that can fail on one rank only is agreed before the next
 // collective (Trainer::Create and Restore agree on theirs), so every rank
 // ends with the same sentence; writing is rank 0's, after the collectives.
@@ -188,24 +226,19 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
   if (!trainer.ok()) return trainer.status();
   auto step = (*trainer)->Restore(FLAGS_checkpoint);
   if (!step.ok()) return step.status();
-  std::vector<lemrt::runtime::Prediction> predictions;
+  lemrt::runtime::Predictions predictions;
   auto result = (*trainer)->Evaluate(&predictions);
   if (!result.ok()) return result.status();
   if (rank != 0) return absl::OkStatus();
-  if (absl::Status st = Write(predictions); !st.ok()) return st;
+  if (absl::Status st = Write(*config, predictions); !st.ok()) return st;
   const int64_t skipped = (*trainer)->data().skipped_lines();
   std::printf("scored %ld rows of %s with the checkpoint of step %ld on %d ranks -> %s\n",
-              static_cast<long>(predictions.size()), FLAGS_data.c_str(),
+              static_cast<long>(predictions.rows.size()), FLAGS_data.c_str(),
               static_cast<long>(*step), world_size, FLAGS_out.c_str());
-  if (result->labelled > 0 && result->one_class) {
-    std::printf("auc absent (%s)  logloss %.6f%s  (%ld labelled rows)\n",
-                lemrt::runtime::UndefinedMetricsReason(*result).c_str(), result->logloss,
-                MoreMetrics(*result).c_str(), static_cast<long>(result->labelled));
-  } else if (result->labelled > 0) {
-    std::printf("auc %.6f  logloss %.6f%s  (%ld labelled rows)\n", result->auc, result->logloss,
-                MoreMetrics(*result).c_str(), static_cast<long>(result->labelled));
+  if (result->tasks.empty()) {
+    PrintMetrics("", *result);
   } else {
-    std::printf("no labels: auc and logloss not computed\n");
+    for (const auto& task : result->tasks) PrintMetrics(absl::StrCat("task ", task.task, ": "), task);
   }
   if (skipped > 0) std::printf("%ld malformed rows skipped on rank 0\n", static_cast<long>(skipped));
   return absl::OkStatus();
@@ -218,6 +251,7 @@ int main(int argc, char** argv) {
   lemrt::runtime::MpiSession mpi(&argc, &argv, lemrt::runtime::MpiThreads::kSerialized);
   gflags::SetUsageMessage(
       "mpirun -np N lemrt_predict --config=FILE --checkpoint=DIR --data=FILES --out=FILE.csv|.npy");
+  lemrt::tools::HandleHelpFlag(argc, argv, __FILE__);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

@@ -43,6 +43,7 @@
 #include "runtime/threads/thread_plan.h"
 #include "runtime/observability/trace_buffer.h"
 #include "runtime/trainer.h"
+#include "tools/tool_help.h"
 
 DEFINE_string(config, "", "Run config in protobuf text format (required).");
 DEFINE_string(override, "",
@@ -443,6 +444,7 @@ int main(int argc, char** argv) {
   // own communicator: MPI_THREAD_MULTIPLE, without which it runs unpipelined.
   lemrt::runtime::MpiSession mpi(&argc, &argv, lemrt::runtime::MpiThreads::kMultiple);
   gflags::SetUsageMessage("mpirun -np N lemrt_train --config=FILE [--override=TEXT]");
+  lemrt::tools::HandleHelpFlag(argc, argv, __FILE__);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

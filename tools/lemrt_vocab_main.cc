@@ -48,6 +48,7 @@
 #include "proto/config_loader.h"
 #include "proto/criteo_preset.h"
 #include "runtime/comm/mpi_session.h"
+#include "tools/tool_help.h"
 
 DEFINE_string(config, "", "Run config whose training files and schema are counted (required).");
 DEFINE_string(override, "", "Text proto merged into the config (as lemrt_train's).");
@@ -393,6 +394,7 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
 int main(int argc, char** argv) {
   lemrt::runtime::MpiSession mpi(&argc, &argv, lemrt::runtime::MpiThreads::kFunneled);
   gflags::SetUsageMessage("mpirun -np N lemrt_vocab --config=FILE --out_dir=DIR [--min_frequency=K]");
+  lemrt::tools::HandleHelpFlag(argc, argv, __FILE__);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

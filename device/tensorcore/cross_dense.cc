@@ -45,7 +45,8 @@ CrossNetworkShape CrossShape(const DenseModelSpec& spec) {
 
 int64_t CrossDense::NumParams(const DenseModelSpec& spec) {
   int64_t n = Mlp::NumParams(BottomShape(spec.shape).widths) +
-              Mlp::NumParams(TopShape(spec.shape).widths);
+              TaskHeads::NumParams(TopShape(spec.shape).widths,
+                                   static_cast<int>(spec.shape.task_weights.size()));
   if (spec.interaction == Interaction::kDcnV2) n += CrossNetwork::NumParams(CrossShape(spec));
   return n;
 }
@@ -71,7 +72,8 @@ CrossDense::CrossDense(const DenseModelSpec& spec, int64_t max_batch, ThreadTeam
       concat_width_(spec.shape.bottom.back() + embedding_width_),
       bottom_(WithPrecision(BottomShape(spec.shape, spec.dropout.bottom), spec.precision),
               max_batch, team),
-      top_(WithPrecision(TopShape(spec.shape, spec.dropout.top), spec.precision), max_batch, team),
+      heads_(WithPrecision(TopShape(spec.shape, spec.dropout.top), spec.precision),
+             spec.shape.task_weights, max_batch, team),
       team_(team) {
   cross_offset_ = bottom_.num_params();
   top_offset_ = cross_offset_;
@@ -79,14 +81,13 @@ CrossDense::CrossDense(const DenseModelSpec& spec, int64_t max_batch, ThreadTeam
     cross_.emplace(CrossShape(spec), max_batch, team);
     top_offset_ += cross_->num_params();
   }
-  params_.assign(static_cast<size_t>(top_offset_ + top_.num_params()), 0.0f);
+  params_.assign(static_cast<size_t>(top_offset_ + heads_.num_params()), 0.0f);
   grads_.assign(params_.size(), 0.0f);
   const size_t rows = static_cast<size_t>(max_batch);
   x0_.resize(rows * concat_width_);
   dx_.resize(x0_.size());
   if (cross_.has_value()) dx0_.resize(x0_.size());
   d_bottom_.resize(rows * spec.shape.bottom.back());
-  d_logits_.resize(rows);
 }
 
 void CrossDense::InitParams(uint64_t seed) {
@@ -112,7 +113,9 @@ void CrossDense::InitParams(uint64_t seed) {
       }
     }
   }
-  fill_mlp(top_, top_offset_);
+  for (int t = 0; t < heads_.num_tasks(); ++t) {
+    fill_mlp(heads_.head(t), top_offset_ + t * heads_.head_params());
+  }
 }
 
 void CrossDense::Forward(int64_t batch, const float* dense, const float* emb,
@@ -134,19 +137,18 @@ void CrossDense::Forward(int64_t batch, const float* dense, const float* emb,
     cross_->Forward(Part(cross_offset_, cross_->num_params()), batch, x0_.data());
     top_in = cross_->output();
   }
-  top_.Forward(Part(top_offset_, top_.num_params()), batch, top_in, nullptr, dropout);
+  heads_.Forward(Part(top_offset_, heads_.num_params()), batch, top_in, dropout);
 }
 
 double CrossDense::ForwardBackward(int64_t batch, const float* dense, const float* emb,
                                    const float* labels, float loss_scale, float* d_emb) {
   const ThreadTeam::Hold hold(team_);  // workers stay awake for the step
   Forward(batch, dense, emb, &dropout_key_);
-  const double loss = LogisticLossAndGradient(batch, top_.output(), labels, loss_scale,
-                                                d_logits_.data());
+  const double loss = heads_.LossAndGradient(batch, labels, loss_scale);
   std::span<float> grads(grads_);
   const float* top_in = cross_.has_value() ? cross_->output() : x0_.data();
-  top_.Backward(Part(top_offset_, top_.num_params()), batch, top_in, d_logits_.data(),
-                grads.subspan(top_offset_, top_.num_params()), dx_.data());
+  heads_.Backward(Part(top_offset_, heads_.num_params()), batch, top_in,
+                  grads.subspan(top_offset_, heads_.num_params()), dx_.data());
   const float* dx0 = dx_.data();
   if (cross_.has_value()) {
     cross_->Backward(Part(cross_offset_, cross_->num_params()), batch, x0_.data(), dx_.data(),
@@ -169,8 +171,7 @@ double CrossDense::ForwardBackward(int64_t batch, const float* dense, const floa
 void CrossDense::Predict(int64_t batch, const float* dense, const float* emb, float* probs) {
   const ThreadTeam::Hold hold(team_);  // workers stay awake for the step
   Forward(batch, dense, emb, /*dropout=*/nullptr);
-  const float* logits = top_.output();
-  for (int64_t i = 0; i < batch; ++i) probs[i] = static_cast<float>(Sigmoid(logits[i]));
+  heads_.Probabilities(batch, probs);
 }
 
 }  // namespace lemrt::device

@@ -5,13 +5,15 @@
 //   x_0 = [z_0, emb_1, ..., emb_F]             width W = d + sum(feature_dims)
 //   x   = CrossNetwork(x_0)   (dcn_v2)         cross_network.h
 //       = x_0                 (concat)
-//   logit = top MLP(x)                         ReLU after every layer but the last
-//   loss  = loss_scale * sum_i BCE(sigmoid(logit_i), label_i)
+//   logit_t = top MLP_t(x)                     ReLU after every layer but the last;
+//                                              one top MLP per task (task_heads.h)
+//   loss  = loss_scale * sum_t w_t sum_i BCE(sigmoid(logit_ti), label_ti)
+//           over the present labels
 //
 // The embeddings enter at their own widths (no projections). Parameter
 // layout of params() / grads() (floats, packed, no padding):
 //
-//   | bottom MLP | cross layers (dcn_v2 only) | top MLP |
+//   | bottom MLP | cross layers (dcn_v2 only) | top MLP task 0 | task 1 ... |
 //
 // each MLP as in mlp.h (widths [num_dense, bottom...] and [W, top...]), the
 // cross layers as in cross_network.h. Initialisation (a pure function of seed
@@ -34,6 +36,7 @@
 #include "device/tensorcore/cross_network.h"
 #include "device/tensorcore/dense_model.h"
 #include "device/tensorcore/mlp.h"
+#include "device/tensorcore/task_heads.h"
 #include "device/tensorcore/thread_team.h"
 
 namespace lemrt::device {
@@ -57,6 +60,7 @@ class CrossDense : public DenseModel {
   int embedding_width() const override { return embedding_width_; }
   int num_dense() const override { return spec_.shape.num_dense; }
   int64_t max_batch() const override { return max_batch_; }
+  int num_tasks() const override { return heads_.num_tasks(); }
   // W = d + embedding_width: the width of x_0 and of the top MLP's input.
   int concat_width() const { return concat_width_; }
   // Offsets of the parts of the layout, in floats.
@@ -76,7 +80,7 @@ class CrossDense : public DenseModel {
  private:
   CrossDense(const DenseModelSpec& spec, int64_t max_batch, ThreadTeam* team);
   void InitParams(uint64_t seed);
-  // Runs the model up to the logits (top_.output()); with `dropout`
+  // Runs the model up to the logits (the heads' outputs); with `dropout`
   // (training) the MLPs drop by its masks.
   void Forward(int64_t batch, const float* dense, const float* emb, const DropoutKey* dropout);
   std::span<const float> Part(int64_t offset, int64_t count) const {
@@ -89,7 +93,7 @@ class CrossDense : public DenseModel {
   int concat_width_ = 0;
   Mlp bottom_;
   std::optional<CrossNetwork> cross_;  // dcn_v2 only
-  Mlp top_;
+  TaskHeads heads_;
   DropoutKey dropout_key_;
   ThreadTeam* team_;
   int64_t cross_offset_ = 0;
@@ -102,7 +106,6 @@ class CrossDense : public DenseModel {
   std::vector<float> dx_;        // dLoss/d (top input) [batch x W]
   std::vector<float> dx0_;       // dLoss/d x_0 (dcn_v2) [batch x W]
   std::vector<float> d_bottom_;  // dLoss/d z_0 [batch x d]
-  std::vector<float> d_logits_;  // [batch]
 };
 
 }  // namespace lemrt::device

@@ -1,5 +1,6 @@
 #include "device/tensorcore/dense_model.h"
 
+#include <cmath>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -9,6 +10,7 @@
 #include "device/tensorcore/dlrm_dense.h"
 #include "device/tensorcore/interaction.h"
 #include "device/tensorcore/mlp.h"
+#include "device/tensorcore/task_heads.h"
 #include "proto/config_loader.h"
 
 namespace lemrt::device {
@@ -54,6 +56,16 @@ absl::Status ValidateDenseModelSpec(const DenseModelSpec& spec) {
           shape.feature_dims[f]));
     }
   }
+  if (shape.task_weights.empty()) {
+    return absl::InvalidArgumentError("DlrmShape.task_weights is empty; a model has >= 1 task.");
+  }
+  for (size_t t = 0; t < shape.task_weights.size(); ++t) {
+    const float w = shape.task_weights[t];
+    if (!(std::isfinite(w) && w >= 0)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "DlrmShape.task_weights[%d] is %g; a loss weight must be finite and >= 0.", t, w));
+    }
+  }
   for (float p : {spec.dropout.bottom, spec.dropout.top}) {
     if (!(p >= 0.0f && p < 1.0f)) {
       return absl::InvalidArgumentError(
@@ -88,6 +100,10 @@ DenseModelSpec DenseModelSpecFromConfig(const config::RunConfig& config) {
   }
   spec.dropout = {.bottom = m.bottom_mlp_dropout(), .top = m.top_mlp_dropout()};
   spec.precision = config::IsBf16(m.dense_dtype()) ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
+  if (m.tasks_size() > 0) {
+    spec.shape.task_weights.clear();
+    for (const auto& task : m.tasks()) spec.shape.task_weights.push_back(task.loss_weight());
+  }
   return spec;
 }
 
@@ -138,7 +154,7 @@ absl::StatusOr<int64_t> CountDenseParams(const DenseModelSpec& spec) {
   const DotInteraction dot(static_cast<int>(shape.feature_dims.size()) + 1, d);
   std::vector<int> top = {dot.output_width()};
   top.insert(top.end(), shape.top.begin(), shape.top.end());
-  return n + Mlp::NumParams(top);
+  return n + TaskHeads::NumParams(top, static_cast<int>(shape.task_weights.size()));
 }
 
 }  // namespace lemrt::device

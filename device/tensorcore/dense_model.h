@@ -10,7 +10,8 @@
 //   concat  embeddings], DCN-v2 cross layers (dcn_v2) or nothing (concat),
 //           top MLP.
 //
-// All end in a binary cross-entropy loss on the logit. Thread-compatible: a
+// All end in one head per task (task_heads.h: a top MLP and a binary
+// cross-entropy loss on its logit; one task unless config model.tasks). Thread-compatible: a
 // const method may run concurrently with other const methods, anything else
 // needs external synchronisation.
 #ifndef LEMRT_DEVICE_TENSORCORE_DENSE_MODEL_H_
@@ -41,6 +42,10 @@ struct DlrmShape {
   std::vector<int> top;
   // Embedding width of each sparse feature f; F >= 1 entries, all > 0.
   std::vector<int> feature_dims;
+  // One head (a top MLP of the `top` widths) per task, with this loss
+  // weight each (>= 1 entries, finite, >= 0; task_heads.h). {1}: the
+  // single-task model.
+  std::vector<float> task_weights = {1.0f};
 };
 
 enum class Interaction { kDot, kDcnV2, kConcat };
@@ -76,6 +81,8 @@ class DenseModel {
   virtual int embedding_width() const = 0;
   virtual int num_dense() const = 0;
   virtual int64_t max_batch() const = 0;
+  // T: heads, labels per sample and probabilities per sample.
+  virtual int num_tasks() const = 0;
 
   // All parameters in the implementation's documented layout. Callers
   // (optimizer, allreduce, checkpoint) may read and write them between steps.
@@ -90,12 +97,14 @@ class DenseModel {
   //   dense  [batch x num_dense];
   //   emb    [batch x embedding_width], feature f in columns
   //          [offset_f, offset_f + feature_dims[f]), offset_f = sum_{g<f} dims;
-  //   labels [batch], each 0 or 1.
-  // The loss is loss_scale * sum_i BCE(sigmoid(logit_i), label_i); the
-  // trainer passes 1 / global_batch so gradients summed over ranks are the
-  // global mean. Overwrites grads() with dLoss/d params and d_emb
-  // [batch x embedding_width] (same column layout as emb) with dLoss/d emb.
-  // Returns the unscaled sum of the per-sample BCE losses.
+  //   labels [batch x num_tasks], row-major, each in [0, 1] or NaN (the
+  //          row has no label for that task: the task is masked there).
+  // The loss is loss_scale * sum_t w_t sum_{i: label_ti present}
+  // BCE(sigmoid(logit_ti), label_ti) (w_t = task_weights[t]; one task: w = 1
+  // and the plain sum); the trainer passes 1 / global_batch so gradients
+  // summed over ranks are the global mean. Overwrites grads() with dLoss/d
+  // params and d_emb [batch x embedding_width] (same column layout as emb)
+  // with dLoss/d emb. Returns the loss without loss_scale.
   virtual double ForwardBackward(int64_t batch, const float* dense, const float* emb,
                                  const float* labels, float loss_scale, float* d_emb) = 0;
 
@@ -104,8 +113,9 @@ class DenseModel {
   // 0. Until set the key is {0, 0, 0}. Without dropout it has no effect.
   virtual void set_dropout_key(const DropoutKey& key) = 0;
 
-  // Forward only: probs [batch] = sigmoid(logit) for the same inputs as
-  // ForwardBackward, never with dropout. Leaves params() and grads() untouched.
+  // Forward only: probs [batch x num_tasks] row-major = sigmoid(logit_ti)
+  // for the same inputs as ForwardBackward, never with dropout. Leaves
+  // params() and grads() untouched.
   virtual void Predict(int64_t batch, const float* dense, const float* emb, float* probs) = 0;
 };
 

@@ -58,7 +58,8 @@ DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dro
       bottom_(WithPrecision(BottomShape(shape, dropout.bottom), precision), max_batch, team),
       interaction_(static_cast<int>(shape.feature_dims.size()) + 1,
                    shape.bottom.back()),
-      top_(WithPrecision(TopShape(shape, dropout.top), precision), max_batch, team) {
+      heads_(WithPrecision(TopShape(shape, dropout.top), precision), shape.task_weights, max_batch,
+             team) {
   const int d = interaction_dim();
   int64_t offset = bottom_.num_params();
   for (int dim : shape.feature_dims) {
@@ -71,7 +72,7 @@ DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dro
     embedding_width_ += dim;
   }
   top_offset_ = offset;
-  params_.assign(static_cast<size_t>(top_offset_ + top_.num_params()), 0.0f);
+  params_.assign(static_cast<size_t>(top_offset_ + heads_.num_params()), 0.0f);
   grads_.assign(params_.size(), 0.0f);
   // Vector 0 (the bottom MLP's output) has rows of d floats; a projected
   // feature's rows are in z_ / dz_, an unprojected one's in emb / d_emb.
@@ -93,7 +94,6 @@ DlrmDense::DlrmDense(const DlrmShape& shape, int64_t max_batch, DropoutRates dro
   x_.resize(rows * interaction_.output_width());
   dx_.resize(x_.size());
   d_bottom_.resize(rows * d);
-  d_logits_.resize(rows);
 }
 
 void DlrmDense::InitParams(uint64_t seed) {
@@ -113,7 +113,9 @@ void DlrmDense::InitParams(uint64_t seed) {
     XavierFill(params_, f.proj_offset, static_cast<int64_t>(f.dim) * d, f.dim,
                d, seed);
   }
-  fill_mlp(top_, top_offset_);
+  for (int t = 0; t < heads_.num_tasks(); ++t) {
+    fill_mlp(heads_.head(t), top_offset_ + t * heads_.head_params());
+  }
 }
 
 std::span<const float> DlrmDense::bottom_params() const {
@@ -122,8 +124,7 @@ std::span<const float> DlrmDense::bottom_params() const {
 }
 
 std::span<const float> DlrmDense::top_params() const {
-  return std::span<const float>(params_).subspan(top_offset_,
-                                                 top_.num_params());
+  return std::span<const float>(params_).subspan(top_offset_, heads_.num_params());
 }
 
 void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
@@ -154,7 +155,7 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
   ParallelRanges(team_, batch, kSamplesPerTask, [&](int64_t begin, int64_t end) {
     interaction_.Forward(begin, end, z, x_.data());
   });
-  top_.Forward(top_params(), batch, x_.data(), nullptr, dropout);
+  heads_.Forward(top_params(), batch, x_.data(), dropout);
 }
 
 void DlrmDense::BackwardInteraction(int64_t batch, const float* emb, float* d_emb) {
@@ -201,11 +202,10 @@ double DlrmDense::ForwardBackward(int64_t batch, const float* dense,
                                   float loss_scale, float* d_emb) {
   const ThreadTeam::Hold hold(team_);  // workers stay awake for the step
   Forward(batch, dense, emb, &dropout_key_);
-  const double loss = LogisticLossAndGradient(batch, top_.output(), labels, loss_scale,
-                                                d_logits_.data());
+  const double loss = heads_.LossAndGradient(batch, labels, loss_scale);
   std::span<float> grads(grads_);
-  top_.Backward(top_params(), batch, x_.data(), d_logits_.data(),
-                grads.subspan(top_offset_, top_.num_params()), dx_.data());
+  heads_.Backward(top_params(), batch, x_.data(), grads.subspan(top_offset_, heads_.num_params()),
+                  dx_.data());
   BackwardInteraction(batch, emb, d_emb);
   bottom_.Backward(bottom_params(), batch, dense, d_bottom_.data(),
                    grads.subspan(bottom_offset_, bottom_.num_params()),
@@ -217,10 +217,7 @@ void DlrmDense::Predict(int64_t batch, const float* dense, const float* emb,
                         float* probs) {
   const ThreadTeam::Hold hold(team_);  // workers stay awake for the step
   Forward(batch, dense, emb, /*dropout=*/nullptr);
-  const float* logits = top_.output();
-  for (int64_t i = 0; i < batch; ++i) {
-    probs[i] = static_cast<float>(Sigmoid(logits[i]));
-  }
+  heads_.Probabilities(batch, probs);
 }
 
 }  // namespace lemrt::device

@@ -22,6 +22,7 @@
 #include "device/tensorcore/gemm.h"
 #include "device/tensorcore/interaction.h"
 #include "device/tensorcore/mlp.h"
+#include "device/tensorcore/task_heads.h"
 #include "device/tensorcore/thread_team.h"
 
 namespace lemrt::device {
@@ -29,12 +30,14 @@ namespace lemrt::device {
 // Model: z_0 = bottom MLP(dense) with a ReLU after every layer (DLRM);
 // z_f = emb_f * P_f for features with feature_dims[f] != d (P_f learned,
 // [dim_f x d], no bias), z_f = emb_f otherwise; x = DotInteraction(z_0..z_F)
-// of width d + (F+1)F/2; logit = top MLP(x) with a ReLU after every layer but
-// the last; loss = loss_scale * sum_i BCE(sigmoid(logit_i), label_i).
+// of width d + (F+1)F/2; logit_t = top MLP_t(x) with a ReLU after every
+// layer but the last, one per task (task_heads.h); loss = loss_scale *
+// sum_t w_t sum_i BCE(sigmoid(logit_ti), label_ti) over present labels.
 //
 // Parameter layout of params() / grads() (floats, packed, no padding):
 //
-//   | bottom MLP | P_f for each projected f, in increasing f | top MLP |
+//   | bottom MLP | P_f for each projected f, in increasing f | top MLP task 0 |
+//   | top MLP task 1 | ... |      (one top MLP unless several tasks)
 //
 // where each MLP is, layer by layer (y = x * W_l + b_l; see mlp.h),
 //
@@ -74,6 +77,7 @@ class DlrmDense : public DenseModel {
   // Sum of feature_dims: the width of one sample's embedding row.
   int embedding_width() const override { return embedding_width_; }
   int num_dense() const override { return shape_.num_dense; }
+  int num_tasks() const override { return heads_.num_tasks(); }
   // d = bottom.back().
   int interaction_dim() const { return shape_.bottom.back(); }
 
@@ -90,18 +94,18 @@ class DlrmDense : public DenseModel {
   //   dense  [batch x num_dense];
   //   emb    [batch x embedding_width], feature f in columns
   //          [offset_f, offset_f + feature_dims[f]), offset_f = sum_{g<f} dims;
-  //   labels [batch], each 0 or 1.
-  // The loss is loss_scale * sum_i BCE(sigmoid(logit_i), label_i); the
-  // trainer passes 1 / global_batch so gradients summed over ranks are the
-  // global mean. Overwrites grads() with dLoss/d params and d_emb
+  //   labels [batch x num_tasks], each in [0, 1] or NaN (masked).
+  // The loss is DenseModel::ForwardBackward's; the trainer passes
+  // 1 / global_batch so gradients summed over ranks are the global mean.
+  // Overwrites grads() with dLoss/d params and d_emb
   // [batch x embedding_width] (same column layout as emb) with dLoss/d emb.
-  // Returns the unscaled sum of the per-sample BCE losses. Allocates no
+  // Returns the loss without loss_scale. Allocates no
   // buffers of its own (the GEMM backend may still take its packing
   // workspace from the heap).
   double ForwardBackward(int64_t batch, const float* dense, const float* emb,
                          const float* labels, float loss_scale, float* d_emb) override;
 
-  // Forward only: probs [batch] = sigmoid(logit) for the same inputs as
+  // Forward only: probs [batch x num_tasks] = sigmoid(logit) for the same inputs as
   // ForwardBackward (0 <= batch <= max_batch). Leaves params() and grads()
   // untouched. Allocates like ForwardBackward.
   void Predict(int64_t batch, const float* dense, const float* emb,
@@ -119,7 +123,7 @@ class DlrmDense : public DenseModel {
             GemmPrecision precision);
 
   void InitParams(uint64_t seed);
-  // Runs the model up to the logits (top_.output()); keeps what backward needs.
+  // Runs the model up to the logits (the heads' outputs); keeps what backward needs.
   // With `dropout` (training), the MLPs drop by its masks.
   void Forward(int64_t batch, const float* dense, const float* emb, const DropoutKey* dropout);
   // Gradients of the interaction input from dx_: of the embeddings (through
@@ -141,7 +145,7 @@ class DlrmDense : public DenseModel {
   std::vector<Feature> features_;
   Mlp bottom_;
   DotInteraction interaction_;
-  Mlp top_;
+  TaskHeads heads_;
   DropoutKey dropout_key_;
   int64_t bottom_offset_ = 0;  // Offsets of the MLPs in params_.
   int64_t top_offset_ = 0;
@@ -165,7 +169,6 @@ class DlrmDense : public DenseModel {
   std::vector<float> x_;         // Interaction output / top input.
   std::vector<float> dx_;        // Its gradient.
   std::vector<float> d_bottom_;  // dLoss/d z_0 [batch x d].
-  std::vector<float> d_logits_;  // [batch].
 };
 
 }  // namespace lemrt::device

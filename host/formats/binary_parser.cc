@@ -24,7 +24,7 @@ config::SparseInput::ValueType ProtoType(ValueType type) {
 
 config::InputSchema StoredColumns(const Schema& schema) {
   config::InputSchema out;
-  out.mutable_label()->set_name(schema.label_key);
+  out.mutable_label()->set_name(schema.labels[0].key);
   for (const DenseColumn& d : schema.dense) {
     if (d.absent) continue;
     config::DenseInput* in = out.add_dense();
@@ -104,7 +104,7 @@ absl::Status BinaryParser::Parse(std::string_view record, ParsedSample* out) {
         "the record has %d bytes, fewer than its label and %d dense inputs", record.size(),
         stored_dense_));
   }
-  std::memcpy(&out->label, p, 4);
+  std::memcpy(&out->labels[0], p, 4);
   for (size_t k = 0; k < schema.dense.size(); ++k) {
     const int from = dense_from_[k];
     out->dense[k] = schema.dense[k].default_value;

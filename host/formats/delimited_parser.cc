@@ -107,13 +107,18 @@ absl::StatusOr<std::unique_ptr<DelimitedParser>> DelimitedParser::Create(
     }
     return absl::OkStatus();
   };
-  absl::Status st = resolve(schema->label_column, schema->label_key, "the label",
-                            &p->label_column_);
-  if (!st.ok() && schema->labels_optional) {
-    p->label_column_ = -1;  // no label column: every row is unlabelled
-    st = absl::OkStatus();
+  absl::Status st;
+  for (int t = 0; t < schema->num_tasks(); ++t) {
+    const LabelColumn& label = schema->labels[t];
+    int column = -1;
+    st = resolve(label.column, label.key, LabelName(*schema, t).c_str(), &column);
+    if (!st.ok() && label.optional) {
+      column = -1;  // no label column: every row is unlabelled
+      st = absl::OkStatus();
+    }
+    if (!st.ok()) return st;
+    p->label_columns_.push_back(column);
   }
-  if (!st.ok()) return st;
   for (const DenseColumn& d : schema->dense) {
     int column = -1;
     if (!d.absent) {
@@ -142,22 +147,24 @@ std::string_view DelimitedParser::Field(int column) const {
   return column < static_cast<int>(fields_.size()) ? fields_[column] : std::string_view();
 }
 
-absl::Status DelimitedParser::ParseLabel(ParsedSample* out) const {
+absl::Status DelimitedParser::ParseLabel(int t, ParsedSample* out) const {
   const Schema& schema = *schema_;
-  const std::string_view label = label_column_ < 0 ? std::string_view() : Field(label_column_);
-  if (label.empty() && schema.labels_optional) {
-    out->label = std::numeric_limits<float>::quiet_NaN();
+  const int column = label_columns_[t];
+  const std::string_view label = column < 0 ? std::string_view() : Field(column);
+  float& value = out->labels[t];
+  if (label.empty() && schema.labels[t].optional) {
+    value = std::numeric_limits<float>::quiet_NaN();
   } else if (schema.binary_label) {
     if (label != "0" && label != "1") {
-      return BadField(label_column_, label, "a label (0 or 1)", "the label");
+      return BadField(column, label, "a label (0 or 1)", LabelName(schema, t));
     }
-    out->label = label[0] == '1' ? 1.0f : 0.0f;
+    value = label[0] == '1' ? 1.0f : 0.0f;
   } else {
-    double value = 0;
-    if (!ParseDouble(label, &value)) {
-      return BadField(label_column_, label, "a label (a number in [0, 1])", "the label");
+    double number = 0;
+    if (!ParseDouble(label, &number)) {
+      return BadField(column, label, "a label (a number in [0, 1])", LabelName(schema, t));
     }
-    out->label = static_cast<float>(value);
+    value = static_cast<float>(number);
   }
   return absl::OkStatus();
 }
@@ -228,7 +235,9 @@ absl::Status DelimitedParser::Parse(std::string_view line, ParsedSample* out) {
     return absl::InvalidArgumentError(
         absl::StrFormat("the line has more than %d fields", max_fields_));
   }
-  if (absl::Status st = ParseLabel(out); !st.ok()) return st;
+  for (int t = 0; t < schema_->num_tasks(); ++t) {
+    if (absl::Status st = ParseLabel(t, out); !st.ok()) return st;
+  }
   if (absl::Status st = ParseDense(out); !st.ok()) return st;
   for (size_t c = 0; c < schema_->sparse.size(); ++c) {
     if (absl::Status st = ParseSparse(c, out); !st.ok()) return st;

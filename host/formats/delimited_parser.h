@@ -3,7 +3,7 @@
 // delimiter, a line with fewer fields than the schema reads is padded with
 // empty (missing) fields, and one with more fields than the header (or the
 // CRITEO preset's 40) is malformed. Empty fields: the label is missing (a
-// bad row), a dense input takes its default_value, a sparse input has no
+// bad row, or NaN where the label is optional), a dense input takes its default_value, a sparse input has no
 // value. A sparse field with a separator holds a list; empty items are
 // skipped. Thread-compatible.
 #ifndef LEMRT_HOST_FORMATS_DELIMITED_PARSER_H_
@@ -37,14 +37,14 @@ class DelimitedParser : public RecordParser {
   DelimitedParser(std::shared_ptr<const Schema> schema, char delimiter);
   std::string_view Field(int column) const;
   // The parts of Parse, on the line's fields_.
-  absl::Status ParseLabel(ParsedSample* out) const;
+  absl::Status ParseLabel(int task, ParsedSample* out) const;
   absl::Status ParseDense(ParsedSample* out) const;
   absl::Status ParseSparse(size_t column, ParsedSample* out) const;
 
   std::shared_ptr<const Schema> schema_;
   const char delimiter_;
   int max_fields_ = 0;  // 0 = any number
-  int label_column_ = 0;
+  std::vector<int> label_columns_;  // per task; -1: absent (optional labels)
   std::vector<int> dense_columns_;   // -1: absent
   std::vector<int> sparse_columns_;
   std::vector<int> weight_columns_;  // -1: no weights

@@ -46,18 +46,22 @@ absl::Status ExampleParser::Parse(std::string_view record, ParsedSample* out) {
     return absl::InvalidArgumentError("the record is not a serialized tf.train.Example");
   }
   const auto& features = example_.features().feature();
-  const auto label = features.find(schema.label_key);
   double value = 0;
   absl::StatusOr<bool> has = false;
-  if (label != features.end()) {
-    has = OneNumber(label->second, schema.label_key, "the label", &value);
-    if (!has.ok()) return has.status();
+  for (int t = 0; t < schema.num_tasks(); ++t) {
+    const LabelColumn& column = schema.labels[t];
+    const auto label = features.find(column.key);
+    has = false;
+    if (label != features.end()) {
+      has = OneNumber(label->second, column.key, LabelName(schema, t), &value);
+      if (!has.ok()) return has.status();
+    }
+    if (!*has && !column.optional) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "the example has no value for feature key '%s' (%s)", column.key, LabelName(schema, t)));
+    }
+    out->labels[t] = *has ? static_cast<float>(value) : std::numeric_limits<float>::quiet_NaN();
   }
-  if (!*has && !schema.labels_optional) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "the example has no value for feature key '%s' (the label)", schema.label_key));
-  }
-  out->label = *has ? static_cast<float>(value) : std::numeric_limits<float>::quiet_NaN();
   for (size_t k = 0; k < schema.dense.size(); ++k) {
     const DenseColumn& d = schema.dense[k];
     double x = d.default_value;

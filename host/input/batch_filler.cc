@@ -23,17 +23,21 @@ BatchFiller::BatchFiller(std::shared_ptr<const Schema> schema)
     : schema_(std::move(schema)), counts_(schema_->features.size()) {}
 
 void BatchFiller::Start(int64_t samples, Batch* batch) const {
-  batch->Resize(samples, schema_->model_dense,
-                static_cast<int>(schema_->features.size()));
+  batch->Resize(samples, schema_->model_dense, static_cast<int>(schema_->features.size()),
+                schema_->num_tasks());
   batch->teacher_prob.clear();
   batch->mask.assign(samples, 0.0f);
 }
 
 absl::Status BatchFiller::Check(const ParsedSample& sample) const {
-  const bool unlabelled = std::isnan(sample.label) && schema_->labels_optional;
-  if (!unlabelled && !(sample.label >= 0 && sample.label <= 1)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "label '%s' is %g; labels must be numbers in [0, 1]", schema_->label_key, sample.label));
+  for (int t = 0; t < schema_->num_tasks(); ++t) {
+    const float label = sample.labels[t];
+    const bool unlabelled = std::isnan(label) && schema_->labels[t].optional;
+    if (!unlabelled && !(label >= 0 && label <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("label '%s' is %g; labels must be numbers in [0, 1]",
+                          schema_->labels[t].key, label));
+    }
   }
   for (size_t k = 0; k < schema_->dense.size(); ++k) {
     if (!std::isfinite(sample.dense[k])) {
@@ -101,7 +105,8 @@ absl::Status BatchFiller::Append(const ParsedSample& sample, int64_t row, Batch*
                                  bool count) {
   DCHECK_LT(row, batch->num_samples);
   if (absl::Status st = Check(sample); !st.ok()) return st;
-  batch->labels[row] = sample.label;
+  std::copy(sample.labels.begin(), sample.labels.end(),
+            batch->labels.begin() + row * batch->num_tasks);
   float* dense = batch->dense.data() + row * batch->num_dense;
   int indicator = static_cast<int>(schema_->dense.size());
   for (size_t k = 0; k < schema_->dense.size(); ++k) {
@@ -154,7 +159,7 @@ absl::Status BatchFiller::Append(const ParsedSample& sample, int64_t row, Batch*
 }
 
 void BatchFiller::AppendEmpty(int64_t row, Batch* batch) const {
-  batch->labels[row] = 0;
+  std::fill_n(batch->labels.begin() + row * batch->num_tasks, batch->num_tasks, 0.0f);
   std::fill_n(batch->dense.begin() + row * batch->num_dense, batch->num_dense, 0.0f);
   batch->mask[row] = 0.0f;
   for (int f = 0; f < batch->num_features(); ++f) {

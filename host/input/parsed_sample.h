@@ -1,4 +1,4 @@
-// One input row as a reader parsed it, before feature mapping: the label,
+// One input row as a reader parsed it, before feature mapping: the labels,
 // the dense inputs (transformed) and, per sparse input column of the schema
 // (host/input/schema.h), its value keys and weights. Readers refill one object per
 // row, so the steady state does not allocate. Thread-compatible plain data.
@@ -14,7 +14,9 @@
 namespace lemrt::host {
 
 struct ParsedSample {
-  float label = 0;
+  // [schema.num_tasks()]: one label per task; NaN where an optional label
+  // is missing.
+  std::vector<float> labels;
   std::vector<float> dense;  // [schema.dense.size()]
   // [schema.dense.size()]: 1 where the dense field was missing (dense holds
   // its default_value, transformed); binary files cannot tell and leave 0.
@@ -30,7 +32,7 @@ struct ParsedSample {
 
   // Sizes the arrays for `schema` and clears the lists (keeps capacity).
   void Reset(const Schema& schema) {
-    label = 0;
+    labels.assign(schema.labels.size(), 0.0f);
     dense.resize(schema.dense.size());
     dense_missing.assign(schema.dense.size(), 0);
     values.resize(schema.sparse.size());

@@ -27,8 +27,7 @@ ValueType TypeOf(SparseInput::ValueType type) {
 absl::Status ResolveCriteo(const config::RunConfig& config, Schema* s) {
   s->criteo = true;
   s->binary_label = true;
-  s->label_key = "label";
-  s->label_column = 0;
+  s->labels = {LabelColumn{.key = "label", .column = 0}};
   s->max_text_columns = 1 + kCriteoIntegers + kCriteoCategories;
   for (int k = 0; k < config.model().num_dense_features(); ++k) {
     DenseColumn d;
@@ -62,18 +61,49 @@ absl::Status ResolveCriteo(const config::RunConfig& config, Schema* s) {
   return absl::OkStatus();
 }
 
+// The label of each task: data.schema.label for a single-task model, else
+// the data.schema.labels entry named like each of model.tasks, in task
+// order. `position(has, column, default)` places a text column.
+template <typename Position>
+absl::Status ResolveLabels(const config::RunConfig& config, const InputSchema& p,
+                           const Position& position, Schema* s) {
+  const auto label_column = [&](const config::LabelInput& in, int t) {
+    return LabelColumn{.key = in.name(),
+                       .column = position(in.has_column(), in.column(), t),
+                       .optional = !in.required()};
+  };
+  if (config.model().tasks_size() == 0) {
+    s->labels = {label_column(p.label(), 0)};
+    return absl::OkStatus();
+  }
+  s->labels.clear();
+  for (int t = 0; t < config.model().tasks_size(); ++t) {
+    const std::string& name = config.model().tasks(t).name();
+    const config::LabelInput* found = nullptr;
+    for (const config::LabelInput& in : p.labels()) {
+      if (in.name() == name) found = &in;
+    }
+    if (found == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task '", name, "' has no data.schema.labels entry of that name."));
+    }
+    s->labels.push_back(label_column(*found, t));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ResolveColumns(const config::RunConfig& config, const InputSchema& p, Schema* s) {
   const bool by_name = config.data().has_text() && config.data().text().header();
   auto position = [&](bool has, int column, int default_position) {
     return has ? column : (by_name ? -1 : default_position);
   };
-  s->label_key = p.label().name();
-  s->label_column = position(p.label().has_column(), p.label().column(), 0);
+  LEMRT_RETURN_IF_ERROR(ResolveLabels(config, p, position, s));
+  const int first = s->num_tasks();  // the default column of the first dense input
   for (int k = 0; k < p.dense_size(); ++k) {
     const config::DenseInput& in = p.dense(k);
     DenseColumn d;
     d.name = in.name();
-    d.column = position(in.has_column(), in.column(), 1 + k);
+    d.column = position(in.has_column(), in.column(), first + k);
     d.log1p = in.transform() == config::DenseInput::LOG1P;
     d.default_value = in.default_value();
     if (in.has_clip_min()) d.clip_min = in.clip_min();
@@ -93,7 +123,7 @@ absl::Status ResolveColumns(const config::RunConfig& config, const InputSchema& 
     const SparseInput& in = p.sparse(i);
     SparseColumn col;
     col.key = in.has_key() ? in.key() : in.feature();
-    col.column = position(in.has_column(), in.column(), 1 + p.dense_size() + i);
+    col.column = position(in.has_column(), in.column(), first + p.dense_size() + i);
     col.type = TypeOf(in.type());
     col.separator = in.separator().empty() ? 0 : in.separator()[0];
     col.weights_key = in.weights_key();
@@ -172,6 +202,11 @@ absl::Status ResolveFeatures(const config::RunConfig& config, const InputSchema&
 
 }  // namespace
 
+std::string LabelName(const Schema& schema, int t) {
+  return schema.num_tasks() == 1 ? std::string("the label")
+                                 : absl::StrCat("label '", schema.labels[t].key, "'");
+}
+
 float DenseColumn::ModelValue(float parsed) const {
   return static_cast<float>((Clip(parsed) - shift) * scale);
 }
@@ -191,7 +226,7 @@ absl::StatusOr<std::shared_ptr<const Schema>> ResolveSchema(const config::RunCon
     LEMRT_RETURN_IF_ERROR(ResolveColumns(config, p, schema.get()));
   }
   LEMRT_RETURN_IF_ERROR(ResolveFeatures(config, columns, schema.get()));
-  schema->labels_optional = !p.label().required();
+  if (schema->criteo) schema->labels[0].optional = !p.label().required();
   schema->check_id_range = config.sparse_core().enable_id_bound_check();
   schema->model_dense = static_cast<int>(schema->dense.size());
   for (const DenseColumn& d : schema->dense) schema->model_dense += d.missing_indicator ? 1 : 0;

@@ -75,14 +75,22 @@ struct FeatureInput {
   std::string table_name;
 };
 
+// One label (one task's: config model.tasks; a single-task model has one).
+struct LabelColumn {
+  std::string key = "label";  // header column name / TFRecord key
+  int column = -1;            // text; -1: by name in the header
+  // A row without this label is valid, the label NaN (scoring with
+  // lemrt_predict; a multi-task label with required: false; the task is
+  // then masked for that row).
+  bool optional = false;
+};
+
 struct Schema {
-  std::string label_key = "label";
-  int label_column = -1;  // text; -1: by name in the header
+  // One per task, in model.tasks order (>= 1 entries).
+  std::vector<LabelColumn> labels = {LabelColumn{}};
   // Only "0" and "1" are labels (CRITEO); otherwise any number in [0, 1].
   bool binary_label = false;
-  // A row without a label is valid, its label NaN (scoring with
-  // lemrt_predict; data.schema.label.required: false).
-  bool labels_optional = false;
+  int num_tasks() const { return static_cast<int>(labels.size()); }
   // One per dense input of the data; the model reads their ModelValue()s
   // followed by one 0/1 input per missing_indicator, in this order:
   // model_dense = model.num_dense_features entries in all.
@@ -106,12 +114,17 @@ struct Schema {
 
 // Resolves `config`'s data.schema (or the CRITEO preset of a criteo or
 // binary source) and loads the vocabularies. Text columns left unset with
-// no header get their positions: label 0, then the dense inputs, then the
-// sparse inputs in schema order. Errors: InvalidArgument naming the feature
+// no header get their positions: the labels first (0, or 0..T-1 in
+// model.tasks order), then the dense inputs, then the sparse inputs in
+// schema order. Errors: InvalidArgument naming the feature
 // for a CRITEO feature whose input_column is outside 0..25, a table too
 // small for its vocabulary (observed vs needed rows); a vocabulary's
 // errors (host/input/vocabulary.h).
 absl::StatusOr<std::shared_ptr<const Schema>> ResolveSchema(const config::RunConfig& config);
+
+// "the label" for a single-task schema, "label 'NAME'" for task t of a
+// multi-task one: how errors name a label.
+std::string LabelName(const Schema& schema, int t);
 
 // The CRITEO preset's 26 category columns C1..C26 start at this text column.
 inline constexpr int kCriteoFirstCategoryColumn = 14;

@@ -152,6 +152,9 @@ absl::Status CheckScoringSchema(const Manifest& manifest, const std::string& dir
     config::RunConfig out;
     *out.mutable_data()->mutable_schema() = c.data().schema();
     out.mutable_data()->mutable_schema()->mutable_label()->clear_required();
+    for (auto& label : *out.mutable_data()->mutable_schema()->mutable_labels()) {
+      label.clear_required();
+    }
     *out.mutable_features() = c.features();
     return out;
   };

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "base/auc.h"
 #include "base/status_macros.h"
+#include "glog/logging.h"
 
 namespace lemrt::runtime {
 namespace {
@@ -33,6 +34,79 @@ void AddCalibrationMetrics(std::span<const float> probs, std::span<const float> 
   }
 }
 
+// One task's metrics, as Finish broadcasts them.
+enum TaskValue { kAuc, kLogLoss, kLabelled, kOneClass, kNe, kCalibration, kGauc, kGaucGroups };
+constexpr int kTaskValues = 8;
+// Before the tasks' values: rows scored, the teacher's AUC and log loss.
+constexpr int kRunValues = 3;
+
+// Task t's metrics over the rows holding its label (probs and labels
+// [n x tasks], in row order; groups [n] or empty); with `teacher` ([n] or
+// empty) the teacher's AUC and log loss into teacher_out[0..1].
+void TaskMetrics(std::span<const float> probs, std::span<const float> labels, int tasks, int t,
+                 std::span<const int64_t> groups, std::span<const float> teacher, double* out,
+                 double* teacher_out) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  std::fill_n(out, kTaskValues, kNaN);
+  out[kLabelled] = 0;
+  out[kOneClass] = 0;
+  out[kGaucGroups] = 0;
+  std::vector<float> scored, truth, teacher_scored;
+  std::vector<int64_t> scored_groups;
+  const size_t rows = labels.size() / tasks;
+  for (size_t i = 0; i < rows; ++i) {
+    const float y = labels[i * tasks + t];
+    if (std::isnan(y)) continue;
+    scored.push_back(probs[i * tasks + t]);
+    truth.push_back(y);
+    if (!teacher.empty()) teacher_scored.push_back(teacher[i]);
+    if (!groups.empty()) scored_groups.push_back(groups[i]);
+  }
+  out[kLabelled] = static_cast<double>(scored.size());
+  const int64_t positives =
+      std::count_if(truth.begin(), truth.end(), [](float y) { return y > 0.5f; });
+  const bool one_class = positives == 0 || positives == static_cast<int64_t>(truth.size());
+  out[kOneClass] = one_class && !truth.empty() ? 1 : 0;
+  if (scored.empty()) return;
+  // Base::Auc gives 0.5 for one class; it is undefined, reported absent.
+  out[kAuc] = one_class ? kNaN : base::Auc(scored, truth);
+  out[kLogLoss] = base::LogLoss(scored, truth);
+  double more[4] = {kNaN, kNaN, kNaN, 0};
+  AddCalibrationMetrics(scored, truth, scored_groups, out[kLogLoss], more);
+  out[kNe] = more[0];
+  out[kCalibration] = more[1];
+  out[kGauc] = more[2];
+  out[kGaucGroups] = more[3];
+  if (!teacher.empty()) {
+    teacher_out[0] = base::Auc(teacher_scored, truth);
+    teacher_out[1] = base::LogLoss(teacher_scored, truth);
+  }
+}
+
+// `v` (a gathered per-row array of `width` values per row) in `order`.
+template <typename T>
+void Permute(const std::vector<int64_t>& order, int width, std::vector<T>& v) {
+  std::vector<T> out(order.size() * width);
+  for (size_t i = 0; i < order.size(); ++i) {
+    std::copy_n(v.begin() + order[i] * width, width, out.begin() + i * width);
+  }
+  v.swap(out);
+}
+
+EvalResult TaskResult(const double* run, const double* task) {
+  EvalResult r;
+  r.samples = static_cast<int64_t>(run[0]);
+  r.auc = task[kAuc];
+  r.logloss = task[kLogLoss];
+  r.labelled = static_cast<int64_t>(task[kLabelled]);
+  r.one_class = task[kOneClass] != 0;
+  r.ne = task[kNe];
+  r.calibration = task[kCalibration];
+  r.gauc = task[kGauc];
+  r.gauc_groups = static_cast<int64_t>(task[kGaucGroups]);
+  return r;
+}
+
 }  // namespace
 
 void EvalScores::Clear() {
@@ -44,11 +118,14 @@ void EvalScores::Clear() {
 }
 
 void EvalScores::Add(const host::Batch& batch, std::span<const float> probs, int64_t first_row) {
+  const int tasks = num_tasks();
+  CHECK_EQ(batch.num_tasks, tasks);
   for (int64_t i = 0; i < batch.num_samples; ++i) {
     if (!batch.real(i)) continue;
     rows_.push_back(first_row + i);
-    probs_.push_back(probs[i]);
-    labels_.push_back(batch.labels[i]);
+    probs_.insert(probs_.end(), probs.begin() + i * tasks, probs.begin() + (i + 1) * tasks);
+    labels_.insert(labels_.end(), batch.labels.begin() + i * tasks,
+                   batch.labels.begin() + (i + 1) * tasks);
     if (!batch.teacher_prob.empty()) teacher_.push_back(batch.teacher_prob[i]);
     if (group_feature_ >= 0) {
       const auto ids = batch.SampleIds(group_feature_, i);
@@ -58,8 +135,9 @@ void EvalScores::Add(const host::Batch& batch, std::span<const float> probs, int
 }
 
 absl::StatusOr<EvalResult> EvalScores::Finish(Communicator& comm, bool has_teacher,
-                                              std::vector<Prediction>* predictions) const {
+                                              Predictions* predictions) const {
   constexpr int kRoot = 0;
+  const int tasks = num_tasks();
   std::vector<int64_t> rows;
   std::vector<float> probs, labels, teacher;
   LEMRT_RETURN_IF_ERROR(comm.Gather<int64_t>(rows_, kRoot, &rows));
@@ -70,78 +148,60 @@ absl::StatusOr<EvalResult> EvalScores::Finish(Communicator& comm, bool has_teach
   std::vector<int64_t> groups;
   if (group_feature_ >= 0) LEMRT_RETURN_IF_ERROR(comm.Gather<int64_t>(groups_, kRoot, &groups));
   const bool teacher_ok = has_teacher && teacher.size() == rows.size();
-  // auc, logloss, samples, teacher auc, labelled, teacher logloss, one class,
-  // ne, calibration, gauc, gauc groups
-  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-  double values[11] = {kNaN, kNaN, 0, -1, 0, -1, 0, kNaN, kNaN, kNaN, 0};
+  // Rows scored, teacher AUC and log loss, then kTaskValues per task.
+  std::vector<double> values(kRunValues + kTaskValues * tasks, 0.0);
+  values[1] = values[2] = -1;
   if (comm.rank() == kRoot) {
     // Row order, whatever the world size: the sums below then add in one order.
     std::vector<int64_t> order(rows.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
     std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return rows[a] < rows[b]; });
-    auto permute = [&](std::vector<float>& v) {
-      std::vector<float> out(order.size());
-      for (size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
-      v.swap(out);
-    };
-    permute(probs);
-    permute(labels);
-    if (teacher_ok) permute(teacher);
-    if (!groups.empty()) {
-      std::vector<int64_t> out(order.size());
-      for (size_t i = 0; i < order.size(); ++i) out[i] = groups[order[i]];
-      groups.swap(out);
-    }
-    values[2] = static_cast<double>(probs.size());
-    // The metrics cover the labelled rows (every row outside lemrt_predict).
-    std::vector<float> scored, truth, teacher_scored;
-    std::vector<int64_t> scored_groups;
-    for (size_t i = 0; i < probs.size(); ++i) {
-      if (std::isnan(labels[i])) continue;
-      scored.push_back(probs[i]);
-      truth.push_back(labels[i]);
-      if (teacher_ok) teacher_scored.push_back(teacher[i]);
-      if (!groups.empty()) scored_groups.push_back(groups[i]);
-    }
-    values[4] = static_cast<double>(scored.size());
-    const int64_t positives =
-        std::count_if(truth.begin(), truth.end(), [](float y) { return y > 0.5f; });
-    const bool one_class = positives == 0 || positives == static_cast<int64_t>(truth.size());
-    values[6] = one_class && !truth.empty() ? 1 : 0;
-    if (!scored.empty()) {
-      // Base::Auc gives 0.5 for one class; it is undefined, reported absent.
-      values[0] = one_class ? kNaN : base::Auc(scored, truth);
-      values[1] = base::LogLoss(scored, truth);
-      AddCalibrationMetrics(scored, truth, scored_groups, values[1], &values[7]);
-      if (teacher_ok) {
-        values[3] = base::Auc(teacher_scored, truth);
-        values[5] = base::LogLoss(teacher_scored, truth);
-      }
+    Permute(order, tasks, probs);
+    Permute(order, tasks, labels);
+    if (teacher_ok) Permute(order, 1, teacher);
+    if (!groups.empty()) Permute(order, 1, groups);
+    Permute(order, 1, rows);
+    values[0] = static_cast<double>(rows.size());
+    // The metrics cover each task's labelled rows (every row outside
+    // lemrt_predict and multi-task models' missing labels).
+    for (int t = 0; t < tasks; ++t) {
+      TaskMetrics(probs, labels, tasks, t, groups,
+                  t == 0 && teacher_ok ? std::span<const float>(teacher) : std::span<const float>(),
+                  &values[kRunValues + kTaskValues * t], &values[1]);
     }
     if (predictions != nullptr) {
-      predictions->resize(order.size());
-      for (size_t i = 0; i < order.size(); ++i) {
-        (*predictions)[i] = {rows[order[i]], probs[i], labels[i]};
-      }
+      predictions->tasks = tasks;
+      predictions->rows = std::move(rows);
+      predictions->probabilities = std::move(probs);
+      predictions->labels = std::move(labels);
     }
   }
-  std::string payload(sizeof(values), '\0');
-  std::memcpy(payload.data(), values, sizeof(values));
+  std::string payload(sizeof(double) * values.size(), '\0');
+  std::memcpy(payload.data(), values.data(), payload.size());
   LEMRT_RETURN_IF_ERROR(comm.Broadcast(&payload, kRoot));
-  std::memcpy(values, payload.data(), sizeof(values));
-  EvalResult r;
-  r.auc = values[0];
-  r.logloss = values[1];
-  r.samples = static_cast<int64_t>(values[2]);
-  r.teacher_auc = values[3];
-  r.labelled = static_cast<int64_t>(values[4]);
-  r.teacher_logloss = values[5];
-  r.one_class = values[6] != 0;
-  r.ne = values[7];
-  r.calibration = values[8];
-  r.gauc = values[9];
-  r.gauc_groups = static_cast<int64_t>(values[10]);
+  std::memcpy(values.data(), payload.data(), payload.size());
+  EvalResult r = TaskResult(values.data(), &values[kRunValues]);
+  r.teacher_auc = values[1];
+  r.teacher_logloss = values[2];
+  if (tasks > 1) {
+    for (int t = 0; t < tasks; ++t) {
+      r.tasks.push_back(TaskResult(values.data(), &values[kRunValues + kTaskValues * t]));
+      r.tasks.back().task = tasks_[t];
+    }
+    r.task = tasks_[0];
+  }
   return r;
+}
+
+EvalColumns MetricsColumns(const EvalResult& e) {
+  EvalColumns c{.auc = e.auc,
+                .logloss = e.logloss,
+                .ne = e.ne,
+                .calibration = e.calibration,
+                .gauc = e.gauc,
+                .tasks = {}};
+  for (const EvalResult& t : e.tasks) c.tasks.push_back(MetricsColumns(t));
+  return c;
 }
 
 std::string UndefinedMetricsReason(const EvalResult& e) {
@@ -152,19 +212,37 @@ std::string UndefinedMetricsReason(const EvalResult& e) {
   return "";
 }
 
-std::string FormatEvalMetrics(const EvalResult& e) {
+namespace {
+
+std::string FormatOneTask(const EvalResult& e) {
   const std::string auc =
       e.labelled > 0 && !e.one_class ? absl::StrFormat("%.4f", e.auc) : std::string("absent");
   const std::string logloss =
       e.labelled > 0 ? absl::StrFormat("%.5f", e.logloss) : std::string("absent");
-  const std::string reason = UndefinedMetricsReason(e);
   std::string more;
   if (!std::isnan(e.ne)) absl::StrAppendFormat(&more, "  ne %.5f", e.ne);
   if (!std::isnan(e.calibration)) absl::StrAppendFormat(&more, "  calibration %.4f", e.calibration);
   if (!std::isnan(e.gauc))
     absl::StrAppendFormat(&more, "  gauc %.4f (%d groups)", e.gauc, e.gauc_groups);
-  return absl::StrFormat("auc %s  logloss %s%s  (%d samples)%s", auc, logloss, more, e.samples,
-                         reason.empty() ? "" : absl::StrCat("; ", reason));
+  return absl::StrFormat("auc %s  logloss %s%s", auc, logloss, more);
+}
+
+}  // namespace
+
+std::string FormatEvalMetrics(const EvalResult& e) {
+  if (e.tasks.empty()) {
+    const std::string reason = UndefinedMetricsReason(e);
+    return absl::StrFormat("%s  (%d samples)%s", FormatOneTask(e), e.samples,
+                           reason.empty() ? "" : absl::StrCat("; ", reason));
+  }
+  std::string out;
+  for (const EvalResult& t : e.tasks) {
+    const std::string reason = UndefinedMetricsReason(t);
+    absl::StrAppendFormat(&out, "%stask %s: %s", out.empty() ? "" : "; ", t.task, FormatOneTask(t));
+    if (t.labelled < t.samples) absl::StrAppendFormat(&out, " (%d labelled)", t.labelled);
+    if (!reason.empty()) absl::StrAppendFormat(&out, " (%s)", reason);
+  }
+  return absl::StrFormat("%s  (%d samples)", out, e.samples);
 }
 
 }  // namespace lemrt::runtime

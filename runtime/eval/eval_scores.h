@@ -4,7 +4,8 @@
 // all, puts them in eval row order, and computes the metrics, which every
 // rank then receives. So the numbers are the same at every world size and
 // batch size. Memory: each rank holds 20 bytes per scored row of its own
-// slices; rank 0 additionally 33 bytes per row of the whole eval set while
+// slices (12 more per extra task); rank 0 additionally 33 bytes per row
+// (+ 16 per extra task) of the whole eval set while
 // it gathers and orders (e.g. 0.9 GB for 27M rows). Thread-compatible.
 #ifndef LEMRT_RUNTIME_EVAL_EVAL_SCORES_H_
 #define LEMRT_RUNTIME_EVAL_EVAL_SCORES_H_
@@ -12,11 +13,13 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "host/batch.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/observability/metrics_csv.h"
 
 namespace lemrt::runtime {
 
@@ -40,6 +43,11 @@ struct EvalResult {
   bool one_class = false;  // the labelled rows have one class
   double teacher_auc = -1;  // < 0 when the data has no teacher
   double teacher_logloss = -1;
+  // Multi-task models (EvalScores::set_tasks with >= 2 names): each task's
+  // metrics over the rows holding its label, named (`task`), in task order;
+  // the fields above are then the first task's. Empty for one task.
+  std::string task;
+  std::vector<EvalResult> tasks;
 };
 
 // Why the AUC is undefined ("AUC is undefined: the eval set has one class"),
@@ -49,18 +57,31 @@ std::string UndefinedMetricsReason(const EvalResult& e);
 // "auc 0.7312  logloss 0.51234  ne 0.86120  calibration 1.0123  gauc 0.6512
 // (803 groups)  (4096 samples)", with "auc absent" / "logloss absent" and the
 // reason where a metric is undefined; NE, calibration and GAUC only where
-// defined.
+// defined. Multi-task: one such part per task, "task click: auc ...; task
+// conversion: auc ... (1200 labelled)", the labelled rows where fewer than
+// the samples.
 std::string FormatEvalMetrics(const EvalResult& e);
 
-// One scored eval row.
-struct Prediction {
-  int64_t row = 0;  // 0-based row of the eval set (its files' rows in order)
-  float probability = 0;
-  float label = 0;  // NaN: the row has none
+// The metrics CSV's columns of `e` (runtime/observability/metrics_csv.h),
+// each task's too.
+EvalColumns MetricsColumns(const EvalResult& e);
+
+// The scored eval rows, in row order: n rows, T = tasks probabilities and
+// labels each.
+struct Predictions {
+  int tasks = 1;
+  std::vector<int64_t> rows;  // [n] 0-based rows of the eval set (its files' rows in order)
+  std::vector<float> probabilities;  // [n x T] row-major
+  std::vector<float> labels;         // [n x T]; NaN: the row has none for that task
 };
 
 class EvalScores {
  public:
+  // The tasks' names (model.tasks), one per probability and label of a
+  // row; default one unnamed task. Every rank sets the same value.
+  void set_tasks(std::vector<std::string> names) { tasks_ = std::move(names); }
+  int num_tasks() const { return static_cast<int>(tasks_.size()); }
+
   // GAUC groups rows by the first id (table row) of feature `feature` (an
   // index into config.features(); rows without one are in no group); -1 (the
   // default) computes no GAUC. Every rank sets the same value.
@@ -68,17 +89,19 @@ class EvalScores {
 
   void Clear();
   // Adds the real rows of `batch` (row i is eval row first_row + i) with
-  // their predicted probabilities `probs` ([batch.num_samples]).
+  // their predicted probabilities `probs` ([batch.num_samples x
+  // num_tasks()]; batch.num_tasks == num_tasks()).
   void Add(const host::Batch& batch, std::span<const float> probs, int64_t first_row);
 
   // Collective: gathers every rank's scores onto rank 0 (one all-to-all of
-  // counts, then one all-to-all-v per array: 20 bytes per row to rank 0, 8
-  // more with a group feature), orders them by row, computes AUC, log loss,
-  // NE, calibration, GAUC and (with `has_teacher`) the teacher's AUC and log
-  // loss there, in row order, and broadcasts them. On rank 0, `predictions` (when
-  // not null) receives every scored row in row order.
+  // counts, then one all-to-all-v per array: 12 + 8 x tasks bytes per row
+  // to rank 0, 8 more with a group feature), orders them by row, computes
+  // AUC, log loss, NE, calibration, GAUC (per task) and (with `has_teacher`)
+  // the teacher's AUC and log loss there, in row order, and broadcasts them.
+  // On rank 0, `predictions` (when not null) receives every scored row in
+  // row order.
   absl::StatusOr<EvalResult> Finish(Communicator& comm, bool has_teacher,
-                                    std::vector<Prediction>* predictions) const;
+                                    Predictions* predictions) const;
 
  private:
   std::vector<int64_t> rows_;
@@ -87,6 +110,7 @@ class EvalScores {
   std::vector<float> teacher_;
   std::vector<int64_t> groups_;  // with a group feature: the group key per row, -1 for none
   int group_feature_ = -1;
+  std::vector<std::string> tasks_ = {""};
 };
 
 }  // namespace lemrt::runtime

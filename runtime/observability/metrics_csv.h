@@ -12,6 +12,10 @@
 // training.embedding_learning_rate's (tables with their own learning_rate
 // are scaled by the same factor); then eval_ne, eval_calibration and eval_gauc
 // (runtime/eval/eval_scores.h; empty when not evaluated or undefined).
+// Multi-task models (model.tasks) add five columns per task, in task order:
+// eval_auc_NAME, eval_logloss_NAME, eval_ne_NAME, eval_calibration_NAME,
+// eval_gauc_NAME (that task's metrics over the rows holding its label; the
+// eval_* columns before them are the first task's).
 #ifndef LEMRT_RUNTIME_OBSERVABILITY_METRICS_CSV_H_
 #define LEMRT_RUNTIME_OBSERVABILITY_METRICS_CSV_H_
 
@@ -20,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -41,6 +46,9 @@ struct MetricsRow {
   std::optional<double> eval_ne;
   std::optional<double> eval_calibration;
   std::optional<double> eval_gauc;
+  // Multi-task: 5 per task (auc, logloss, ne, calibration, gauc) when the
+  // step was evaluated; empty otherwise.
+  std::vector<std::optional<double>> eval_tasks;
 };
 
 // One evaluation's numbers for the CSV row of its step (runtime/eval/eval_scores.h
@@ -51,24 +59,35 @@ struct EvalColumns {
   double ne = 0;
   double calibration = 0;
   double gauc = 0;
+  // Multi-task: each task's, in task order (their `tasks` empty); empty for
+  // one task.
+  std::vector<EvalColumns> tasks;
 };
 
-// The row as CSV text (no newline).
-std::string MetricsCsvLine(const MetricsRow& row);
+// The row as CSV text (no newline), with `tasks` x 5 task columns (empty
+// where row.eval_tasks has none).
+std::string MetricsCsvLine(const MetricsRow& row, int tasks = 0);
+
+// The header: kMetricsCsvHeader and the task columns of `tasks` (names).
+std::string MetricsCsvHeader(const std::vector<std::string>& tasks);
 
 class MetricsCsv {
  public:
-  // Creates (truncates) `path` and writes the header. PermissionDenied naming
+  // Creates (truncates) `path` and writes the header (with the columns of
+  // multi-task `tasks`, named; empty for one task). PermissionDenied naming
   // the path when it cannot be written.
-  static absl::StatusOr<std::unique_ptr<MetricsCsv>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<MetricsCsv>> Open(
+      const std::string& path, const std::vector<std::string>& tasks = {});
 
   // Appends and flushes one row. Internal naming the path on a write error.
   absl::Status Append(const MetricsRow& row);
 
  private:
-  MetricsCsv(std::string path, std::ofstream out) : path_(std::move(path)), out_(std::move(out)) {}
+  MetricsCsv(std::string path, std::ofstream out, int tasks)
+      : path_(std::move(path)), out_(std::move(out)), tasks_(tasks) {}
   std::string path_;
   std::ofstream out_;
+  int tasks_;
 };
 
 // "step 50/500  loss 0.61234  samples/s 123456  ETA 1m05s": the progress line

@@ -69,6 +69,37 @@ TEST(MetricsCsvTest, HeaderAndRows) {
   std::remove(path.c_str());
 }
 
+TEST(MetricsCsvTest, MultiTaskColumnsFollowPerTaskEmptyWhenNotEvaluated) {
+  const std::string path = ::testing::TempDir() + "/metrics_csv_tasks_test.csv";
+  auto csv = MetricsCsv::Open(path, {"click", "buy"});
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  MetricsRow a;
+  a.step = 5;
+  MetricsRow b = a;
+  b.eval_tasks = {0.75, 0.5, 0.9, 1.0, std::nullopt, 0.625, 0.25, std::nullopt, 2.0, 0.5};
+  ASSERT_TRUE((*csv)->Append(a).ok());
+  ASSERT_TRUE((*csv)->Append(b).ok());
+  const std::vector<std::string> lines = Lines(path);
+  ASSERT_EQ(lines.size(), 3u);
+  const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
+  ASSERT_EQ(header.size(), 26u);
+  EXPECT_EQ(header[16], "eval_auc_click");
+  EXPECT_EQ(header[20], "eval_gauc_click");
+  EXPECT_EQ(header[21], "eval_auc_buy");
+  EXPECT_EQ(header[25], "eval_gauc_buy");
+  const std::vector<std::string> ra = absl::StrSplit(lines[1], ',');
+  const std::vector<std::string> rb = absl::StrSplit(lines[2], ',');
+  ASSERT_EQ(ra.size(), 26u);
+  ASSERT_EQ(rb.size(), 26u);
+  for (int k = 16; k < 26; ++k) EXPECT_EQ(ra[k], "") << k;
+  EXPECT_DOUBLE_EQ(std::stod(rb[16]), 0.75);
+  EXPECT_EQ(rb[20], "");  // click's GAUC undefined
+  EXPECT_DOUBLE_EQ(std::stod(rb[21]), 0.625);
+  EXPECT_EQ(rb[23], "");
+  EXPECT_DOUBLE_EQ(std::stod(rb[25]), 0.5);
+  std::remove(path.c_str());
+}
+
 TEST(MetricsCsvTest, UnwritablePathIsAnError) {
   auto csv = MetricsCsv::Open("/nonexistent-dir/metrics.csv");
   ASSERT_FALSE(csv.ok());

@@ -27,7 +27,9 @@ absl::StatusOr<std::unique_ptr<RunRecorder>> RunRecorder::Create(const config::R
   std::unique_ptr<RunRecorder> r(new RunRecorder(config, rank, world_size));
   const auto& o = config.observability();
   if (rank == 0 && o.has_metrics_csv()) {
-    LEMRT_ASSIGN_OR_RETURN(r->csv_, MetricsCsv::Open(o.metrics_csv()));
+    std::vector<std::string> tasks;
+    for (const config::TaskConfig& task : config.model().tasks()) tasks.push_back(task.name());
+    LEMRT_ASSIGN_OR_RETURN(r->csv_, MetricsCsv::Open(o.metrics_csv(), tasks));
   }
   return r;
 }
@@ -315,6 +317,12 @@ void RunRecorder::EvalDone(int64_t step, const EvalColumns& eval) {
   pending_row_->eval_ne = defined(eval.ne);
   pending_row_->eval_calibration = defined(eval.calibration);
   pending_row_->eval_gauc = defined(eval.gauc);
+  pending_row_->eval_tasks.clear();
+  for (const EvalColumns& t : eval.tasks) {
+    for (double x : {t.auc, t.logloss, t.ne, t.calibration, t.gauc}) {
+      pending_row_->eval_tasks.push_back(defined(x));
+    }
+  }
   (void)FlushRowLocked();
 }
 

@@ -133,6 +133,7 @@ double TensorCoreStage::ForwardBackwardRows(device::DropoutKey key, const host::
                                             bool* ran) {
   const int64_t d = batch.num_dense;
   const int64_t w = model_->embedding_width();
+  const int64_t tasks = batch.num_tasks;
   int64_t real = 0;
   for (int64_t i = begin; i < end; ++i) real += batch.real(i) ? 1 : 0;
   *ran = real > 0;
@@ -140,12 +141,13 @@ double TensorCoreStage::ForwardBackwardRows(device::DropoutKey key, const host::
     key.first_sample += begin;
     model_->set_dropout_key(key);
     return model_->ForwardBackward(end - begin, batch.dense.data() + begin * d,
-                                   activations.data() + begin * w, batch.labels.data() + begin,
+                                   activations.data() + begin * w,
+                                   batch.labels.data() + begin * tasks,
                                    loss_scale, d_activations.data() + begin * w);
   }
   packed_dense_.resize(real * d);
   packed_emb_.resize(real * w);
-  packed_labels_.resize(real);
+  packed_labels_.resize(real * tasks);
   packed_d_emb_.resize(real * w);
   packed_rows_.resize(real);
   int64_t n = 0;
@@ -153,7 +155,7 @@ double TensorCoreStage::ForwardBackwardRows(device::DropoutKey key, const host::
     if (!batch.real(i)) continue;
     std::copy_n(batch.dense.data() + i * d, d, packed_dense_.data() + n * d);
     std::copy_n(activations.data() + i * w, w, packed_emb_.data() + n * w);
-    packed_labels_[n] = batch.labels[i];
+    std::copy_n(batch.labels.data() + i * tasks, tasks, packed_labels_.data() + n * tasks);
     packed_rows_[n] = i;
     ++n;
   }

@@ -58,7 +58,8 @@ class TensorCoreStage {
   absl::StatusOr<double> Step(int64_t step, const host::Batch& batch,
                               std::span<const float> activations, std::span<float> d_activations);
 
-  // Click probabilities for `batch` (forward only); probs.size() == batch size.
+  // Click probabilities for `batch` (forward only): probs [batch size x
+  // model().num_tasks()] row-major, one per task.
   void Predict(const host::Batch& batch, std::span<const float> activations,
                std::span<float> probs);
 
