@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/random.h"
 #include "gtest/gtest.h"
+#include "host/input/train_only_source.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/local_communicator.h"
 
@@ -49,7 +50,7 @@ config::RunConfig Config(int world_size) {
 // Rank r's batches, one id per sample of feature "c": id 7 (r + 1) times,
 // id 3 twice, id 50 three times on rank 0 only, id 10 + r once. Feature "l"
 // reads id 9 (not counted: its table lists its rows).
-class FakeSource : public host::DataSource {
+class FakeSource : public host::TrainOnlySource {
  public:
   FakeSource(int rank, int64_t fail_at) : rank_(rank), fail_at_(fail_at) {}
 
@@ -66,12 +67,6 @@ class FakeSource : public host::DataSource {
     batch->ids[1].assign(ids.size(), 9);
     return absl::OkStatus();
   }
-  absl::Status EvalBatch(int64_t, host::Batch*) override {
-    return absl::UnimplementedError("no eval data");
-  }
-  int64_t num_eval_chunks() const override { return 0; }
-  int64_t num_eval_samples() const override { return 0; }
-  bool has_teacher() const override { return false; }
 
  private:
   const int rank_;
@@ -128,7 +123,7 @@ TEST_P(HotRowChoiceTest, OneRanksSourceErrorEndsEveryRankWithItsSentence) {
 
 // Rank r's batch of `step`: 12 samples of 0-3 ids of feature "z" each,
 // skewed towards low ids (id = 500 u^3), duplicates within a sample allowed.
-class SkewedSource : public host::DataSource {
+class SkewedSource : public host::TrainOnlySource {
  public:
   explicit SkewedSource(int rank) : rank_(rank) {}
 
@@ -150,12 +145,6 @@ class SkewedSource : public host::DataSource {
     }
     return absl::OkStatus();
   }
-  absl::Status EvalBatch(int64_t, host::Batch*) override {
-    return absl::UnimplementedError("no eval data");
-  }
-  int64_t num_eval_chunks() const override { return 0; }
-  int64_t num_eval_samples() const override { return 0; }
-  bool has_teacher() const override { return false; }
 
   static constexpr int kSamples = 12;
 

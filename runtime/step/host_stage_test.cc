@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/random.h"
 #include "gtest/gtest.h"
+#include "host/input/train_only_source.h"
 #include "layout/limits.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/local_communicator.h"
@@ -54,7 +55,7 @@ config::RunConfig Config(int world_size, const std::string& sparse_core = "") {
 // on ranks but 0).
 // Steps listed in `fail_read` fail to read on `bad_rank`; at `bad_id_step`
 // that rank's first sample reads row 64 of "a" (out of range).
-class FakeSource : public host::DataSource {
+class FakeSource : public host::TrainOnlySource {
  public:
   FakeSource(int rank, int world_size, int bad_rank, int64_t fail_read, int64_t bad_id_step)
       : rank_(rank),
@@ -84,12 +85,6 @@ class FakeSource : public host::DataSource {
     }
     return absl::OkStatus();
   }
-  absl::Status EvalBatch(int64_t, host::Batch*) override {
-    return absl::UnimplementedError("no eval data");
-  }
-  int64_t num_eval_chunks() const override { return 0; }
-  int64_t num_eval_samples() const override { return 0; }
-  bool has_teacher() const override { return false; }
 
  private:
   const int rank_, n_;

@@ -24,6 +24,7 @@
 #include "device/optimizers/optimizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "host/input/train_only_source.h"
 #include "host/preprocess/coo.h"
 #include "layout/limits.h"
 #include "proto/config_loader.h"
@@ -204,7 +205,7 @@ Result Reference(const config::RunConfig& config) {
 }
 
 // Rank r's samples of BatchOf, for HostStage.
-class BatchSource : public host::DataSource {
+class BatchSource : public host::TrainOnlySource {
  public:
   BatchSource(const config::RunConfig& config, int rank, int n)
       : config_(config), first_(rank * n), n_(n) {}
@@ -212,12 +213,6 @@ class BatchSource : public host::DataSource {
     *batch = BatchOf(config_, static_cast<int>(step), first_, n_);
     return absl::OkStatus();
   }
-  absl::Status EvalBatch(int64_t, host::Batch*) override {
-    return absl::UnimplementedError("no eval data");
-  }
-  int64_t num_eval_chunks() const override { return 0; }
-  int64_t num_eval_samples() const override { return 0; }
-  bool has_teacher() const override { return false; }
 
  private:
   const config::RunConfig& config_;
