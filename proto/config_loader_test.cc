@@ -289,7 +289,8 @@ TEST(ConfigLoaderTest, TasksAndTheirLabelsAreChecked) {
   EXPECT_THAT(ErrorOf("model { tasks { name: 'click' loss_weight: -1 } tasks { name: 'buy' } } " +
                       schema + labels),
               HasSubstr("model.tasks[0].loss_weight: must be a finite number >= 0, got -1"));
-  EXPECT_THAT(ErrorOf(two), HasSubstr("several labels are read from text or TFRecord files only"));
+  EXPECT_THAT(ErrorOf(two),
+              HasSubstr("several labels are read from text, TFRecord or binary files only"));
 }
 
 TEST(ConfigLoaderTest, MissingFileIsNotFound) {

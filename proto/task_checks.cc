@@ -66,10 +66,10 @@ void CheckTasks(const RunConfig& c, ConfigErrors& errors) {
                   absl::StrCat("must be a finite number >= 0, got ", task.loss_weight()));
     }
   }
-  if (!d.has_text() && !d.has_tfrecord()) {
+  if (!d.has_text() && !d.has_tfrecord() && !d.has_binary()) {
     errors.Fail({{"model"}, {"tasks"}},
-                "several labels are read from text or TFRecord files only (data.text or "
-                "data.tfrecord); synthetic, Criteo and binary data have one label");
+                "several labels are read from text, TFRecord or binary files only (data.text, "
+                "data.tfrecord or data.binary); synthetic and Criteo data have one label");
     return;
   }
   if (s.has_label()) {

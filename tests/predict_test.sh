@@ -13,7 +13,8 @@
 # predictions, bit for bit, one probability and label per task; the
 # summary's per-task metrics equal the printed ones and a plain computation
 # over each task's labelled rows; the metrics CSV has each task's columns;
-# lemrt_ckpt export --task writes each head. With the conversion's loss weight
+# lemrt_ckpt export --task writes each head; the TSV converted to binary
+# records (every label) trains the same model. With the conversion's loss weight
 # 0 the click head's metrics equal those of the single-task model, exactly.
 # Needs LEMRT_BIN and LEMRT_SRC.
 set -euo pipefail
@@ -126,6 +127,17 @@ mpi -np 1 "$LEMRT_BIN/lemrt_train" --config="$mt_config" --override="$mt_overrid
 mpi -np 2 "$LEMRT_BIN/lemrt_train" --config="$mt_config" \
   --override="$mt_override topology { sparse_cores_per_chip: 2 }" --summary_json="$mt/train2.json" \
   > "$mt/train2.log" 2>&1 || { cat "$mt/train2.log"; echo "FAILED: multi-task lemrt_train -np 2"; exit 1; }
+# The same rows as binary records (every label, a missing conversion as NaN):
+# the same model as from the TSV.
+for split in train eval; do
+  "$LEMRT_BIN/lemrt_convert" --config="$mt_config" --override="$mt_override" --split=$split \
+    --out="$mt/$split.bin" > "$mt/convert.log" 2>&1 \
+    || { cat "$mt/convert.log"; echo "FAILED: lemrt_convert of the multi-task $split split"; exit 1; }
+done
+mpi -np 2 "$LEMRT_BIN/lemrt_train" --config="$mt_config" --override="$mt_override
+  data { binary { train_path: \"$mt/train.bin\" eval_path: \"$mt/eval.bin\" } }
+  topology { sparse_cores_per_chip: 2 }" --summary_json="$mt/binary.json" > "$mt/binary.log" 2>&1 \
+  || { cat "$mt/binary.log"; echo "FAILED: multi-task lemrt_train from binary records"; exit 1; }
 # The plain reference: the single-task example on the click label, and the
 # two-task model with the conversion's loss weight 0, whose click head must
 # then train exactly as the single-task model does.
@@ -161,6 +173,9 @@ def check(ok, what):
 s1, s2 = (json.load(open(f"{w}/train{n}.json")) for n in (1, 2))
 check(s1["model_checksum"] == s2["model_checksum"],
       f"1 and 2 ranks train one model ({s1['model_checksum']}, {s2['model_checksum']})")
+sb = json.load(open(f"{w}/binary.json"))
+check(sb["model_checksum"] == s1["model_checksum"] and sb["eval"]["tasks"] == s2["eval"]["tasks"],
+      f"binary records train the TSV's model: checksum {sb['model_checksum']}, the same per-task metrics")
 tasks = s1["eval"].get("tasks", [])
 check([t["name"] for t in tasks] == ["click", "conversion"], "summary eval.tasks: click, conversion")
 p1, p2 = (open(f"{w}/p{n}.csv").read() for n in (1, 2))

@@ -14,11 +14,13 @@
 //     uint32 record_end[n] (end of each record, from the end of this array) |
 //     the n records
 //   columns: the stored columns as a text-format config.InputSchema (label
-//     name; dense inputs with their transform, already applied; sparse
-//     inputs with key, type and weights_key when weighted)
+//     name, or for a multi-task config `labels` in task order; dense
+//     inputs with their transform, already applied; sparse inputs with key,
+//     type and weights_key when weighted)
 //   index, per block: int64 offset | int64 bytes | uint32 crc32c | uint32 n
 //
-//   record: float label | float dense[D] | per sparse column:
+//   record: float label[L] (L = 1, or the stored `labels`; NaN: a missing
+//           optional label) | float dense[D] | per sparse column:
 //           uint32 n | uint64 key[n] (host/input/value_key.h) | float weight[n]
 //           (weighted columns only)
 //

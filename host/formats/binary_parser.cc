@@ -1,9 +1,12 @@
 #include "host/formats/binary_parser.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 
 namespace lemrt::host {
 namespace {
@@ -22,9 +25,39 @@ config::SparseInput::ValueType ProtoType(ValueType type) {
 
 }  // namespace
 
+absl::Status BinaryParser::MatchLabels(const config::InputSchema& stored,
+                                       const std::string& path) {
+  std::vector<std::string> names;
+  if (stored.labels_size() == 0) names.push_back(stored.label().name());
+  for (const config::LabelInput& in : stored.labels()) names.push_back(in.name());
+  stored_labels_ = static_cast<int>(names.size());
+  if (schema_->num_tasks() == 1 && stored_labels_ == 1) {
+    label_from_ = {0};
+    return absl::OkStatus();
+  }
+  for (const LabelColumn& label : schema_->labels) {
+    const auto it = std::find(names.begin(), names.end(), label.key);
+    if (it == names.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path, "' stores no label '", label.key, "' (it stores ", absl::StrJoin(names, ", "),
+          "); convert the source again with this config's data.schema."));
+    }
+    label_from_.push_back(static_cast<int>(it - names.begin()));
+  }
+  return absl::OkStatus();
+}
+
 config::InputSchema StoredColumns(const Schema& schema) {
   config::InputSchema out;
-  out.mutable_label()->set_name(schema.labels[0].key);
+  if (schema.num_tasks() == 1) {
+    out.mutable_label()->set_name(schema.labels[0].key);
+  } else {
+    for (const LabelColumn& label : schema.labels) {
+      config::LabelInput* in = out.add_labels();
+      in->set_name(label.key);
+      in->set_required(!label.optional);
+    }
+  }
   for (const DenseColumn& d : schema.dense) {
     if (d.absent) continue;
     config::DenseInput* in = out.add_dense();
@@ -48,6 +81,7 @@ absl::StatusOr<std::unique_ptr<BinaryParser>> BinaryParser::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "'", path, "' ", what, "; convert the source again with this config's data.schema."));
   };
+  LEMRT_RETURN_IF_ERROR(p->MatchLabels(stored, path));
   p->stored_dense_ = stored.dense_size();
   for (const DenseColumn& d : schema->dense) {
     int from = -1;
@@ -98,17 +132,20 @@ absl::Status BinaryParser::Parse(std::string_view record, ParsedSample* out) {
   out->Reset(schema);
   const char* p = record.data();
   const char* end = p + record.size();
-  const int64_t fixed = 4 * (1 + int64_t{stored_dense_});
+  const int64_t fixed = 4 * (int64_t{stored_labels_} + stored_dense_);
   if (end - p < fixed) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "the record has %d bytes, fewer than its label and %d dense inputs", record.size(),
-        stored_dense_));
+        "the record has %d bytes, fewer than its %d label(s) and %d dense inputs", record.size(),
+        stored_labels_, stored_dense_));
   }
-  std::memcpy(&out->labels[0], p, 4);
+  for (size_t t = 0; t < label_from_.size(); ++t) {
+    std::memcpy(&out->labels[t], p + 4 * label_from_[t], 4);
+  }
+  const char* dense = p + 4 * stored_labels_;
   for (size_t k = 0; k < schema.dense.size(); ++k) {
     const int from = dense_from_[k];
     out->dense[k] = schema.dense[k].default_value;
-    if (from >= 0) std::memcpy(&out->dense[k], p + 4 + 4 * from, 4);
+    if (from >= 0) std::memcpy(&out->dense[k], dense + 4 * from, 4);
   }
   p += fixed;
   for (const StoredSparse& s : stored_sparse_) {

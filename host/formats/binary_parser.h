@@ -1,8 +1,10 @@
 // Decodes binary records (host/formats/binary_format.h) into ParsedSamples of the
-// config's schema: the config's label, dense inputs and sparse inputs are
-// found among the file's stored columns by name (dense: name, sparse: key),
-// which must agree on what was stored (transform, value type, weights).
-// Every length is checked against the record's bytes. Thread-compatible.
+// config's schema: the config's labels, dense inputs and sparse inputs are
+// found among the file's stored columns by name (labels: name, dense: name,
+// sparse: key), which must agree on what was stored (transform, value type,
+// weights). A file with one stored label gives it to a one-task config
+// whatever its name. Every length is checked against the record's bytes.
+// Thread-compatible.
 #ifndef LEMRT_HOST_FORMATS_BINARY_PARSER_H_
 #define LEMRT_HOST_FORMATS_BINARY_PARSER_H_
 
@@ -36,15 +38,22 @@ class BinaryParser : public RecordParser {
     std::string key;
   };
   explicit BinaryParser(std::shared_ptr<const Schema> schema) : schema_(std::move(schema)) {}
+  // Finds each task's label among the stored ones (by name; a lone stored
+  // label serves a one-task config).
+  absl::Status MatchLabels(const config::InputSchema& stored, const std::string& path);
 
   std::shared_ptr<const Schema> schema_;
+  int stored_labels_ = 1;
+  std::vector<int> label_from_;  // per task: its stored label index
   int stored_dense_ = 0;
   std::vector<int> dense_from_;  // per schema dense input: its stored index, -1 absent
   std::vector<StoredSparse> stored_sparse_;
 };
 
-// The stored columns for `schema` (what lemrt_convert writes): label, the
-// dense inputs present in the data, every sparse input column.
+// The stored columns for `schema` (what lemrt_convert writes): the label
+// (`label`, one task) or the labels in task order (`labels`, with their
+// `required`), the dense inputs present in the data, every sparse input
+// column.
 config::InputSchema StoredColumns(const Schema& schema);
 
 }  // namespace lemrt::host

@@ -39,7 +39,7 @@ bool SameFile(const std::string& a, const std::string& b) {
 }
 
 void EncodeRecord(const ParsedSample& s, const Schema& schema, std::string* out) {
-  AppendPod(out, s.labels[0]);
+  for (const float label : s.labels) AppendPod(out, label);  // NaN: a missing optional label
   for (size_t k = 0; k < schema.dense.size(); ++k) {
     if (!schema.dense[k].absent) AppendPod(out, s.dense[k]);
   }
@@ -196,12 +196,6 @@ absl::StatusOr<ConvertStats> ConvertToBinary(const config::RunConfig& config, Sp
         "the config's data source (", std::string(format.name), ") has no files to convert."));
   }
   LEMRT_ASSIGN_OR_RETURN(std::shared_ptr<const Schema> schema, ResolveSchema(config));
-  if (schema->num_tasks() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the config has ", schema->num_tasks(),
-        " tasks (model.tasks); binary records hold one label, so a multi-task model reads its "
-        "text or TFRecord files directly."));
-  }
   LEMRT_ASSIGN_OR_RETURN(SplitReader input, format.open_split(config, schema, split));
   if (input.records == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("the config names no ",

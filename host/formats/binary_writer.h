@@ -25,8 +25,7 @@ struct ConvertStats {
 // criteo, tfrecord or binary) to `out_path`, in file order. Malformed rows
 // are skipped with a rate-limited warning naming file:line, or (the
 // source's strict) are InvalidArgument "path:line: ...". Errors:
-// InvalidArgument when `out_path` is one of the inputs, for a multi-task
-// config (binary records hold one label), when the split has
+// InvalidArgument when `out_path` is one of the inputs, when the split has
 // no files or no valid row, or for a source without files (synthetic);
 // the readers' errors; Internal naming an unwritable output.
 absl::StatusOr<ConvertStats> ConvertToBinary(const config::RunConfig& config, Split split,

@@ -2,17 +2,20 @@
 // missing optional label is NaN (an empty text field; an absent key or an
 // empty list in a TFRecord Example), a missing required one makes the row
 // malformed, labels without a header take the first columns in task order,
-// and a batch carries T labels per row.
+// a batch carries T labels per row, and binary records converted from text
+// carry every label (missing ones included), read back by name.
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "host/formats/binary_writer.h"
 #include "host/formats/example_parser.h"
 #include "host/input/data_source.h"
 #include "host/input/schema.h"
@@ -150,6 +153,72 @@ TEST(LabelsTest, TfRecordMissingKeyOrEmptyListIsMissingAndRequiredLabelsAreRequi
   const absl::Status st = parser.Parse(e.SerializeAsString(), &sample);
   EXPECT_THAT(std::string(st.message()),
               HasSubstr("no value for feature key 'click' (label 'click')"));
+}
+
+// The rows of `config`'s training split as (labels, dense) per row, from
+// its first batch of 8.
+std::vector<float> FirstBatch(const config::RunConfig& config, std::vector<float>* dense) {
+  auto source = CreateDataSource(config, 0, 1);
+  EXPECT_TRUE(source.ok()) << source.status();
+  Batch b;
+  if (!source.ok() || !(*source)->TrainBatch(0, &b).ok()) return {};
+  *dense = b.dense;
+  return b.labels;
+}
+
+// Same NaN-aware bits: a missing label is NaN in both.
+void ExpectSameLabels(const std::vector<float>& a, const std::vector<float>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(std::isnan(a[i]), std::isnan(b[i])) << i;
+    if (!std::isnan(a[i])) {
+      EXPECT_EQ(a[i], b[i]) << i;
+    }
+  }
+}
+
+TEST(LabelsTest, BinaryRecordsCarryEveryTaskLabelMissingIncluded) {
+  TempFile csv(Csv());
+  const std::string labels = R"(labels { name: "click" } labels { name: "buy" required: false })";
+  auto text = config::ParseConfig(ConfigText(csv.path(), true, labels), "test.pbtxt", "", 1);
+  ASSERT_TRUE(text.ok()) << text.status();
+  TempFile bin("");
+  ASSERT_TRUE(ConvertToBinary(*text, Split::kTrain, bin.path()).ok());
+  const std::string binary_source =
+      absl::StrCat(R"(data { binary { train_path: ")", bin.path(), R"(" } })");
+  auto binary =
+      config::ParseConfig(ConfigText(csv.path(), true, labels), "test.pbtxt", binary_source, 1);
+  ASSERT_TRUE(binary.ok()) << binary.status();
+  std::vector<float> text_dense, binary_dense;
+  const std::vector<float> want = FirstBatch(*text, &text_dense);
+  ASSERT_EQ(want.size(), 16u);
+  ExpectSameLabels(FirstBatch(*binary, &binary_dense), want);
+  EXPECT_EQ(binary_dense, text_dense);  // the dense inputs follow the labels
+
+  // Tasks in another order read the stored labels by name.
+  std::string swapped = ConfigText(csv.path(), true, labels);
+  swapped.replace(swapped.find(R"(tasks { name: "click" } tasks { name: "buy" })"), 45,
+                  R"(tasks { name: "buy" } tasks { name: "click" })");
+  auto reordered = config::ParseConfig(swapped, "test.pbtxt", binary_source, 1);
+  ASSERT_TRUE(reordered.ok()) << reordered.status();
+  const std::vector<float> got = FirstBatch(*reordered, &binary_dense);
+  ASSERT_EQ(got.size(), 16u);
+  for (int i = 0; i < 8; ++i) {
+    ExpectSameLabels({got[2 * i], got[2 * i + 1]}, {want[2 * i + 1], want[2 * i]});
+  }
+
+  // A task whose label the file lacks: a sentence naming it and the stored ones.
+  std::string other = ConfigText(csv.path(), true, labels);
+  for (const char* from : {R"("buy" })", R"("buy" required)"}) {
+    const size_t at = other.find(from);
+    other.replace(at, 5, R"("view")");
+  }
+  auto lacking = config::ParseConfig(other, "test.pbtxt", binary_source, 1);
+  ASSERT_TRUE(lacking.ok()) << lacking.status();
+  auto source = CreateDataSource(*lacking, 0, 1);
+  ASSERT_FALSE(source.ok());
+  EXPECT_THAT(std::string(source.status().message()),
+              HasSubstr("stores no label 'view' (it stores click, buy)"));
 }
 
 }  // namespace
