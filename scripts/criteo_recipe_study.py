@@ -32,9 +32,11 @@ INTS = (" ".join(['sparse_core { max_ids_per_chip_per_sample: 39 }'] + [
         " ".join('sparse { feature: "i%d" key: "I%d" mapping: VOCABULARY vocabulary_file: '
                  '"vocab/i%d.txt" }' % (i, i, i) for i in range(1, 14)))
 # (name, (text merged into the config, lines added to data.schema after the
-# statistics); None: the plain preset, no statistics).
+# statistics[, fields added to training])); None: the plain preset, no
+# statistics).
 VARIANTS = [
     ("recipe (dot)", ("", "")),
+    ("recipe, 2 epochs", ("", "", "epochs: 2")),
     ("recipe, DCN-v2 (2 layers, rank 32)", ("model { dcn_v2 { num_layers: 2 low_rank: 32 } }", "")),
     ("recipe + integers as categories", INTS),
     ("plain preset (hashed, log1p), same optimizers", None),
@@ -89,9 +91,9 @@ def train(a, seed, d, name, extra, stats):
     summary = os.path.join(d, slug + ".json")
     if not os.path.exists(summary):
         config = CONFIG if extra is not None else plain_preset_config(d)
-        top, lines = extra if extra is not None else ("", "")
+        top, lines, training = (tuple(extra) + ("",))[:3] if extra is not None else ("", "", "")
         schema = "data { schema { %s %s } }" % (stats, lines) if extra is not None else ""
-        override = "%s training { seed: %d } %s" % (schema, seed, top)
+        override = "%s training { seed: %d %s } %s" % (schema, seed, training, top)
         mpirun(a, "lemrt_train", ["--config=" + config, "--override=" + override,
                                   "--summary_json=" + summary], os.path.join(d, slug + ".log"), d)
     e = json.load(open(summary))["eval"]
@@ -134,11 +136,12 @@ def main():
         auc, loss, setting = baseline(a, d)
         results.setdefault("logistic regression (best of grid)", []).append((auc, loss))
         print("seed %d: logistic regression best at %s" % (seed, setting), flush=True)
-    print("\n| model | held-out AUC per seed | mean AUC | mean log loss |\n|---|---|---|---|")
+    print("\n| model | held-out AUC per seed | mean AUC | log loss per seed | mean log loss |\n"
+          "|---|---|---|---|---|")
     for name, rs in results.items():
-        print("| %s | %s | %.4f | %.5f |" % (name, " / ".join("%.4f" % r[0] for r in rs),
-                                            statistics.mean(r[0] for r in rs),
-                                            statistics.mean(r[1] for r in rs)))
+        print("| %s | %s | %.4f | %s | %.5f |" % (
+            name, " / ".join("%.4f" % r[0] for r in rs), statistics.mean(r[0] for r in rs),
+            " / ".join("%.4f" % r[1] for r in rs), statistics.mean(r[1] for r in rs)))
 
 
 if __name__ == "__main__":
