@@ -92,9 +92,10 @@ def interaction_logit(cats, z):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    paragraphs = __doc__.split("\n\n")
+    p = argparse.ArgumentParser(description=paragraphs[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[5:]))
+                                epilog="\n\n".join(paragraphs[1:]))
     p.add_argument("--lines", type=int, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=2026)
@@ -124,7 +125,8 @@ def main():
         missing = extra.random((n, 13)) < np.array(KAGGLE_MISSING)
     z = (dense - dense.mean(0)) / (dense.std(0) + 1e-9)
     z[missing] = 0.0
-    logit = w.sum(axis=1) + 0.4 * (np.where(missing, 0, dense)[:, 0] - np.where(missing, 0, dense)[:, 5]) - 0.3
+    present = np.where(missing, 0.0, dense)
+    logit = w.sum(axis=1) + 0.4 * (present[:, 0] - present[:, 5]) - 0.3
     if a.missing:
         shift = MISSING_SHIFT * np.where(np.arange(13) % 2 == 0, -1.0, 1.0)
         logit += (missing * shift).sum(axis=1)
