@@ -1,5 +1,6 @@
 #include "runtime/step/tensorcore_stage.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -217,6 +218,61 @@ TEST_P(TensorCoreStageTest, WorldSizeIndependentStepsMatchOneRank) {
       EXPECT_EQ(remeasured_at[r], remeasured) << world << " ranks, rank " << r;
     }
   }
+}
+
+// What a checkpoint keeps of the stage (parameters, optimizer slots, update
+// count, predicted exponents), copied into a fresh stage after 2 steps,
+// continues bit for bit like the stage that ran all kSteps; exponents 30
+// bits coarser would train another model (so the saved ones matter).
+TEST_P(TensorCoreStageTest, ContinuesFromSavedState) {
+  config::RunConfig config = Config(GetParam());
+  config.mutable_training()->set_world_size_independent(true);
+  SelfCommunicator a_comm, b_comm, c_comm;
+  auto a = TensorCoreStage::Create(config, a_comm);
+  auto b = TensorCoreStage::Create(config, b_comm);
+  auto c = TensorCoreStage::Create(config, c_comm);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  const int width = (*a)->model().embedding_width();
+  const std::vector<float> act = Activations(8, width);
+  std::vector<float> d(8 * width);
+  for (int s = 0; s < kSteps; ++s) ASSERT_TRUE((*a)->Step(s, StepBatch(s), act, d).ok());
+  for (int s = 0; s < 2; ++s) ASSERT_TRUE((*b)->Step(s, StepBatch(s), act, d).ok());
+  std::copy((*b)->mutable_params().begin(), (*b)->mutable_params().end(),
+            (*c)->mutable_params().begin());
+  std::copy((*b)->optimizer_slots().begin(), (*b)->optimizer_slots().end(),
+            (*c)->mutable_optimizer_slots().begin());
+  (*c)->set_updates((*b)->updates());
+  ASSERT_TRUE((*c)->set_predicted_exponents((*b)->predicted_exponents()).ok());
+  for (int s = 2; s < kSteps; ++s) ASSERT_TRUE((*c)->Step(s, StepBatch(s), act, d).ok());
+  const auto pa = (*a)->mutable_params();
+  const auto pc = (*c)->mutable_params();
+  for (size_t i = 0; i < pa.size(); ++i) ASSERT_EQ(pc[i], pa[i]) << "param " << i;
+  EXPECT_TRUE(std::equal(pa.begin(), pa.end(), pc.begin()));
+  const auto ea = (*a)->predicted_exponents();
+  const auto ec = (*c)->predicted_exponents();
+  EXPECT_TRUE(std::equal(ea.begin(), ea.end(), ec.begin(), ec.end()));
+  // The same state with exponents 30 bits coarser trains another model:
+  // the saved exponents are in use.
+  SelfCommunicator d_comm;
+  auto coarse = TensorCoreStage::Create(config, d_comm);
+  ASSERT_TRUE(coarse.ok());
+  std::copy((*b)->mutable_params().begin(), (*b)->mutable_params().end(),
+            (*coarse)->mutable_params().begin());
+  std::copy((*b)->optimizer_slots().begin(), (*b)->optimizer_slots().end(),
+            (*coarse)->mutable_optimizer_slots().begin());
+  (*coarse)->set_updates((*b)->updates());
+  std::vector<int64_t> shifted((*b)->predicted_exponents().begin(),
+                               (*b)->predicted_exponents().end());
+  for (size_t i = 0; i + 1 < shifted.size(); ++i) shifted[i] += 30;
+  ASSERT_TRUE((*coarse)->set_predicted_exponents(shifted).ok());
+  ASSERT_TRUE((*coarse)->Step(2, StepBatch(2), act, d).ok());
+  EXPECT_EQ((*coarse)->remeasured_steps(), 0);
+  ASSERT_TRUE((*b)->Step(2, StepBatch(2), act, d).ok());  // b's own exponents
+  const auto pb = (*b)->mutable_params();
+  const auto pd = (*coarse)->mutable_params();
+  size_t differ = 0;
+  for (size_t i = 0; i < pb.size(); ++i) differ += pd[i] != pb[i] ? 1 : 0;
+  EXPECT_GT(differ, 0u);
 }
 
 // Predicted exponents read back (a checkpoint) are checked; empty clears.
