@@ -1,8 +1,11 @@
 #include "base/block_sum.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -44,12 +47,46 @@ std::vector<float> SumOnRanks(const std::vector<std::vector<float>>& terms, int 
   std::vector<int64_t> total(n, 0);
   for (int r = ranks - 1; r >= 0; --r) {
     std::vector<int64_t> local(n, 0);
-    for (auto [b, e] = group(r); b < e; ++b) AddBlockSum(terms[b], exps, headroom, local);
+    for (auto [b, e] = group(r); b < e; ++b) {
+      // Measured exponents bound every term; a special value fails them all.
+      EXPECT_EQ(AddBlockSum(terms[b], exps, headroom, local), exps.back() != kBlockSumSpecial);
+    }
     for (size_t i = 0; i < n; ++i) total[i] += local[i];
   }
   std::vector<float> out(n);
   BlockSumValues(total, exps, headroom, out);
   return out;
+}
+
+// As the TensorCore stage sums with predicted exponents `pred`: each rank
+// adds its terms and counts the terms that failed; the counts travel with the
+// integers; when the total is nonzero (*redone) the sum is taken again with
+// measured exponents (SumOnRanks).
+std::vector<float> PredictedSumOnRanks(const std::vector<std::vector<float>>& terms, int ranks,
+                                       const std::vector<int64_t>& pred, bool* redone) {
+  const size_t n = terms[0].size();
+  const int headroom = BlockSumHeadroomBits(static_cast<int64_t>(terms.size()));
+  std::vector<int64_t> total(n + 1, 0);  // the integers, then the failures
+  for (int r = ranks - 1; r >= 0; --r) {
+    std::vector<int64_t> local(n + 1, 0);
+    for (size_t b = terms.size() * r / ranks; b < terms.size() * (r + 1) / ranks; ++b) {
+      if (!AddBlockSum(terms[b], pred, headroom, std::span<int64_t>(local.data(), n))) ++local[n];
+    }
+    for (size_t i = 0; i <= n; ++i) total[i] += local[i];
+  }
+  *redone = total[n] > 0;
+  if (*redone) return SumOnRanks(terms, ranks);
+  std::vector<float> out(n);
+  BlockSumValues(std::span<const int64_t>(total.data(), n), pred, headroom, out);
+  return out;
+}
+
+// The predicted exponents after a sum of `terms` (as after a previous step).
+std::vector<int64_t> Predicted(const std::vector<std::vector<float>>& terms) {
+  const std::vector<float> sum = SumOnRanks(terms, 1);
+  std::vector<int64_t> pred(BlockSumExponentSlots(sum.size()));
+  BlockSumNextExponents(sum, pred);
+  return pred;
 }
 
 TEST(BlockSumTest, SameBitsOnAnyNumberOfRanks) {
@@ -75,6 +112,112 @@ TEST(BlockSumTest, IsTheSumToFloatPrecision) {
     const long double tol = std::fabs(ref) * 0x1p-24L + 8 * bound * 0x1p40L * 0x1p-60L;
     EXPECT_NEAR(got[i], ref, tol) << i;
   }
+}
+
+TEST(BlockSumTest, NextExponentsBoundThePreviousSumWithAMargin) {
+  std::vector<float> sum(2 * kBlockSumChunk + 3, 0.0f);
+  sum[1] = 1.5f;    // below 2^1
+  sum[2] = -0.25f;  // smaller: chunk 0's bound stays 2^1
+  sum[kBlockSumChunk + 2] = -std::numeric_limits<float>::denorm_min();  // below 2^-125
+  sum[2 * kBlockSumChunk] = 0x1p-14f;                                   // below 2^-13
+  std::vector<int64_t> pred(BlockSumExponentSlots(sum.size()), 77);
+  BlockSumNextExponents(sum, pred);
+  // Chunk 1 is lifted to 16 bits below chunk 0 (the floor); chunk 2 is above it.
+  EXPECT_EQ(pred, (std::vector<int64_t>{1 + kBlockSumMarginBits,
+                                        1 - kBlockSumFloorBits + kBlockSumMarginBits,
+                                        -13 + kBlockSumMarginBits, 0}));
+  sum[kBlockSumChunk + 2] = 0.0f;  // an all-zero chunk: the floor too
+  BlockSumNextExponents(sum, pred);
+  EXPECT_EQ(pred[1], 1 - kBlockSumFloorBits + kBlockSumMarginBits);
+  std::fill(sum.begin(), sum.end(), 0.0f);
+  BlockSumNextExponents(sum, pred);
+  EXPECT_EQ(pred, (std::vector<int64_t>{kBlockSumNoExponent, kBlockSumNoExponent,
+                                        kBlockSumNoExponent, 0}));
+  sum[3] = std::numeric_limits<float>::infinity();
+  BlockSumNextExponents(sum, pred);
+  EXPECT_EQ(pred.back(), kBlockSumSpecial);
+  EXPECT_TRUE(BlockSumExponentsValid(pred));
+  EXPECT_TRUE(BlockSumExponentsValid(std::vector<int64_t>{-125, 128 + kBlockSumMarginBits, 0}));
+  EXPECT_FALSE(BlockSumExponentsValid(std::vector<int64_t>{-126, 0}));
+  EXPECT_FALSE(BlockSumExponentsValid(std::vector<int64_t>{129 + kBlockSumMarginBits, 0}));
+  EXPECT_FALSE(BlockSumExponentsValid(std::vector<int64_t>{3, 1}));
+  EXPECT_FALSE(BlockSumExponentsValid(std::vector<int64_t>{}));
+}
+
+TEST(BlockSumTest, PredictedExponentsSumToFloatPrecisionOnAnyNumberOfRanks) {
+  // The previous step's terms, and this step's: the same magnitudes, so no
+  // term reaches the margin.
+  const auto pred = Predicted(Terms(8, 3 * kBlockSumChunk + 5, 4));
+  const auto terms = Terms(8, 3 * kBlockSumChunk + 5, 5);
+  bool redone = true;
+  const std::vector<float> one = PredictedSumOnRanks(terms, 1, pred, &redone);
+  EXPECT_FALSE(redone);
+  const std::vector<float> measured = SumOnRanks(terms, 1);
+  size_t differ = 0;  // other units than the measured exponents': other truncations
+  for (size_t i = 0; i < one.size(); ++i) {
+    long double ref = 0;
+    for (const auto& t : terms) ref += t[i];
+    // A chunk's values span 2^40 below its largest (Terms), the bound is
+    // 2^(H + margin) = 2^11 above that: the truncations (2^-60 of the bound
+    // a term) reach 2^-9 of the chunk's smallest values.
+    const long double bound = std::ldexp(1.0L, pred[i / kBlockSumChunk]);
+    const long double tol = std::fabs(ref) * 0x1p-24L + 8 * bound * 0x1p-60L;
+    EXPECT_NEAR(one[i], ref, tol) << i;
+    differ += one[i] != measured[i] ? 1 : 0;
+  }
+  EXPECT_GT(differ, 0u);  // the predicted units are in use
+  for (int ranks : {2, 3, 4, 8}) {
+    const std::vector<float> got = PredictedSumOnRanks(terms, ranks, pred, &redone);
+    EXPECT_FALSE(redone);
+    for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(got[i], one[i]) << ranks << " ranks, " << i;
+  }
+}
+
+TEST(BlockSumTest, ATermAtItsPredictedBoundForcesTheMeasuredSum) {
+  const size_t n = 2 * kBlockSumChunk;
+  std::vector<std::vector<float>> previous(4, std::vector<float>(n, 0.0f));
+  for (auto& t : previous) t[3] = t[kBlockSumChunk + 1] = 0.75f;  // sums 3: bound 2^2
+  const auto pred = Predicted(previous);
+  ASSERT_EQ(pred[0], 2 + kBlockSumMarginBits);
+  const float bound = std::ldexp(1.0f, 2 + kBlockSumMarginBits);
+  auto terms = previous;
+  std::vector<int64_t> acc(n, 0);
+  terms[2][5] = std::nextafter(bound, 0.0f);  // just below: fits
+  EXPECT_TRUE(AddBlockSum(terms[2], pred, 2, acc));
+  bool redone = true;
+  PredictedSumOnRanks(terms, 3, pred, &redone);
+  EXPECT_FALSE(redone);
+  for (float over : {bound, -bound, std::numeric_limits<float>::quiet_NaN(),
+                     std::numeric_limits<float>::infinity()}) {
+    terms[2][5] = over;
+    EXPECT_FALSE(AddBlockSum(terms[2], pred, 2, acc)) << over;
+    for (int ranks : {1, 2, 4}) {
+      const std::vector<float> got = PredictedSumOnRanks(terms, ranks, pred, &redone);
+      EXPECT_TRUE(redone) << over;
+      const std::vector<float> want = SumOnRanks(terms, 1);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
+      }
+    }
+  }
+  // A chunk whose previous sum was zero is bounded by the floor: 2^-6 here.
+  terms = previous;
+  for (auto& t : terms) t[kBlockSumChunk + 1] = 0.0f;
+  const auto floored = Predicted(terms);
+  ASSERT_EQ(floored[1], 2 - kBlockSumFloorBits + kBlockSumMarginBits);
+  terms[1][kBlockSumChunk + 9] = 0x1p-7f;
+  EXPECT_TRUE(AddBlockSum(terms[1], floored, 2, acc));
+  terms[1][kBlockSumChunk + 9] = 0x1p-6f;
+  EXPECT_FALSE(AddBlockSum(terms[1], floored, 2, acc));
+  // Any nonzero value after an all-zero sum.
+  std::vector<std::vector<float>> zeros(4, std::vector<float>(n, 0.0f));
+  const auto none = Predicted(zeros);
+  zeros[1][kBlockSumChunk + 9] = 1e-30f;
+  EXPECT_FALSE(AddBlockSum(zeros[1], none, 2, acc));
+  EXPECT_TRUE(AddBlockSum(zeros[0], none, 2, acc));  // zeros: fit
+  const std::vector<float> got = PredictedSumOnRanks(zeros, 2, none, &redone);
+  EXPECT_TRUE(redone);
+  EXPECT_EQ(got[kBlockSumChunk + 9], 1e-30f);
 }
 
 TEST(BlockSumTest, ZerosExtremesAndSpecials) {

@@ -17,6 +17,13 @@
 #     model as the uninterrupted runs;
 #   - one-hot with steps split along the sample dimension (no hot rows, a
 #     partition limit of 4) on 1 and 3 ranks;
+#   - small_dlrm (multi-hot) with vocabulary-dimension minibatches (a
+#     partition limit of 12; 5-11 minibatches a step) at 8 SparseCores as
+#     1 x 8, 2 x 4 and 8 x 1 (the minibatch boundaries are each source
+#     SparseCore's, so they do not follow the chips; 1 x 8 and 8 x 1 differed
+#     while one chip merged its SparseCores' partitions); and the same with
+#     bf16 tables (stochastic rounding keyed by table, row and step) and the
+#     bf16 exchange, not pipelined, at 1 x 8 and 8 x 1;
 #   - params_l2 equal wherever the checksums are (summed exactly).
 # The auto block (48 of 192) on 3 ranks (64 samples each) is a config error
 # naming the block and a fix.
@@ -109,6 +116,20 @@ fi
 grep -q "training.gradient_block_samples: the local batch of 64 samples (global_batch 192 / 3 ranks) is not a whole number of 48-sample blocks" "$work/auto3.log" \
   && grep -q "set gradient_block_samples to 16" "$work/auto3.log" \
   || { cat "$work/auto3.log"; echo "FAILED: no block error on 3 ranks"; exit 1; }
+# Multi-hot, vocabulary minibatches, 8 SparseCores on 1, 2 and 8 ranks.
+mh='sparse_core { max_ids_per_partition: 12 }
+  training { steps: 20 eval_samples: 0 world_size_independent: true gradient_block_samples: 8 }'
+sed -e 's/name: "a" vocab_size: 20000 dim: 16 combiner: SUM optimizer { adagrad {} }/& dtype: BF16 slot_dtype: BF16/' \
+    -e 's/name: "b" vocab_size: 5000  dim: 8  combiner: MEAN/& dtype: BF16/' "$small" > "$work/bf16.pbtxt"
+grep -q 'slot_dtype: BF16' "$work/bf16.pbtxt" && grep -q 'MEAN dtype: BF16' "$work/bf16.pbtxt" \
+  || { echo "FAILED: the bf16 config was not made"; exit 1; }
+for np in 1 2 8; do
+  train $np mh$np "$small" "topology { sparse_cores_per_chip: $((8 / np)) } $(pipe false) $mh"
+done
+for np in 1 8; do
+  train $np bf$np "$work/bf16.pbtxt" \
+    "topology { sparse_cores_per_chip: $((8 / np)) } $(pipe true) $mh sparse_core { exchange_dtype: BF16 }"
+done
 train 1 split1 "$work/split.pbtxt" "training { steps: 20 eval_samples: 0 } $(pipe true) $block"
 train 3 split3 "$work/split.pbtxt" "training { steps: 20 eval_samples: 0 } $(pipe true) $block"
 # Every optimizer at 1-4 and 8 ranks; a 2-rank checkpoint resumed on 4.
@@ -141,6 +162,11 @@ same(["off1", "off3"], "small_dlrm, 12 SparseCores, 1 and 3 ranks, not pipelined
 same([f"onehot{n}" for n in (1, 2, 3, 4)], "one-hot, hot rows, minibatches, 1-4 ranks x 4 SparseCores")
 same(["long1", "long2"], "1200 steps, Adagrad from 1e-8, 1 and 2 ranks")
 same(["split1", "split3"], "one-hot, sample-dimension minibatches, 1 and 3 ranks")
+same(["mh1", "mh2", "mh8"], "multi-hot, vocabulary minibatches, 8 SparseCores, 1, 2 and 8 ranks")
+same(["bf1", "bf8"], "multi-hot, bf16 tables and exchange, minibatches, 1 x 8 and 8 x 1")
+for n in ("mh1", "mh8", "bf1"):
+    if not s[n]["preprocess"]["mean_minibatches"] > 2:
+        fails.append(f"{n}: {s[n]['preprocess']['mean_minibatches']} minibatches a step, not several")
 for n in ("split1", "split3"):
     if not int(s[n]["preprocess"].get("sample_split_steps", 0)) > 0:
         fails.append(f"{n}: no step split along the sample dimension")
@@ -150,7 +176,7 @@ if s["float4"]["model_checksum"] == s["small4"]["model_checksum"]:
     fails.append("world_size_independent false gives the model of exact sums (the switch does nothing)")
 for n, j in s.items():
     want = (1200 if n.startswith("long") else 30 if n.startswith(("onehot", "opt", "resume"))
-            else 20 if n.startswith("split") else 50)
+            else 20 if n.startswith(("split", "mh", "bf")) else 50)
     if j["steps"] != want: fails.append(f"{n}: {j['steps']} steps, not {want}")
 if not s["small1"]["eval"]["samples"] > 0: fails.append("no eval samples")
 if s["small1"]["world_size"] != 1 or s["small4"]["world_size"] != 4: fails.append("world_size wrong")

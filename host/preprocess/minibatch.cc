@@ -192,17 +192,32 @@ uint64_t MinibatchSplitter::PlanLocal(const layout::PartitionedCoo& coo) {
       i = j;
     }
   }
-  // Greedy merge in bucket order: a new minibatch starts where adding the
-  // bucket would push any over-limit partition past its limits.
+  if (!options_.boundaries_per_source) return GreedyBoundaries(-1);
+  // Each source SparseCore's boundaries on their own, then their OR: a
+  // function of each SparseCore's samples alone, so the chip's plan ORed over
+  // the chips is the same however the SparseCores split over the chips.
+  uint64_t boundaries = 0;
+  for (int s = 0; s < S_; ++s) boundaries |= GreedyBoundaries(s);
+  return boundaries;
+}
+
+uint64_t MinibatchSplitter::GreedyBoundaries(int source) {
+  // Greedy merge in bucket order over the over-limit partitions: a new
+  // minibatch starts where adding the bucket would push one past its limits.
+  const int64_t per_table = int64_t{S_} * N_;
+  auto mine = [&](size_t i) {
+    return source < 0 || (over_partitions_[i] % per_table) / N_ == source;
+  };
   uint64_t boundaries = 0;
   running_.assign(over_partitions_.size(), layout::PartitionCount{});
   for (int b = 0; b < kBuckets; ++b) {
     bool fits = true;
     for (size_t i = 0; i < over_partitions_.size() && fits; ++i) {
+      if (!mine(i)) continue;
       const layout::PartitionCount& add = bucket_counts_[i * kBuckets + b];
       const layout::PartitionCount sum{running_[i].ids + add.ids,
                                        running_[i].unique_ids + add.unique_ids};
-      fits = Fits(sum, options_.limits.tables[over_partitions_[i] / (int64_t{S_} * N_)]);
+      fits = Fits(sum, options_.limits.tables[over_partitions_[i] / per_table]);
     }
     if (!fits && b > 0) {
       boundaries |= uint64_t{1} << b;

@@ -9,9 +9,14 @@
 //               each segment's sorted keys); for the partitions over their limits, count
 //               per bucket (bucket = hash(stack, stacked row) >> 58, 64
 //               buckets, so one embedding row is never split) and merge
-//               buckets 0..63 greedily while
-//               every over-limit partition fits -> the boundary bits this chip
-//               needs (bit b: a minibatch starts at bucket b).
+//               buckets 0..63 greedily while every over-limit partition fits
+//               -> the boundary bits this chip needs (bit b: a minibatch
+//               starts at bucket b). With boundaries_per_source, one greedy
+//               merge per source SparseCore and their OR, so that the OR over
+//               all chips depends on the SparseCores' samples only, not on
+//               how the SparseCores split over chips (world-size
+//               independence: the minibatches decide the order in which a
+//               multi-hot sample's partial sums are pooled).
 //   (caller):   OR of the boundary bits over all chips (every chip's partitions
 //               still fit a finer split), e.g. an all-reduce max per bit.
 //   Split:      one layout::PartitionedCoo per minibatch (segment layout and entry
@@ -42,6 +47,12 @@ struct MinibatchOptions {
   int total_sparse_cores = 1;  // N
   bool minibatching = true;
   bool allow_id_dropping = false;
+  // The boundaries: the OR of each source SparseCore's greedy merge (a
+  // function of the SparseCore's samples alone: the same minibatches however
+  // the SparseCores split over chips) instead of one greedy merge over all of
+  // the chip's over-limit partitions (fewer minibatches when a chip has
+  // several SparseCores). On with training.world_size_independent.
+  bool boundaries_per_source = false;
   // Table stacking (layout/stacking.h), one entry per table: partitions,
   // limits, buckets and the dropping order are per stack, over stacked rows.
   // Empty: every table is its own stack (stack index = table index).
@@ -104,6 +115,9 @@ class MinibatchSplitter {
   int64_t PartitionIndex(int table, int src, int dest) const {
     return (int64_t{table} * S_ + src) * N_ + dest;
   }
+  // The boundary bits the over-limit partitions of local source SparseCore
+  // `source` (-1: of every source) need, greedy over bucket_counts_.
+  uint64_t GreedyBoundaries(int source);
   // SplitVocabulary; with one minibatch and `take`, swaps instead of copying.
   void Distribute(const layout::PartitionedCoo& coo, uint64_t boundaries,
                   std::vector<layout::PartitionedCoo>* out, layout::PartitionedCoo* take);

@@ -237,6 +237,42 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MinibatchSplitParamTest,
                                            std::make_tuple(2, 1, 3), std::make_tuple(4, 2, 2),
                                            std::make_tuple(2, 3, 4)));
 
+// boundaries_per_source: the boundaries of 4 SparseCores' samples are the
+// same on 1 chip x 4 SparseCores, 2 x 2 and 4 x 1 (OR over the chips), which
+// one greedy merge over a chip's partitions does not give.
+TEST(MinibatchSplitterTest, PerSourceBoundariesIgnoreHowSparseCoresSplitOverChips) {
+  constexpr int kN = 4, kPerSc = 24;
+  std::vector<std::vector<std::vector<int64_t>>> ids(1);
+  uint64_t x = 99;
+  for (int i = 0; i < kN * kPerSc; ++i) {
+    std::vector<int64_t> sample;
+    for (int k = 0; k < 4; ++k) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      sample.push_back(static_cast<int64_t>((x >> 33) % 400));
+    }
+    ids[0].push_back(sample);
+  }
+  auto plan = [&](int chips, bool per_source) {
+    const int S = kN / chips;
+    uint64_t boundaries = 0;
+    for (int c = 0; c < chips; ++c) {
+      const std::vector<std::vector<std::vector<int64_t>>> mine = {
+          {ids[0].begin() + c * S * kPerSc, ids[0].begin() + (c + 1) * S * kPerSc}};
+      MinibatchOptions o = Options(S, kN, 1, layout::TableLimit{6, 6}, true, false);
+      o.boundaries_per_source = per_source;
+      MinibatchSplitter splitter(o);
+      boundaries |= splitter.PlanLocal(Build(MakeBatch(mine), S, kN));
+    }
+    return boundaries;
+  };
+  const uint64_t one_by_four = plan(1, true);
+  EXPECT_NE(one_by_four, 0u);
+  EXPECT_EQ(plan(2, true), one_by_four);
+  EXPECT_EQ(plan(4, true), one_by_four);
+  EXPECT_EQ(plan(4, false), one_by_four);  // one source SparseCore a chip: the same merge
+  EXPECT_NE(plan(1, false), one_by_four);  // one merge over 4 sources: fewer boundaries
+}
+
 // The builder's partition counts (CooOptions::count_partitions) against the
 // sorted keys' on stacked tables: tables 0 and 1 in one stack (table 1
 // rotated), table 2 alone; two features share table 0. The counts, the

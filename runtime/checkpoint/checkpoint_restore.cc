@@ -85,6 +85,10 @@ absl::Status RestoreDense(const std::string& dir, const Manifest& m,
   if (!slots.empty()) {
     std::memcpy(slots.data(), mapped.bytes().data() + 4 * params.size(), 4 * slots.size());
   }
+  const std::vector<int64_t> exps(m.dense().gradient_exponents().begin(),
+                                  m.dense().gradient_exponents().end());
+  const absl::Status st = dense.set_predicted_exponents(exps);
+  if (!st.ok()) return absl::DataLossError(absl::StrCat("checkpoint '", dir, "': ", st.message()));
   return absl::OkStatus();
 }
 

@@ -145,6 +145,9 @@ absl::StatusOr<SaveResult> SaveCheckpoint(const std::string& root_dir, int64_t s
   result.dir = Join(root_dir, StepDirName(step));
   const std::string work = Join(root_dir, kIncompletePrefix + StepDirName(step));
   Manifest m = SkeletonManifest(config, comm.size(), dense.model().num_params());
+  for (int64_t e : dense.predicted_exponents()) {
+    m.mutable_dense()->add_gradient_exponents(static_cast<int32_t>(e));
+  }
   absl::Status st;
   if (comm.rank() == 0) st = BeginStepDir(root_dir, step).status();
   LEMRT_RETURN_IF_ERROR(AgreeOnStatus(comm, st));

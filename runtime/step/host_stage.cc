@@ -20,6 +20,7 @@ host::MinibatchOptions MakeMinibatchOptions(const config::RunConfig& config, int
   o.total_sparse_cores = placement.total_sparse_cores();
   o.minibatching = !config.sparse_core().disable_minibatching();
   o.allow_id_dropping = config.sparse_core().allow_id_dropping();
+  o.boundaries_per_source = config.training().world_size_independent();
   // Partitions, limits and minibatches are per stacked table (layout/stacking.h).
   o.stacking = placement.stacking().tables();
   o.limits = layout::StackLimits(limits, placement.stacking());

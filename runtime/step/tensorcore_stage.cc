@@ -52,8 +52,9 @@ TensorCoreStage::TensorCoreStage(Communicator& comm, std::unique_ptr<device::Thr
     const int64_t params = model_->num_params();
     const int64_t local_blocks = global_batch_ / comm_.size() / block_;
     headroom_bits_ = base::BlockSumHeadroomBits(global_batch_ / block_);
-    fixed_.resize(params + base::ExactSlots(1));
+    fixed_.resize(params + base::ExactSlots(1) + 1);
     exponents_.resize(base::BlockSumExponentSlots(params));
+    predicted_.reserve(exponents_.size());
     block_grads_.resize((local_blocks - 1) * params);
     block_ran_.resize(local_blocks);
   }
@@ -98,32 +99,105 @@ absl::StatusOr<double> TensorCoreStage::BlockedForwardBackward(
   const std::span<int64_t> fixed_grads(fixed_.data(), params);
   const std::span<int64_t> exact_loss(fixed_.data() + params, base::ExactSlots(1));
   std::fill(fixed_.begin(), fixed_.end(), 0);
-  std::fill(exponents_.begin(), exponents_.end(), base::kBlockSumNoExponent);
-  // Every block's gradients, kept until the exponents are agreed: the last
-  // block's stay in the model's grads, the others are copied aside.
-  auto block_grads = [&](int64_t b) -> std::span<const float> {
-    if (b + 1 == blocks) return model_->grads();
-    return {block_grads_.data() + b * params, static_cast<size_t>(params)};
-  };
+  // With a prediction each block's gradients go into fixed point as soon as
+  // they are formed; without one, every block's but the last are copied
+  // aside for the measured exponents.
+  const bool predicted = !predicted_.empty();
+  bool fits = true;
   for (int64_t b = 0; b < blocks; ++b) {
     bool ran;
     const double loss = ForwardBackwardRows(key, batch, b * block_, (b + 1) * block_, activations,
                                             d_activations, loss_scale, &ran);
     block_ran_[b] = ran ? 1 : 0;
     if (!ran) continue;
-    if (b + 1 < blocks) {
-      std::copy(model_->grads().begin(), model_->grads().end(), block_grads_.begin() + b * params);
-    }
-    base::BlockSumExponents(model_->grads(), exponents_);
     exact_loss.back() += base::AddExact(loss, exact_loss.data()) ? 0 : 1;
+    if (!predicted) {
+      if (b + 1 < blocks) KeepBlockGrads(b);
+    } else if (fits) {
+      fits = base::AddBlockSum(model_->grads(), predicted_, headroom_bits_, fixed_grads);
+    }
+  }
+  if (predicted) {
+    fixed_.back() = fits ? 0 : 1;  // blocks that did not fit, summed over the global batch
+    LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<int64_t>(fixed_)));
+  }
+  if (!predicted || fixed_.back() != 0) {
+    // Measured exponents: a MAX round, then the integers again (with the
+    // loss's limbs when they were not summed yet).
+    if (predicted) {
+      ++remeasured_steps_;
+      VLOG(1) << "step " << key.step << ": " << fixed_.back()
+              << " gradient block(s) reached a predicted exponent; measuring them";
+      RecomputeBlocks(key, batch, activations, d_activations, loss_scale);
+    }
+    LEMRT_RETURN_IF_ERROR(MeasuredSum(blocks, predicted ? params : fixed_.size()));
+  } else {
+    base::BlockSumValues(fixed_grads, predicted_, headroom_bits_, model_->mutable_grads());
+  }
+  predicted_.resize(exponents_.size());
+  base::BlockSumNextExponents(model_->grads(), predicted_);
+  return comm_.rank() == 0 ? base::ExactScalar(exact_loss) : 0.0;
+}
+
+std::span<const float> TensorCoreStage::BlockGrads(int64_t b, int64_t blocks) const {
+  if (b + 1 == blocks) return model_->grads();
+  const int64_t params = model_->num_params();
+  return {block_grads_.data() + b * params, static_cast<size_t>(params)};
+}
+
+void TensorCoreStage::KeepBlockGrads(int64_t b) {
+  std::copy(model_->grads().begin(), model_->grads().end(),
+            block_grads_.begin() + b * model_->num_params());
+}
+
+void TensorCoreStage::RecomputeBlocks(device::DropoutKey key, const host::Batch& batch,
+                                      std::span<const float> activations,
+                                      std::span<float> d_activations, float loss_scale) {
+  const int64_t blocks = batch.num_samples / block_;
+  if (blocks == 1) return;  // the grads still hold the only block's
+  // The same rows, key and weights: the same bits (and d_activations) again.
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (!block_ran_[b]) continue;
+    bool ran;
+    ForwardBackwardRows(key, batch, b * block_, (b + 1) * block_, activations, d_activations,
+                        loss_scale, &ran);
+    if (b + 1 < blocks) KeepBlockGrads(b);
+  }
+}
+
+absl::Status TensorCoreStage::MeasuredSum(int64_t blocks, size_t summed) {
+  const int64_t params = model_->num_params();
+  const std::span<int64_t> fixed_grads(fixed_.data(), params);
+  std::fill(exponents_.begin(), exponents_.end(), base::kBlockSumNoExponent);
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (block_ran_[b]) base::BlockSumExponents(BlockGrads(b, blocks), exponents_);
   }
   LEMRT_RETURN_IF_ERROR(comm_.AllReduceMax(std::span<int64_t>(exponents_)));
+  std::fill(fixed_grads.begin(), fixed_grads.end(), 0);
   for (int64_t b = 0; b < blocks; ++b) {
-    if (block_ran_[b]) base::AddBlockSum(block_grads(b), exponents_, headroom_bits_, fixed_grads);
+    // Measured exponents bound every value; false only for a special value,
+    // which BlockSumValues turns into NaN everywhere.
+    if (block_ran_[b]) (void)base::AddBlockSum(BlockGrads(b, blocks), exponents_, headroom_bits_,
+                                               fixed_grads);
   }
-  LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<int64_t>(fixed_)));
+  LEMRT_RETURN_IF_ERROR(comm_.AllReduceSum(std::span<int64_t>(fixed_.data(), summed)));
   base::BlockSumValues(fixed_grads, exponents_, headroom_bits_, model_->mutable_grads());
-  return comm_.rank() == 0 ? base::ExactScalar(exact_loss) : 0.0;
+  return absl::OkStatus();
+}
+
+absl::Status TensorCoreStage::set_predicted_exponents(std::span<const int64_t> exps) {
+  if (exps.empty() || block_ == 0) {
+    predicted_.clear();
+    return absl::OkStatus();
+  }
+  if (exps.size() != exponents_.size() || !base::BlockSumExponentsValid(exps)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the dense gradients' predicted exponents: %d values, expected %d, each an exponent of "
+        "base/block_sum.h",
+        exps.size(), exponents_.size()));
+  }
+  predicted_.assign(exps.begin(), exps.end());
+  return absl::OkStatus();
 }
 
 double TensorCoreStage::ForwardBackwardRows(device::DropoutKey key, const host::Batch& batch,

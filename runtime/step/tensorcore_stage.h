@@ -7,18 +7,24 @@
 // World-size-independent mode (training.world_size_independent): the local
 // batch runs as blocks of config::GradientBlockSamples()
 // consecutive samples of the global batch; each block's gradients are added
-// into int64 fixed point with one exponent per chunk of 64 parameters, the
-// largest over every block of the global batch (base/block_sum.h), and its
-// loss exactly (base/exact_sum.h); the all-reduce sums those integers, so
-// the bits of the dense update and of the loss do not depend on the world
-// size (only on the global batch and the block). Otherwise the local batch
-// runs in one pass and its float gradients are all-reduced (bits that
-// follow the world size).
+// into int64 fixed point with one exponent per chunk of 64 parameters
+// (base/block_sum.h) as soon as the block's backward pass ends, and its loss
+// exactly (base/exact_sum.h); the all-reduce sums those integers, so the
+// bits of the dense update and of the loss do not depend on the world size
+// (only on the global batch and the block). The exponents are predicted from
+// the previous step's summed gradients (the same on every rank); a count of
+// the blocks whose gradients reached a predicted bound travels in the same
+// all-reduce, and when it is nonzero the step measures the exponents (an
+// all-reduce MAX over every block, recomputing the blocks of a rank holding
+// several) and sums again. The first step, and a resume from a checkpoint
+// without the prediction, measure. Otherwise the local batch runs in one
+// pass and its float gradients are all-reduced (bits that follow the world
+// size).
 //
 // Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B;
-// world-size-independent: an all-reduce MAX of the chunks' exponents,
-// 8 x (num_params / 64 + 2) B, then int64 sums, 8 x num_params + 40 B, the
-// loss included).
+// world-size-independent: int64 sums, 8 x num_params + 48 B, the loss and
+// the failure count included; a measured step adds an all-reduce MAX of the
+// chunks' exponents, 8 x (num_params / 64 + 2) B, and the sums again).
 #ifndef LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
 #define LEMRT_RUNTIME_STEP_TENSORCORE_STAGE_H_
 
@@ -76,6 +82,14 @@ class TensorCoreStage {
   std::span<float> mutable_optimizer_slots() { return slots_; }
   int64_t updates() const { return updates_; }
   void set_updates(int64_t updates) { updates_ = updates; }
+  // The world-size-independent sum's predicted exponents for the next step
+  // (base/block_sum.h; empty before the first step and when the mode is
+  // off), for checkpoints. Setting checks the count and the values
+  // (InvalidArgument); empty clears the prediction (the next step measures).
+  std::span<const int64_t> predicted_exponents() const { return predicted_; }
+  absl::Status set_predicted_exponents(std::span<const int64_t> exps);
+  // Steps whose predicted exponents did not fit and were measured again.
+  int64_t remeasured_steps() const { return remeasured_steps_; }
 
  private:
   TensorCoreStage(Communicator& comm, std::unique_ptr<device::ThreadTeam> team,
@@ -96,6 +110,17 @@ class TensorCoreStage {
                                                 std::span<const float> activations,
                                                 std::span<float> d_activations,
                                                 float loss_scale);
+  // Block b's gradients of `blocks` after KeepBlockGrads / RecomputeBlocks
+  // (the last block's are the model's grads).
+  std::span<const float> BlockGrads(int64_t b, int64_t blocks) const;
+  void KeepBlockGrads(int64_t b);
+  // Runs every block that held a real row again, keeping its gradients.
+  void RecomputeBlocks(device::DropoutKey key, const host::Batch& batch,
+                       std::span<const float> activations, std::span<float> d_activations,
+                       float loss_scale);
+  // Measured exponents over the kept blocks, then the sum of fixed_'s first
+  // `summed` values; the model's grads get the result.
+  absl::Status MeasuredSum(int64_t blocks, size_t summed);
 
   Communicator& comm_;
   std::unique_ptr<device::ThreadTeam> team_;  // before model_, which uses it
@@ -108,12 +133,15 @@ class TensorCoreStage {
   int64_t updates_ = 0;  // optimizer updates so far (Adam's t)
   int64_t block_;        // samples per exactly summed block; 0: off
   // World-size-independent sums: the gradients in shared-exponent fixed
-  // point (base/block_sum.h), then the loss's exact limbs (base/exact_sum.h),
-  // one all-reduce; the chunks' exponents, all-reduced (max) before it; the
-  // gradients of every local block but the last (blocks x params floats),
-  // and which blocks held a real row.
+  // point (base/block_sum.h), the loss's exact limbs (base/exact_sum.h) and
+  // the count of blocks that did not fit, one all-reduce; the predicted
+  // exponents (empty: measure); the measured ones (all-reduced MAX); the
+  // gradients of every local block but the last when measuring (blocks x
+  // params floats), and which blocks held a real row.
   std::vector<int64_t> fixed_;
+  std::vector<int64_t> predicted_;
   std::vector<int64_t> exponents_;
+  int64_t remeasured_steps_ = 0;
   std::vector<float> block_grads_;
   std::vector<char> block_ran_;
   int headroom_bits_ = 0;  // ceil(log2(global blocks))

@@ -1,10 +1,13 @@
 #include "runtime/step/tensorcore_stage.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
 #include "runtime/comm/local_communicator.h"
@@ -128,28 +131,57 @@ host::Batch Slice(const host::Batch& b, int begin, int end) {
   return s;
 }
 
-// world_size_independent: the step of 2 or 4 ranks, each on its slice of the
-// global batch (some rows masked), gives rank 0 the parameters and the loss
-// of one rank's step over the whole batch, bit for bit, and every rank the
-// d_activations of its rows.
-TEST_P(TensorCoreStageTest, WorldSizeIndependentStepMatchesOneRank) {
+// Steps of a world-size-independent run; before step kForcedStep every
+// stage's predicted exponents are set far too small, so that step measures
+// them again (the redo path).
+constexpr int kSteps = 4;
+constexpr int kForcedStep = 2;
+host::Batch StepBatch(int step) {
+  const std::vector<float> mask = {1, 1, 0, 1, 1, 1, 1, step == 1 ? 1.0f : 0.0f};
+  return MakeBatch(8, 6 + step, mask, step == 1 ? 7 : 6);
+}
+absl::Status ForceMeasure(TensorCoreStage& stage) {
+  std::vector<int64_t> tiny(stage.predicted_exponents().size(), -100);
+  if (tiny.empty()) return absl::InternalError("no prediction after a step");
+  tiny.back() = 0;
+  return stage.set_predicted_exponents(tiny);
+}
+
+// world_size_independent: kSteps steps of 2 or 4 ranks, each on its slice of
+// the global batch (some rows masked), give every rank the parameters and
+// rank 0 the losses of one rank's steps over the whole batch, bit for bit,
+// and every rank the d_activations of its rows: with predicted exponents,
+// with measured ones on the first step, and when a prediction fails (the
+// forced step; 1 and 2 ranks hold several blocks and recompute them).
+TEST_P(TensorCoreStageTest, WorldSizeIndependentStepsMatchOneRank) {
   config::RunConfig config = Config(GetParam());
   config.mutable_training()->set_world_size_independent(true);
-  const std::vector<float> mask = {1, 1, 0, 1, 1, 1, 1, 0};
-  const host::Batch batch = MakeBatch(8, 6, mask, 6);
   SelfCommunicator one;
   auto whole = TensorCoreStage::Create(config, one);
   ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ((*whole)->gradient_block_samples(), 2);
+  EXPECT_TRUE((*whole)->predicted_exponents().empty());
   const int width = (*whole)->model().embedding_width();
   const std::vector<float> act = Activations(8, width);
-  std::vector<float> d_whole(8 * width);
-  auto loss_whole = (*whole)->Step(0, batch, act, d_whole);
-  ASSERT_TRUE(loss_whole.ok());
-  EXPECT_EQ((*whole)->gradient_block_samples(), 2);
+  std::vector<std::vector<float>> d_whole(kSteps, std::vector<float>(8 * width));
+  std::vector<double> loss_whole(kSteps);
+  for (int s = 0; s < kSteps; ++s) {
+    if (s == kForcedStep) {
+      ASSERT_TRUE(ForceMeasure(**whole).ok());
+    }
+    auto l = (*whole)->Step(s, StepBatch(s), act, d_whole[s]);
+    ASSERT_TRUE(l.ok()) << l.status();
+    loss_whole[s] = *l;
+  }
+  EXPECT_FALSE((*whole)->predicted_exponents().empty());
+  const int64_t remeasured = (*whole)->remeasured_steps();
+  EXPECT_GE(remeasured, 1);
+  EXPECT_LT(remeasured, kSteps - 1);  // predictions hold on other steps
   for (int world : {2, 4}) {
     const int local = 8 / world;
     std::vector<std::vector<float>> params(world), d(world, std::vector<float>(local * width));
-    std::vector<double> loss(world, -1.0);
+    std::vector<std::vector<double>> loss(world, std::vector<double>(kSteps, -1.0));
+    std::vector<int64_t> remeasured_at(world, -1);
     // Ranks as threads (runtime/comm/local_communicator.h).
     const std::vector<absl::Status> status = RunLocalRanks(world, [&](Communicator& comm) {
       auto stage = TensorCoreStage::Create(config, comm);
@@ -157,26 +189,113 @@ TEST_P(TensorCoreStageTest, WorldSizeIndependentStepMatchesOneRank) {
       const int r = comm.rank();
       const std::vector<float> rows(act.begin() + r * local * width,
                                     act.begin() + (r + 1) * local * width);
-      auto l = (*stage)->Step(0, Slice(batch, r * local, (r + 1) * local), rows, d[r]);
-      if (!l.ok()) return l.status();
-      loss[r] = *l;
+      for (int s = 0; s < kSteps; ++s) {
+        if (s == kForcedStep) LEMRT_RETURN_IF_ERROR(ForceMeasure(**stage));
+        auto l = (*stage)->Step(s, Slice(StepBatch(s), r * local, (r + 1) * local), rows, d[r]);
+        if (!l.ok()) return l.status();
+        loss[r][s] = *l;
+        for (int i = 0; i < local * width; ++i) {
+          if (d[r][i] != d_whole[s][r * local * width + i]) {
+            return absl::InternalError(absl::StrCat("step ", s, ": d_activations ", i));
+          }
+        }
+      }
+      remeasured_at[r] = (*stage)->remeasured_steps();
       params[r].assign((*stage)->mutable_params().begin(), (*stage)->mutable_params().end());
       return absl::OkStatus();
     });
     for (int r = 0; r < world; ++r) {
       ASSERT_TRUE(status[r].ok()) << world << " ranks, rank " << r << ": " << status[r];
-      for (int i = 0; i < local * width; ++i) {
-        EXPECT_EQ(d[r][i], d_whole[r * local * width + i]) << world << " ranks, rank " << r;
-      }
       // Every rank's parameters are those of one rank; rank 0 has the loss.
       const auto p1 = (*whole)->mutable_params();
       ASSERT_EQ(params[r].size(), p1.size());
       for (size_t i = 0; i < p1.size(); ++i) {
         ASSERT_EQ(params[r][i], p1[i]) << world << " ranks, rank " << r << ", param " << i;
       }
-      EXPECT_EQ(loss[r], r == 0 ? *loss_whole : 0.0) << world << " ranks, rank " << r;
+      for (int s = 0; s < kSteps; ++s) {
+        EXPECT_EQ(loss[r][s], r == 0 ? loss_whole[s] : 0.0) << world << " ranks, rank " << r;
+      }
+      EXPECT_EQ(remeasured_at[r], remeasured) << world << " ranks, rank " << r;
     }
   }
+}
+
+// What a checkpoint keeps of the stage (parameters, optimizer slots, update
+// count, predicted exponents), copied into a fresh stage after 2 steps,
+// continues bit for bit like the stage that ran all kSteps; exponents 30
+// bits coarser would train another model (so the saved ones matter).
+TEST_P(TensorCoreStageTest, ContinuesFromSavedState) {
+  config::RunConfig config = Config(GetParam());
+  config.mutable_training()->set_world_size_independent(true);
+  SelfCommunicator a_comm, b_comm, c_comm;
+  auto a = TensorCoreStage::Create(config, a_comm);
+  auto b = TensorCoreStage::Create(config, b_comm);
+  auto c = TensorCoreStage::Create(config, c_comm);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  const int width = (*a)->model().embedding_width();
+  const std::vector<float> act = Activations(8, width);
+  std::vector<float> d(8 * width);
+  for (int s = 0; s < kSteps; ++s) ASSERT_TRUE((*a)->Step(s, StepBatch(s), act, d).ok());
+  for (int s = 0; s < 2; ++s) ASSERT_TRUE((*b)->Step(s, StepBatch(s), act, d).ok());
+  std::copy((*b)->mutable_params().begin(), (*b)->mutable_params().end(),
+            (*c)->mutable_params().begin());
+  std::copy((*b)->optimizer_slots().begin(), (*b)->optimizer_slots().end(),
+            (*c)->mutable_optimizer_slots().begin());
+  (*c)->set_updates((*b)->updates());
+  ASSERT_TRUE((*c)->set_predicted_exponents((*b)->predicted_exponents()).ok());
+  for (int s = 2; s < kSteps; ++s) ASSERT_TRUE((*c)->Step(s, StepBatch(s), act, d).ok());
+  const auto pa = (*a)->mutable_params();
+  const auto pc = (*c)->mutable_params();
+  for (size_t i = 0; i < pa.size(); ++i) ASSERT_EQ(pc[i], pa[i]) << "param " << i;
+  EXPECT_TRUE(std::equal(pa.begin(), pa.end(), pc.begin()));
+  const auto ea = (*a)->predicted_exponents();
+  const auto ec = (*c)->predicted_exponents();
+  EXPECT_TRUE(std::equal(ea.begin(), ea.end(), ec.begin(), ec.end()));
+  // The same state with exponents 30 bits coarser trains another model:
+  // the saved exponents are in use.
+  SelfCommunicator d_comm;
+  auto coarse = TensorCoreStage::Create(config, d_comm);
+  ASSERT_TRUE(coarse.ok());
+  std::copy((*b)->mutable_params().begin(), (*b)->mutable_params().end(),
+            (*coarse)->mutable_params().begin());
+  std::copy((*b)->optimizer_slots().begin(), (*b)->optimizer_slots().end(),
+            (*coarse)->mutable_optimizer_slots().begin());
+  (*coarse)->set_updates((*b)->updates());
+  std::vector<int64_t> shifted((*b)->predicted_exponents().begin(),
+                               (*b)->predicted_exponents().end());
+  for (size_t i = 0; i + 1 < shifted.size(); ++i) shifted[i] += 30;
+  ASSERT_TRUE((*coarse)->set_predicted_exponents(shifted).ok());
+  ASSERT_TRUE((*coarse)->Step(2, StepBatch(2), act, d).ok());
+  EXPECT_EQ((*coarse)->remeasured_steps(), 0);
+  ASSERT_TRUE((*b)->Step(2, StepBatch(2), act, d).ok());  // b's own exponents
+  const auto pb = (*b)->mutable_params();
+  const auto pd = (*coarse)->mutable_params();
+  size_t differ = 0;
+  for (size_t i = 0; i < pb.size(); ++i) differ += pd[i] != pb[i] ? 1 : 0;
+  EXPECT_GT(differ, 0u);
+}
+
+// Predicted exponents read back (a checkpoint) are checked; empty clears.
+TEST_P(TensorCoreStageTest, PredictedExponentsAreChecked) {
+  config::RunConfig config = Config(GetParam());
+  config.mutable_training()->set_world_size_independent(true);
+  SelfCommunicator comm;
+  auto stage = TensorCoreStage::Create(config, comm);
+  ASSERT_TRUE(stage.ok());
+  const int width = (*stage)->model().embedding_width();
+  std::vector<float> d(8 * width);
+  ASSERT_TRUE((*stage)->Step(0, StepBatch(0), Activations(8, width), d).ok());
+  std::vector<int64_t> exps((*stage)->predicted_exponents().begin(),
+                            (*stage)->predicted_exponents().end());
+  ASSERT_FALSE(exps.empty());
+  EXPECT_TRUE((*stage)->set_predicted_exponents(exps).ok());
+  exps[0] = 500;
+  EXPECT_FALSE((*stage)->set_predicted_exponents(exps).ok());
+  exps.pop_back();
+  const absl::Status st = (*stage)->set_predicted_exponents(exps);
+  EXPECT_NE(st.message().find("expected"), std::string::npos) << st;
+  EXPECT_TRUE((*stage)->set_predicted_exponents({}).ok());
+  EXPECT_TRUE((*stage)->predicted_exponents().empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TensorCoreStageTest,
