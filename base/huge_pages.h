@@ -27,6 +27,18 @@ void AdviseHugePages(const void* data, size_t bytes);
 // Throws std::bad_alloc; the caller frees it with std::free.
 void* AllocateLineAligned(size_t bytes);
 
+// `bytes` (at least one) of zeros, 64-byte aligned, for arrays that are
+// written whole once and live long (table shards). From 2 MiB on, the
+// storage is a fresh anonymous mapping, 2 MiB aligned and advised
+// (AdviseHugePages), that nothing has written: its pages are zero by the
+// kernel's guarantee and are faulted in by their first write, so a caller
+// that fills the array touches each page once, from the threads that fill it
+// (the allocation itself takes microseconds, whatever the size). Below 2 MiB
+// it is zeroed heap storage. Throws std::bad_alloc; the caller frees it with
+// FreeZeroed(p, bytes) (the same `bytes`).
+void* AllocateZeroed(size_t bytes);
+void FreeZeroed(void* p, size_t bytes);
+
 // When n exceeds v's capacity, reserves max(n, 1.5 x the capacity) (growth
 // is geometric, as with push_back, so a slowly growing size reallocates a
 // logarithmic number of times) and advises the new storage before anything

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -105,6 +107,43 @@ TEST(HugePagesTest, LineAlignedStorage) {
     EXPECT_TRUE(Advised(static_cast<char*>(p) + 6 * kMiB));  // the rounded-up tail too
   }
   std::free(p);
+}
+
+// Pages of [p, p + bytes) (p page aligned) that are in memory (mincore).
+size_t ResidentPages(const void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((bytes + page - 1) / page);
+  if (mincore(const_cast<void*>(p), bytes, in.data()) != 0) return SIZE_MAX;
+  size_t n = 0;
+  for (unsigned char c : in) n += c & 1;
+  return n;
+}
+
+TEST(HugePagesTest, ZeroedStorageIsZeroAndAligned) {
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{100}, 2 * kMiB - 1, 2 * kMiB, 6 * kMiB + 3}) {
+    auto* p = static_cast<unsigned char*>(AllocateZeroed(bytes));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (bytes >= 2 * kMiB ? 2 * kMiB : 64), 0u) << bytes;
+    size_t nonzero = 0;
+    for (size_t i = 0; i < bytes; ++i) nonzero += p[i] != 0;
+    EXPECT_EQ(nonzero, 0u) << bytes;
+    if (bytes > 0) p[bytes - 1] = 1;  // the whole size is writable
+    FreeZeroed(p, bytes);
+  }
+}
+
+// From 2 MiB on, allocating touches no page: the first write faults each in.
+TEST(HugePagesTest, LargeZeroedStorageIsNotTouchedUntilWritten) {
+  const size_t bytes = 16 * kMiB;
+  auto* p = static_cast<char*>(AllocateZeroed(bytes));
+  EXPECT_EQ(ResidentPages(p, bytes), 0u);
+  p[5 * kMiB] = 1;
+  const size_t resident = ResidentPages(p, bytes);
+  EXPECT_GE(resident, 1u);
+  EXPECT_LT(resident, bytes / 4096);
+  if (KernelHasTransparentHugePages()) {
+    EXPECT_TRUE(Advised(p + 8 * kMiB));
+  }
+  FreeZeroed(p, bytes);
 }
 
 // A fresh mapping is not marked until advised; only its whole 2 MiB pages

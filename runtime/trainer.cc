@@ -289,6 +289,17 @@ absl::StatusOr<int64_t> Trainer::Resume() {
   return first_step;
 }
 
+absl::Status Trainer::ReportStartup() {
+  startup_.Mark(StartupPhase::kRunStart);
+  Mark(CollectiveMonitor::kSparseCore, -1, "start-up breakdown");
+  LEMRT_ASSIGN_OR_RETURN(startup_breakdown_, SlowestStartup(sparse_comm_, startup_));
+  if (sparse_comm_.rank() == 0) {
+    LOG(INFO) << DescribeStartup(startup_breakdown_)
+              << absl::StrFormat(" (table fill and step buffers on %d threads)", startup_threads_);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> Trainer::FinishStep(int64_t step, const PipelineStep& done,
                                          Clock::time_point step_start) {
   // The stop request rides on the loss all-reduce: every rank learns of a
@@ -404,6 +415,7 @@ absl::StatusOr<EvalResult> Trainer::FinalEvaluation(LoopTotals* totals) {
 absl::StatusOr<summary::RunSummary> Trainer::Run() {
   LoopTotals totals;
   LEMRT_ASSIGN_OR_RETURN(totals.first_step, Resume());
+  LEMRT_RETURN_IF_ERROR(ReportStartup());
   LEMRT_RETURN_IF_ERROR(TrainSteps(&totals));
   LEMRT_RETURN_IF_ERROR(pipeline_->Drain());
   prefetcher_.reset();  // every training step was taken

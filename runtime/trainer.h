@@ -18,6 +18,7 @@
 #include <array>
 #include <csignal>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "runtime/step/host_stage.h"
 #include "runtime/observability/run_recorder.h"
 #include "runtime/observability/run_stats.h"
+#include "runtime/observability/startup_clock.h"
 #include "runtime/step/sparsecore_stage.h"
 #include "runtime/comm/stall_hook.h"
 #include "runtime/step/step_pipeline.h"
@@ -68,12 +70,13 @@ class Trainer {
   // sparse_comm's ranks, copied) gives each rank's host for the summary and
   // the exchange's within-host / between-host bytes; without it the trainer
   // gathers it first (runtime/comm/placement.h, which fails when two hosts
-  // share a hostname).
-  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const config::RunConfig& config,
-                                                         Communicator& sparse_comm,
-                                                         Communicator& dense_comm,
-                                                         CollectiveMonitor* monitor = nullptr,
-                                                         const Placement* placement = nullptr);
+  // share a hostname). `process_start` (optional; ProcessStart()) starts the
+  // start-up breakdown's launch phase (runtime/observability/startup_clock.h);
+  // without it the breakdown starts at Create.
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(
+      const config::RunConfig& config, Communicator& sparse_comm, Communicator& dense_comm,
+      CollectiveMonitor* monitor = nullptr, const Placement* placement = nullptr,
+      std::optional<StartupClock::Clock::time_point> process_start = std::nullopt);
   ~Trainer();
 
   // Collective: trains training.steps steps and evaluates. Data errors on
@@ -144,6 +147,9 @@ class Trainer {
   absl::Status CreateRecorder();
   // Sizes each StepSlot's activations and reserves its buffers.
   void SizeStepSlots();
+  // Collective, once before the first step: marks the run-start phase,
+  // agrees on the slowest rank's start-up breakdown and logs it on rank 0.
+  absl::Status ReportStartup();
   // Seconds this rank's share of a checkpoint takes at 10 MB/s (the
   // watchdog's allowance while one is saved or restored).
   double CheckpointIoAllowanceSeconds() const;
@@ -151,7 +157,8 @@ class Trainer {
   // (device/sparsecore/table_init.h) and records the slowest chip's time.
   absl::Status InitializeTables(std::span<const device::Optimizer* const> optimizers);
   // Reserves every StepSlot's SparseCore buffers to the plan's bounds and
-  // touches them when they fit (runtime/step/step_buffer_reserve.h).
+  // touches them when they fit (runtime/step/step_buffer_reserve.h), the
+  // slots on startup_threads_ threads at once.
   void ReserveStepBuffers();
 
   // The stages, each on its executor. HostAndForward and Backward run on the
@@ -271,9 +278,15 @@ class Trainer {
   std::unique_ptr<HostStage> host_;  // data -> COO -> limits -> minibatches
   // Splits each minibatch by the plan's serialized tables.
   std::unique_ptr<TableSerializer> table_serializer_;
-  // Start-up: table initialisation mode and the slowest chip's time.
+  // Start-up: table initialisation mode and the slowest chip's time; this
+  // rank's phases, and the slowest rank's (agreed before the first step).
   std::string table_init_mode_;
   double table_init_ms_ = 0;
+  StartupClock startup_;
+  StartupBreakdown startup_breakdown_;
+  // Threads of the table fill and the step buffers' first touch: the GEMM
+  // team's or the host workers', whichever is more (nothing else runs yet).
+  int startup_threads_ = 1;
   // Host worker threads running host_'s local half ahead (made by Run once
   // the first step is known; after host_, so it stops first).
   std::unique_ptr<HostPrefetcher> prefetcher_;

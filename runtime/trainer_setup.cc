@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -69,11 +70,13 @@ Trainer::Trainer(const config::RunConfig& config, Communicator& sparse_comm,
 
 Trainer::~Trainer() = default;
 
-absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig& config,
-                                                         Communicator& sparse_comm,
-                                                         Communicator& dense_comm,
-                                                         CollectiveMonitor* monitor,
-                                                         const Placement* placement) {
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
+    const config::RunConfig& config, Communicator& sparse_comm, Communicator& dense_comm,
+    CollectiveMonitor* monitor, const Placement* placement,
+    std::optional<StartupClock::Clock::time_point> process_start) {
+  // Without the process's start the phases start here (launch 0).
+  StartupClock startup(process_start.value_or(Clock::now()));
+  if (process_start.has_value()) startup.Mark(StartupPhase::kLaunch);
   Communicator& comm = sparse_comm;
   if (comm.rank() == 0) {
     LogStackingPlan(config);
@@ -85,6 +88,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   LEMRT_RETURN_IF_ERROR(
       AgreeOnStatus(comm, plan.ok() ? device::CheckMemoryPlan(*plan) : plan.status()));
   std::unique_ptr<Trainer> t(new Trainer(config, sparse_comm, dense_comm));
+  t->startup_ = startup;
   t->monitor_ = monitor;
   if (placement != nullptr) {
     CHECK_EQ(placement->num_ranks(), comm.size()) << "the placement of another world";
@@ -101,6 +105,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const config::RunConfig
   // The checkpoint directory first: a bad one fails before any table work.
   // (It reads the trainer's copy of the config, whose steps are resolved below.)
   LEMRT_ASSIGN_OR_RETURN(t->checkpointer_, checkpoint::Checkpointer::Open(t->config_, comm));
+  t->startup_.Mark(StartupPhase::kPlan);
   auto data = host::CreateDataSource(t->config_, comm.rank(), comm.size());
   absl::Status st = AgreeOnStatus(comm, data.status());
   if (!st.ok()) return st;
@@ -208,6 +213,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
   LEMRT_ASSIGN_OR_RETURN(HotRowChoice hot, ChooseAndLogHotRows(config, comm));
   t->host_ = std::make_unique<HostStage>(config, sparse_comm, *t->data_, std::move(*limits),
                                          hot.placed);
+  t->startup_.Mark(StartupPhase::kDataSource);
   t->host_worker_threads_ =
       HostWorkerThreads(config, LocalRanksFromEnvironment(comm.size()));
   std::vector<const device::Optimizer*> optimizers;
@@ -225,13 +231,17 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateStages(std::unique_ptr<T
   t->tile_pool_ = std::make_unique<device::TilePool>(config.sparse_core().tile_threads());
   for (const auto& sc : t->sparse_->sparse_cores()) sc->set_tile_pool(t->tile_pool_.get());
   t->sparse_->SetHotRows(std::move(hot.placed), optimizers);
+  t->startup_threads_ = std::max(t->host_worker_threads_, (*dense)->gemm_threads());
+  t->startup_.Mark(StartupPhase::kAllocation);
   LEMRT_RETURN_IF_ERROR(t->InitializeTables(optimizers));
   LEMRT_RETURN_IF_ERROR(t->sparse_->RefreshHotRows());
+  t->startup_.Mark(StartupPhase::kTableFill);
   t->table_serializer_ = std::make_unique<TableSerializer>(t->memory_plan_);
   t->dense_ = std::move(*dense);
   t->pipeline_ = t->NewPipeline();
   t->SizeStepSlots();
   t->checkpoint_io_allowance_s_ = t->CheckpointIoAllowanceSeconds();
+  t->startup_.Mark(StartupPhase::kStepBuffers);
   return t;
 }
 
@@ -240,8 +250,7 @@ absl::Status Trainer::InitializeTables(std::span<const device::Optimizer* const>
   std::vector<device::SparseCore*> scs;
   for (const auto& sc : sparse_->sparse_cores()) scs.push_back(sc.get());
   const Clock::time_point t0 = Clock::now();
-  device::InitializeTables(config_, scs, optimizers, mode, tile_pool_.get(),
-                           host_worker_threads_);
+  device::InitializeTables(config_, scs, optimizers, mode, tile_pool_.get(), startup_threads_);
   const double ms = MsSince(t0);
   const std::vector<float> mine = {static_cast<float>(ms)};
   std::vector<float> all;
@@ -264,10 +273,23 @@ void Trainer::ReserveStepBuffers() {
   const bool fits = bytes <= budget;
   const Clock::time_point t0 = Clock::now();
   if (fits) {
+    // The slots' buffers are apart: their first touch (page faults, the
+    // cost here) runs on several threads at once.
+    std::vector<StepSlot*> slots;
     for (StepSlot& slot : pipeline_->slots()) {
       if (slot.minibatch_sparse.empty()) slot.minibatch_sparse.resize(1);
-      runtime::ReserveStepBuffers(bounds, /*touch=*/true, &slot.minibatch_sparse[0]);
+      slots.push_back(&slot);
     }
+    const int threads = std::clamp<int>(startup_threads_, 1, static_cast<int>(slots.size()));
+    auto reserve = [&](int part) {
+      for (size_t k = part; k < slots.size(); k += threads) {
+        runtime::ReserveStepBuffers(bounds, /*touch=*/true, &slots[k]->minibatch_sparse[0]);
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (int part = 1; part < threads; ++part) helpers.emplace_back(reserve, part);
+    reserve(0);
+    for (std::thread& h : helpers) h.join();
   }
   if (sparse_comm_.rank() == 0) {
     LOG(INFO) << (fits ? absl::StrFormat(

@@ -236,6 +236,8 @@ void Trainer::FillSetup(summary::RunSummary* s) const {
                             s->mutable_stacking());
   s->mutable_startup()->set_table_init_mode(table_init_mode_);
   s->mutable_startup()->set_table_init_ms(table_init_ms_);
+  FillStartupStats(startup_breakdown_, s->mutable_startup());
+  s->mutable_startup()->set_threads(startup_threads_);
   s->set_pipelining(pipelining_);
   summary::ThreadStats* threads = s->mutable_threads();
   threads->set_gemm_threads(dense_->gemm_threads());

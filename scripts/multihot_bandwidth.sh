@@ -105,19 +105,13 @@ print(f"ids/step {per_id:.0f} (after per-sample dedup), unique rows/step {unique
       f" wall {s['wall_time_sec']:.1f} s for {steps} steps")
 first = [(r["step"], float(r["step_ms"])) for r in csv.DictReader(open(sys.argv[4]))][:4]
 print("warm-up, mean step ms up to step: " + ", ".join(f"{k}: {v:.0f}" for k, v in first))
-# Start-up from the glog timestamps: the first line (after MPI and the config)
-# to the last start-up line (tables initialised, step buffers reserved).
-stamps = {}
-for line in open(sys.argv[6]):
-    m = re.match(r"[IWE]\d{8} (\d\d):(\d\d):(\d\d\.\d+)", line)
-    if not m:
-        continue
-    t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
-    stamps.setdefault("first", t)
-    if "tables initialised" in line or "step buffers" in line:
-        stamps["ready"] = t
+# Start-up: the summary's breakdown (the slowest rank's phases, from its
+# process's start to its first step; docs/observability.md "Start-up").
 startup = s.get("startup", {})
-print(f"start-up {stamps.get('ready', 0) - stamps.get('first', 0):.1f} s (first log line to the"
-      f" first step; table init {startup.get('table_init_ms', 0) / 1e3:.1f} s,"
-      f" {startup.get('table_init_mode', '?')}); process wall {int(sys.argv[7]) / 1e3:.1f} s")
+phases = ["launch", "plan", "data_source", "allocation", "table_fill", "step_buffers", "run_start"]
+print(f"start-up {startup.get('total_ms', 0) / 1e3:.1f} s to the first step: "
+      + ", ".join(f"{p} {startup.get(p + '_ms', 0) / 1e3:.2f}" for p in phases)
+      + f" s (table init {startup.get('table_init_ms', 0) / 1e3:.1f} s,"
+      f" {startup.get('table_init_mode', '?')}, {startup.get('threads', 0)} threads);"
+      f" process wall {int(sys.argv[7]) / 1e3:.1f} s")
 PY

@@ -92,6 +92,8 @@ grep -q "int8 tables (int8 per row" "$work/base.log" \
   || { echo "FAIL --eval_quantized logged no int8 line"; cat "$work/base.log"; failed=$((failed + 1)); }
 grep -q "tables initialised (host) in" "$work/base.log" \
   || { echo "FAIL no start-up line"; failed=$((failed + 1)); }
+grep -q "start-up [0-9.]* s to the first step (slowest rank [01]): launch [0-9.]* s, plan" "$work/base.log" \
+  || { echo "FAIL no start-up breakdown line"; failed=$((failed + 1)); }
 [ "$failed" -eq 0 ] || exit 1
 
 python3 - "$work" "$small" <<'PY'
@@ -109,6 +111,14 @@ for n, mode in [("base", "host"), ("device", "device"), ("fast", "device_paralle
     st = s[n].get("startup", {})
     check(st.get("table_init_mode") == mode and st.get("table_init_ms", -1) >= 0,
           f"{n}: startup {st}")
+    # The breakdown (docs/observability.md "Start-up"): phases >= 0 adding up
+    # to the total, launch (the process's start to the trainer) included.
+    phases = [st.get(p + "_ms", 0) for p in
+              ["launch", "plan", "data_source", "allocation", "table_fill", "step_buffers", "run_start"]]
+    check(min(phases) >= 0 and st.get("launch_ms", 0) > 0 and st.get("total_ms", 0) > 0
+          and abs(sum(phases) - st["total_ms"]) <= 1e-9 * st["total_ms"]
+          and st.get("slowest_rank", 0) in (0, 1) and st.get("threads", 0) >= 1,
+          f"{n}: start-up phases {phases} add up to total_ms {st.get('total_ms')}")
     check(s[n]["model_checksum"] == b, f"{n}: checksum {s[n]['model_checksum']} == default {b}")
 check(s["serialized"]["model_checksum"] == b,
       f"2 serialized tables: checksum {s['serialized']['model_checksum']} == {b}")

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/comm/placement.h"
+#include "runtime/observability/startup_clock.h"
 #include "runtime/trainer.h"
 
 namespace lemrt::runtime {
@@ -160,9 +162,33 @@ TEST(AgreeOnStatusTest, LowestFailingRankUnlessAllFailedAlike) {
   EXPECT_EQ(st, absl::InvalidArgumentError(W > 1 ? "rank 0: e" : "e"));
 }
 
+// The summary's start-up breakdown (runtime/observability/startup_clock.h):
+// every phase >= 0 and the phases add up to the total, of a rank of the
+// world; a launch phase only when the trainer was given the process's start.
+void ExpectConsistentStartup(const summary::StartupStats& st, int world, bool launched) {
+  const double phases[] = {st.launch_ms(),     st.plan_ms(),         st.data_source_ms(),
+                           st.allocation_ms(), st.table_fill_ms(),   st.step_buffers_ms(),
+                           st.run_start_ms()};
+  double sum = 0;
+  for (double ms : phases) {
+    EXPECT_GE(ms, 0);
+    sum += ms;
+  }
+  EXPECT_GT(st.total_ms(), 0);
+  EXPECT_LE(sum, st.total_ms() * (1 + 1e-12));
+  EXPECT_GE(sum, st.total_ms() * (1 - 1e-12));
+  EXPECT_EQ(st.launch_ms() > 0, launched) << st.launch_ms();
+  EXPECT_GE(st.slowest_rank(), 0);
+  EXPECT_LT(st.slowest_rank(), world);
+  EXPECT_GE(st.threads(), 1);
+  EXPECT_EQ(st.table_init_mode(), "host");
+  EXPECT_GE(st.table_init_ms(), 0);
+}
+
 // The trainer over communicators whose messages carry at most 40 bytes
 // trains the same model as with the default size (every exchange of the
-// SparseCore stage and the dense all-reduce split into many messages).
+// SparseCore stage and the dense all-reduce split into many messages). Its
+// summary's start-up breakdown is consistent.
 TEST(MpiCommunicatorTest, TrainerWithSmallMessagesTrainsTheSameModel) {
   const int W = Comm()->size();
   auto config = config::ParseConfig(R"pb(
@@ -183,11 +209,14 @@ TEST(MpiCommunicatorTest, TrainerWithSmallMessagesTrainsTheSameModel) {
   for (int small = 0; small < 2; ++small) {
     auto sparse_comm = Comm(small ? 40 : int64_t{1} << 30);
     auto dense_comm = Comm(small ? 40 : int64_t{1} << 30);
-    auto trainer =
-        Trainer::Create(*config, *sparse_comm, *dense_comm, nullptr, small ? &two_hosts : nullptr);
+    // The second run also times the launch from the process's start.
+    auto trainer = Trainer::Create(*config, *sparse_comm, *dense_comm, nullptr,
+                                   small ? &two_hosts : nullptr,
+                                   small ? std::optional(ProcessStart()) : std::nullopt);
     ASSERT_TRUE(trainer.ok()) << trainer.status();
     auto summary = (*trainer)->Run();
     ASSERT_TRUE(summary.ok()) << summary.status();
+    ExpectConsistentStartup(summary->startup(), W, /*launched=*/small == 1);
     checksum[small] = summary->model_checksum();
     placement[small] = summary->placement();
   }

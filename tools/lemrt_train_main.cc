@@ -38,6 +38,7 @@
 #include "runtime/output_paths.h"
 #include "runtime/eval/quantized_eval.h"
 #include "runtime/observability/run_report.h"
+#include "runtime/observability/startup_clock.h"
 #include "runtime/observability/summary_writer.h"
 #include "runtime/threads/thread_budget.h"
 #include "runtime/threads/thread_plan.h"
@@ -374,8 +375,10 @@ absl::Status PrintSummary(const lemrt::summary::RunSummary& summary, bool stoppe
 // MPMD job's different arguments) is agreed before the next collective, so
 // every rank ends with the same sentence.
 // `*stop_signal` is set when a stop signal ended the run early.
+// `process_start`: when this process started (the start-up breakdown's
+// origin).
 absl::Status Run(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_comm,
-                 Communicator& dense_comm,
+                 Communicator& dense_comm, std::chrono::steady_clock::time_point process_start,
                  int* stop_signal) {
   const int rank = sparse_comm.rank();
   const int world_size = sparse_comm.size();
@@ -414,7 +417,7 @@ absl::Status Run(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_com
   LEMRT_RETURN_IF_ERROR(
       lemrt::runtime::CheckOutputPaths(*config, FLAGS_summary_json, sparse_watched));
   auto trainer = lemrt::runtime::Trainer::Create(*config, sparse_watched, dense_watched, &monitor,
-                                                 &placement);
+                                                 &placement, process_start);
   if (!trainer.ok()) return trainer.status();
   (*trainer)->set_stop_signal(&g_stop_signal);
   g_stop_phase = kStopRunning;  // a stop signal from here on saves
@@ -439,6 +442,7 @@ absl::Status Run(const lemrt::runtime::MpiSession& mpi, Communicator& sparse_com
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::chrono::steady_clock::time_point process_start = lemrt::runtime::ProcessStart();
   lemrt::runtime::InstallOutOfMemoryHandler("lemrt_train");
   // The pipelined trainer issues collectives from two threads, each on its
   // own communicator: MPI_THREAD_MULTIPLE, without which it runs unpipelined.
@@ -457,7 +461,7 @@ int main(int argc, char** argv) {
   auto dense_comm = mpi.World();
   absl::Status st = sparse_comm.ok() ? dense_comm.status() : sparse_comm.status();
   if (st.ok()) st = mpi.Require(lemrt::runtime::MpiThreads::kFunneled, "lemrt_train");
-  if (st.ok()) st = Run(mpi, **sparse_comm, **dense_comm, &stop_signal);
+  if (st.ok()) st = Run(mpi, **sparse_comm, **dense_comm, process_start, &stop_signal);
   // A stop signal during the int8 evaluation after training (--eval_quantized;
   // the final checkpoint is saved) ends it, on every rank.
   if (absl::IsCancelled(st) && g_stop_signal != 0) {

@@ -13,6 +13,12 @@ namespace {
 // Rows per unit of work: 256 rows of 64 floats are 64 KiB, so kHost's
 // staging buffer stays in the core's cache between building and copying in.
 constexpr int64_t kChunkRows = 256;
+// The bytes of shard rows one kHost thread claims at a time: whole
+// transparent huge pages (2 MiB) of the shard, so that two threads never
+// fault in the same page (the second would wait for the first's zeroing of
+// it) and the first touch of a table's pages, which costs more than
+// computing their values, runs on every thread at once.
+constexpr int64_t kClaimBytes = int64_t{4} << 20;
 
 // Writes InitialRow (table_shard.h) of one table's original rows.
 class RowFiller {
@@ -75,16 +81,27 @@ struct Chunk {
   int64_t begin, end;
 };
 
-// Chunks of at most kChunkRows rows of every (SparseCore, table) pair, the
-// SparseCores' rows of [part / parts, (part + 1) / parts) of each shard.
-void AppendChunks(SparseCore* sc, int part, int parts, std::vector<Chunk>* chunks) {
+// Chunks of at most `rows(shard)` rows of every (SparseCore, table) pair,
+// the SparseCores' rows of [part / parts, (part + 1) / parts) of each shard.
+template <typename RowsOf>
+void AppendChunks(SparseCore* sc, int part, int parts, RowsOf rows, std::vector<Chunk>* chunks) {
   for (int t = 0; t < sc->num_tables(); ++t) {
-    const int64_t n = sc->shard(t).local_rows();
+    const TableShard& shard = sc->shard(t);
+    const int64_t n = shard.local_rows();
     const int64_t end = n * (part + 1) / parts;
-    for (int64_t b = n * part / parts; b < end; b += kChunkRows) {
-      chunks->push_back({sc, t, b, std::min(end, b + kChunkRows)});
+    const int64_t step = std::max<int64_t>(1, rows(shard));
+    for (int64_t b = n * part / parts; b < end; b += step) {
+      chunks->push_back({sc, t, b, std::min(end, b + step)});
     }
   }
+}
+
+int64_t ChunkRows(const TableShard&) { return kChunkRows; }
+
+// Rows of `shard` in kClaimBytes of its rows and slots (at least kChunkRows).
+int64_t ClaimRows(const TableShard& shard) {
+  const int64_t row_bytes = shard.row_bytes() + shard.slots_bytes_per_row();
+  return std::max(kChunkRows, kClaimBytes / std::max<int64_t>(1, row_bytes));
 }
 
 }  // namespace
@@ -128,7 +145,7 @@ void InitializeTables(const config::RunConfig& config, std::span<SparseCore* con
     const int tasks = static_cast<int>(scs.size()) * tiles;
     auto task = [&](int k) {
       std::vector<Chunk> chunks;
-      AppendChunks(scs[k / tiles], k % tiles, tiles, &chunks);
+      AppendChunks(scs[k / tiles], k % tiles, tiles, ChunkRows, &chunks);
       for (const Chunk& c : chunks) {
         FillRowsInPlace(fillers[c.table], *optimizers[c.table], c.begin, c.end,
                         c.sc->mutable_shard(c.table));
@@ -141,17 +158,20 @@ void InitializeTables(const config::RunConfig& config, std::span<SparseCore* con
     }
     return;
   }
-  // kHost: host threads take chunks in turn, each building them in its own
-  // staging buffer and copying them in.
+  // kHost: host threads claim runs of kClaimBytes in turn, each building
+  // them kChunkRows rows at a time in its own staging buffer and copying
+  // them in (the copy is the first touch of the run's pages).
   std::vector<Chunk> chunks;
-  for (SparseCore* sc : scs) AppendChunks(sc, 0, 1, &chunks);
+  for (SparseCore* sc : scs) AppendChunks(sc, 0, 1, ClaimRows, &chunks);
   std::atomic<size_t> next{0};
   auto worker = [&] {
     std::vector<float> stage;
     for (size_t i = next++; i < chunks.size(); i = next++) {
       const Chunk& c = chunks[i];
-      FillRowsStaged(fillers[c.table], *optimizers[c.table], c.begin, c.end,
-                     c.sc->mutable_shard(c.table), &stage);
+      for (int64_t b = c.begin; b < c.end; b += kChunkRows) {
+        FillRowsStaged(fillers[c.table], *optimizers[c.table], b, std::min(c.end, b + kChunkRows),
+                       c.sc->mutable_shard(c.table), &stage);
+      }
     }
   };
   std::vector<std::thread> threads;

@@ -4,18 +4,20 @@
 // and the optimizer's InitSlots for the slots, so the model is bit-identical
 // whichever mode and thread count is used; only the start-up time differs.
 //
-//   kHost           host threads (`host_threads` of them) build the rows,
-//                   256 at a time, in a staging buffer each, and copy them
-//                   into the SparseCores' shards ("initialise on the host,
-//                   copy in").
+//   kHost           host threads (`host_threads` of them) claim runs of
+//                   4 MiB of a shard's rows in turn, build them 256 rows at a
+//                   time in a staging buffer each, and copy them into the
+//                   SparseCores' shards ("initialise on the host, copy in").
 //   kDevice         each SparseCore initialises its own shard in place, one
 //                   SparseCore after another.
 //   kDeviceParallel every (SparseCore, tile) pair initialises its contiguous
 //                   share of the shard's rows in place, as tasks on the tile
 //                   pool, all SparseCores at once.
 // Every mode calls InitialRow (table_shard.h), which computes rows of the
-// uniform initializer eight elements at a time. On a VM the time is often dominated by the first touch of the
-// shards' pages, which happens earlier, when the shards are allocated.
+// uniform initializer eight elements at a time. The shards' pages are first
+// touched here (table_allocator.h: sizing a shard writes nothing), and on a
+// VM that first touch costs more than computing the values, so kHost's
+// threads claim whole huge pages of rows and fault them in side by side.
 // Thread-compatible.
 #ifndef LEMRT_DEVICE_SPARSECORE_TABLE_INIT_H_
 #define LEMRT_DEVICE_SPARSECORE_TABLE_INIT_H_

@@ -1,5 +1,8 @@
 #include "device/sparsecore/table_init.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -146,6 +149,38 @@ TEST(TableInitTest, InitialRowIsThePlainStreamFormula) {
             << "dim " << dim << (normal ? " normal" : " uniform") << " row " << row;
       }
     }
+  }
+}
+
+// Shards of several MiB (above the 2 MiB where storage is a fresh mapping):
+// sizing them touches none of their pages, and kHost's threads, claiming
+// 4 MiB runs of rows (three per shard of "big"), write the constructor's
+// values bit for bit on 1 and 2 threads.
+TEST(TableInitTest, LargeShardsAreUntouchedUntilFilledAndFillTheSameOnAnyThreadCount) {
+  auto c = config::ParseConfig(R"pb(
+    topology { sparse_cores_per_chip: 4 }
+    tables { name: "big" vocab_size: 300000 dim: 64 combiner: SUM }
+    tables { name: "ada" vocab_size: 90000 dim: 32 combiner: SUM optimizer { adagrad { initial_accumulator: 0.5 } } }
+    features { name: "big" table: "big" } features { name: "ada" table: "ada" }
+    model { num_dense_features: 1 bottom_mlp: 4 top_mlp: 1 }
+    training { global_batch: 8 seed: 5 }
+  )pb",
+                               "t", "", 2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Chip reference(*c, /*initialize=*/true);
+  for (int host_threads : {1, 2}) {
+    Chip chip(*c, /*initialize=*/false);
+    const std::span<const uint8_t> bytes = chip.scs[1]->shard(0).weight_bytes();
+    ASSERT_GT(bytes.size(), size_t{8} << 20);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> resident(bytes.size() / page);
+    ASSERT_EQ(mincore(const_cast<uint8_t*>(bytes.data()), resident.size() * page, resident.data()), 0);
+    size_t touched = 0;
+    for (unsigned char r : resident) touched += r & 1;
+    EXPECT_EQ(touched, 0u) << "pages of a sized, unfilled shard in memory";
+    EXPECT_EQ(chip.scs[1]->shard(0).row(100)[5], 0.0f);
+    InitializeTables(*c, chip.ptrs, chip.opts, TableInitMode::kHost, nullptr, host_threads);
+    ExpectSameTables(reference, chip, "large shards");
   }
 }
 
