@@ -5,8 +5,6 @@
 #include <cmath>
 #include <type_traits>
 
-#include <unistd.h>
-
 #include "absl/strings/str_format.h"
 #include "base/huge_pages.h"
 #include "layout/row_placement.h"
@@ -68,38 +66,20 @@ void SortSegment(const Codec& codec, typename Codec::Record* r, int64_t n) {
   }
 }
 
-// Counts the destinations of ids[0, n) into four interleaved histograms of
-// N counters (hot ids would otherwise chain every increment on the one
-// before) and returns whether every id is in [0, vocab) (a negative id is a
-// large unsigned one), in one read of the ids. An id outside counts as id 0,
-// so no division sees it; the caller reports it and drops the histograms.
-template <class Div>
-bool CountInRange(const Div& div, const int64_t* ids, int64_t n, int64_t vocab, int32_t sc_shift,
-                  int N, int64_t* histogram) {
+// Whether every id of ids[0, n) is in [0, vocab): blocks of 16 the compiler
+// vectorises (a negative id is a large unsigned one), then the tail.
+bool IdsInRange(const int64_t* ids, int64_t n, int64_t vocab) {
   const uint64_t limit = static_cast<uint64_t>(vocab);
   uint64_t outside = 0;
-  auto checked = [&](int64_t id) {
-    const bool out = static_cast<uint64_t>(id) >= limit;
-    outside |= out;
-    return out ? 0 : id;
-  };
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    ++histogram[Destination(div, checked(ids[i]), sc_shift)];
-    ++histogram[N + Destination(div, checked(ids[i + 1]), sc_shift)];
-    ++histogram[2 * N + Destination(div, checked(ids[i + 2]), sc_shift)];
-    ++histogram[3 * N + Destination(div, checked(ids[i + 3]), sc_shift)];
+  for (; i + 16 <= n; i += 16) {
+    for (int k = 0; k < 16; ++k) outside |= static_cast<uint64_t>(ids[i + k]) >= limit;
   }
-  for (; i < n; ++i) ++histogram[Destination(div, checked(ids[i]), sc_shift)];
+  for (; i < n; ++i) outside |= static_cast<uint64_t>(ids[i]) >= limit;
   return outside == 0;
 }
 
 }  // namespace
-
-int64_t DefaultStreamEntriesFromBytes() {
-  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return llc > 0 ? 2 * int64_t{llc} : int64_t{64} << 20;
-}
 
 CooOptions MakeCooOptions(const config::RunConfig& config) {
   const layout::RowPlacement placement = layout::RowPlacement::FromConfig(config);
@@ -259,8 +239,7 @@ absl::Status CooBuilder::CountSegments(const Div& div_ref, const Batch& batch) {
       const int64_t begin = batch.offsets[f][s * per_sc];
       const int64_t end = batch.offsets[f][(s + 1) * per_sc];
       if (options_.id_bound_check) {
-        if (!CountInRange(div, ids + begin, end - begin, code.vocab_size, code.sc_shift, N,
-                          histogram)) {
+        if (!IdsInRange(ids + begin, end - begin, code.vocab_size)) {
           const FeatureSpec& spec = options_.features[f];
           for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
             const std::span<const int64_t> sample = batch.SampleIds(f, row);
@@ -275,6 +254,14 @@ absl::Status CooBuilder::CountSegments(const Div& div_ref, const Batch& batch) {
                 spec.table_name));
           }
         }
+        int64_t i = begin;
+        for (; i + 4 <= end; i += 4) {
+          ++histogram[Destination(div, ids[i], code.sc_shift)];
+          ++histogram[N + Destination(div, ids[i + 1], code.sc_shift)];
+          ++histogram[2 * N + Destination(div, ids[i + 2], code.sc_shift)];
+          ++histogram[3 * N + Destination(div, ids[i + 3], code.sc_shift)];
+        }
+        for (; i < end; ++i) ++histogram[Destination(div, ids[i], code.sc_shift)];
       } else {
         for (int64_t i = begin; i < end; ++i) {
           ++histogram[Destination(div, Wrap(ids[i], code.vocab_size), code.sc_shift)];
@@ -405,17 +392,15 @@ template <class Div, class Codec>
 // feature) gain = the duplicates' weights summed in input order x norms[row]
 // (SUM: x 1, norms unused). With kCount, each entry's bit in the table's
 // bitmap (col / N) is set and the ones not set before are counted into
-// *unique. Returns the entries written (Sink: coo_internal::PlainEntries or
-// StreamedEntries).
-template <bool kSum, bool kCount, bool kWeights, class Div, class Codec, class Sink>
+// *unique. Returns the entries written.
+template <bool kSum, bool kCount, bool kWeights, class Div, class Codec>
 int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Record* r,
                   int64_t begin, int64_t end, int f, int32_t table,
                   config::TableConfig::Combiner combiner, int row_bits, int64_t row_base,
                   const int64_t* sample_offsets, const double* norms, uint64_t* bitmap,
-                  int32_t* unique, Sink* sink) {
+                  int32_t* unique, layout::CooEntry* out) {
   const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
-  Sink out = *sink;  // a local: its fields stay in registers
-  const int64_t first = out.written();
+  layout::CooEntry* o = out;
   int32_t fresh = 0;
   for (int64_t i = begin; i < end;) {
     const typename Codec::Record rec = r[i];
@@ -436,7 +421,7 @@ int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Reco
       gain = static_cast<float>(
           count * (combiner == config::TableConfig::MEAN ? 1.0 / n : 1.0 / std::sqrt(n)));
     }
-    out.Put({col, row, f, table, gain});
+    *o++ = {col, row, f, table, gain};
     if constexpr (kCount) {
       const int64_t q = div.Quotient(col);
       const uint64_t bit = uint64_t{1} << (q & 63);
@@ -447,8 +432,7 @@ int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Reco
     i = j;
   }
   if constexpr (kCount) *unique += fresh;
-  *sink = out;
-  return out.written() - first;
+  return o - out;
 }
 
 layout::PartitionCount* CooBuilder::PrepareExpandOutput(layout::PartitionedCoo* out) {
@@ -503,26 +487,8 @@ void CooBuilder::ClearSegmentBitmaps(const Div& div, const Codec& codec,
 // each feature's run expanded (ExpandRun); partitions counted while the
 // segment is in cache, and the bitmaps cleared after it.
 template <class Div, class Codec>
-void CooBuilder::Expand(const Div& div, const Codec& codec, const Batch& batch,
+void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch& batch,
                         layout::PartitionedCoo* out) {
-  layout::PartitionCount* const counts = PrepareExpandOutput(out);
-  const int64_t bytes = out->ids_total * static_cast<int64_t>(sizeof(layout::CooEntry));
-  if (bytes >= options_.stream_entries_from_bytes) {
-    coo_internal::StreamedEntries sink(
-        out->entries.data(),
-        reinterpret_cast<layout::CooEntry*>(entry_buffer_.Get(
-            coo_internal::StreamedEntries::kBuffered * sizeof(layout::CooEntry) / 8)));
-    ExpandInto(div, codec, batch, counts, &sink, out);
-  } else {
-    coo_internal::PlainEntries sink(out->entries.data());
-    ExpandInto(div, codec, batch, counts, &sink, out);
-  }
-}
-
-template <class Div, class Codec, class Sink>
-void CooBuilder::ExpandInto(const Div& div_ref, const Codec& codec_ref, const Batch& batch,
-                            layout::PartitionCount* counts, Sink* sink,
-                            layout::PartitionedCoo* out) {
   using Record = typename Codec::Record;
   const Div div = div_ref;  // locals: the entry stores could alias members
   const Codec codec = codec_ref;
@@ -531,7 +497,9 @@ void CooBuilder::ExpandInto(const Div& div_ref, const Codec& codec_ref, const Ba
   const int64_t per_sc = batch.num_samples / S;
   const int64_t segments = int64_t{N} * S;
   const int row_bits = row_bits_;
+  layout::PartitionCount* const counts = PrepareExpandOutput(out);
   Record* const staging = reinterpret_cast<Record*>(staging_.Get(0));
+  layout::CooEntry* const entries = out->entries.data();
   int64_t w = 0;
   for (int64_t k = 0; k < segments; ++k) {
     const int d = static_cast<int>(k / S), s = static_cast<int>(k % S);
@@ -552,7 +520,7 @@ void CooBuilder::ExpandInto(const Div& div_ref, const Codec& codec_ref, const Ba
         return ExpandRun<decltype(sum_tag)::value, decltype(count_tag)::value,
                          decltype(weights_tag)::value>(
             div, codec, r, run.begin, run.end, run.feature, code.table, code.combiner, row_bits,
-            s * per_sc, offsets, norms, bitmap, &unique, sink);
+            s * per_sc, offsets, norms, bitmap, &unique, entries + w);
       };
       auto dispatch = [&](auto weights_tag) {
         return counts != nullptr
@@ -577,7 +545,6 @@ void CooBuilder::ExpandInto(const Div& div_ref, const Codec& codec_ref, const Ba
     }
     if (counts != nullptr) ClearSegmentBitmaps(div, codec, r);
   }
-  sink->Finish();
   out->segment_offsets[segments] = w;
   out->entries.resize(w);
   out->ids_after_dedup = w;

@@ -61,11 +61,6 @@ struct FeatureSpec {
   int sc_shift = 0;
 };
 
-// Twice the CPU's last-level cache in bytes (sysconf), or 64 MiB where the
-// system does not say: an output that large cannot stay in the caches until
-// it is read.
-int64_t DefaultStreamEntriesFromBytes();
-
 struct CooOptions {
   int local_sparse_cores = 1;  // S
   int total_sparse_cores = 1;  // N = chips x S
@@ -82,15 +77,7 @@ struct CooOptions {
   // fits kMaxCountedRowsPerTable; otherwise (or false) the counts stay empty
   // and MinibatchSplitter::PlanLocal sorts the segments' keys to count them.
   bool count_partitions = false;
-  // A step whose entries (ids before dedup x sizeof(layout::CooEntry)) take
-  // at least this many bytes writes them with non-temporal stores
-  // (coo_internal::StreamedEntries: no read of each line before its write;
-  // the entries then start in memory, not in the caches); a smaller one with
-  // plain stores. The entries are the same either way. Default: twice the
-  // last-level cache (DefaultStreamEntriesFromBytes).
-  int64_t stream_entries_from_bytes = DefaultStreamEntriesFromBytes();
 };
-
 
 // Builds `options` from a validated config (with its table stacking plan).
 CooOptions MakeCooOptions(const config::RunConfig& config);
@@ -137,9 +124,6 @@ class CooBuilder {
   void Scatter(const Div& div, const Codec& codec, const Batch& batch);
   template <class Div, class Codec>
   void Expand(const Div& div, const Codec& codec, const Batch& batch, layout::PartitionedCoo* out);
-  template <class Div, class Codec, class Sink>
-  void ExpandInto(const Div& div, const Codec& codec, const Batch& batch,
-                  layout::PartitionCount* counts, Sink* sink, layout::PartitionedCoo* out);
   // Expand's phases: sizes `out` (returns its partition counts, null when
   // not counted); one sorted segment's feature runs into runs_; clears the
   // bitmap words that segment set.
@@ -168,7 +152,6 @@ class CooBuilder {
   std::vector<int64_t> cursor_;      // records of each destination so far (staging index)
   coo_internal::AlignedScratch<uint64_t> staging_;  // the records, per segment
   coo_internal::AlignedScratch<uint64_t> lines_;    // one line buffer per destination
-  coo_internal::AlignedScratch<uint64_t> entry_buffer_;  // StreamedEntries' buffer
   std::vector<int64_t> sample_ids_;  // ids per sample (limit check)
   std::vector<int64_t> sorted_;      // one group's ids (limit check)
   std::vector<FeatureRun> runs_;     // of one segment

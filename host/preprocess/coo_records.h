@@ -14,7 +14,6 @@
 #include <memory>
 
 #include "base/huge_pages.h"
-#include "layout/coo_format.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -162,79 +161,6 @@ struct alignas(64) LineBuffer {
 static_assert(sizeof(LineBuffer<PackedCodec>) == 64 && sizeof(LineBuffer<WideCodec>) == 64);
 static_assert(sizeof(LineBuffer<WeightedCodec<PackedCodec>>) == 64 &&
               sizeof(LineBuffer<WeightedCodec<WideCodec>>) == 64);
-
-// Where Expand writes its entries. PlainEntries: plain stores, so the
-// entries stay in the caches for whoever reads them next (a step's output
-// that fits there). StreamedEntries: the entries gather in a 6 KiB buffer
-// (kBuffered of them, 96 whole lines once the output is line-aligned) that
-// leaves with non-temporal stores (StreamLine), so a write needs no read of
-// the line first; for an output far larger than the caches, whose lines
-// would be evicted before use anyway (on the Intel Xeon VM of
-// docs/performance.md a 24-byte entry cost 4.3 ns plain and 2.3 ns streamed
-// through such a buffer; a buffer of 8 entries gained nothing: its lines
-// were read back before the stores that filled them had left). The first
-// entries up to a line boundary and the last partial buffer take plain
-// stores, so the bytes written are the same. Both write entry k at out + k
-// and are small values meant to be copied into a local for a loop (their
-// fields then stay in registers); Finish returns how many were written.
-class PlainEntries {
- public:
-  explicit PlainEntries(layout::CooEntry* out) : out_(out), next_(out) {}
-  void Put(const layout::CooEntry& e) { *next_++ = e; }
-  int64_t written() const { return next_ - out_; }
-  int64_t Finish() { return written(); }
-
- private:
-  layout::CooEntry* out_;
-  layout::CooEntry* next_;
-};
-
-class StreamedEntries {
- public:
-  static constexpr int kBuffered = 256;
-  static_assert(kBuffered * sizeof(layout::CooEntry) % 64 == 0);
-  // `buffer`: kBuffered entries, 64-byte aligned, for this writer alone.
-  StreamedEntries(layout::CooEntry* out, layout::CooEntry* buffer)
-      : out_(out), next_(out), buffer_(buffer) {
-    // Entries start on multiples of 8 bytes, so one of the first 8 starts
-    // a line (24 k covers every residue of 8 modulo 64).
-    while (head_ < 8 && reinterpret_cast<uintptr_t>(out + head_) % 64 != 0) ++head_;
-  }
-  void Put(const layout::CooEntry& e) {
-    if (head_ > 0) {  // before the first line boundary
-      *next_++ = e;
-      --head_;
-      return;
-    }
-    buffer_[fill_++] = e;
-    if (fill_ == kBuffered) {
-      char* const dst = reinterpret_cast<char*>(next_);
-      const char* const src = reinterpret_cast<const char*>(buffer_);
-      for (size_t k = 0; k < kBuffered * sizeof(layout::CooEntry); k += 64) {
-        StreamLine(dst + k, src + k);
-      }
-      next_ += kBuffered;
-      fill_ = 0;
-    }
-  }
-  int64_t written() const { return next_ - out_ + fill_; }
-  // Writes the partial buffer and orders the streamed stores before what
-  // follows.
-  int64_t Finish() {
-    std::copy(buffer_, buffer_ + fill_, next_);
-    next_ += fill_;
-    fill_ = 0;
-    StreamFence();
-    return next_ - out_;
-  }
-
- private:
-  layout::CooEntry* out_;
-  layout::CooEntry* next_;
-  layout::CooEntry* buffer_;
-  int head_ = 0;
-  int fill_ = 0;
-};
 
 // A growable 64-byte aligned buffer of trivially copyable T (contents are not
 // kept when it grows, by at least half); from 2 MiB up 2 MiB aligned with huge

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -329,90 +328,35 @@ TEST(CooTest, RandomBatchesMatchPlainReference) {
       }
     }
     // One builder for plain, weighted, plain again: its buffers serve both
-    // record widths. Its entries written with plain stores, and again
-    // streamed (coo_internal::StreamedEntries: every output is "large").
-    for (const int64_t stream_from : {std::numeric_limits<int64_t>::max(), int64_t{0}}) {
-      o.stream_entries_from_bytes = stream_from;
-      CooBuilder builder(o);
-      layout::PartitionedCoo coo;
-      for (const Batch* input : {&batch, &weighted, &batch}) {
-        const bool has_weights = input == &weighted;
-        const Reference want = PlainReference(*input, o, o.num_tables);
-        for (int rep = 0; rep < 2; ++rep) {  // the second build reuses every buffer
-          ASSERT_TRUE(builder.Build(*input, &coo).ok());
-          const std::string where =
-              absl::StrFormat("S %d N %d rep %d%s%s", S, N, rep, has_weights ? " weighted" : "",
-                              stream_from == 0 ? " streamed" : "");
-          EXPECT_EQ(coo.ids_total, want.ids_total) << where;
-          EXPECT_EQ(coo.ids_after_dedup, static_cast<int64_t>(want.entries.size())) << where;
-          EXPECT_EQ(coo.segment_offsets, want.segment_offsets) << where;
-          ASSERT_EQ(coo.entries.size(), want.entries.size()) << where;
-          for (size_t i = 0; i < want.entries.size(); ++i) {
-            ASSERT_EQ(Fields(coo.entries[i]), Fields(want.entries[i])) << where << " entry " << i;
-          }
-          // Counted only while every table's bitmap fits (not for vocabulary
-          // 1e8 over N <= 5); PlanLocal counts from the keys then.
-          if ((shape.big_vocab + N - 1) / N > CooBuilder::kMaxCountedRowsPerTable) {
-            EXPECT_TRUE(coo.table_partition_counts.empty()) << where;
-            continue;
-          }
-          ASSERT_EQ(coo.table_partition_counts.size(), want.counts.size()) << where;
-          for (size_t p = 0; p < want.counts.size(); ++p) {
-            EXPECT_EQ(coo.table_partition_counts[p].ids, want.counts[p].ids)
-                << where << " p " << p;
-            EXPECT_EQ(coo.table_partition_counts[p].unique_ids, want.counts[p].unique_ids)
-                << where << " p " << p;
-          }
+    // record widths.
+    CooBuilder builder(o);
+    layout::PartitionedCoo coo;
+    for (const Batch* input : {&batch, &weighted, &batch}) {
+      const bool has_weights = input == &weighted;
+      const Reference want = PlainReference(*input, o, o.num_tables);
+      for (int rep = 0; rep < 2; ++rep) {  // the second build reuses every buffer
+        ASSERT_TRUE(builder.Build(*input, &coo).ok());
+        const std::string where =
+            absl::StrFormat("S %d N %d rep %d%s", S, N, rep, has_weights ? " weighted" : "");
+        EXPECT_EQ(coo.ids_total, want.ids_total) << where;
+        EXPECT_EQ(coo.ids_after_dedup, static_cast<int64_t>(want.entries.size())) << where;
+        EXPECT_EQ(coo.segment_offsets, want.segment_offsets) << where;
+        ASSERT_EQ(coo.entries.size(), want.entries.size()) << where;
+        for (size_t i = 0; i < want.entries.size(); ++i) {
+          ASSERT_EQ(Fields(coo.entries[i]), Fields(want.entries[i])) << where << " entry " << i;
         }
-      }
-    }
-  }
-}
-
-// StreamedEntries writes what PlainEntries does, at every alignment of the
-// output (an entry starts on a multiple of 8 bytes, a line every 64) and for
-// counts below, at and past whole buffers, and nothing outside
-// [out, out + count).
-TEST(CooTest, StreamedEntriesWriteWhatPlainStoresWrite) {
-  constexpr int kB = coo_internal::StreamedEntries::kBuffered;
-  constexpr int kMax = 2 * kB + 20;
-  for (int offset = 0; offset < 8; ++offset) {
-    for (int count : {0, 1, 5, 7, 8, 9, kB - 1, kB, kB + 1, kB + 7, kB + 8, kB + 9, 2 * kB + 3,
-                      2 * kB + 8, kMax}) {
-      // Room for the offset: the buffer's start is line-aligned.
-      struct alignas(64) Buffer {
-        layout::CooEntry e[kMax + 12];
-      };
-      Buffer plain_buffer, streamed_buffer;
-      std::fill(std::begin(plain_buffer.e), std::end(plain_buffer.e),
-                layout::CooEntry{-1, -1, -1, -1, -1.0f});
-      std::copy(std::begin(plain_buffer.e), std::end(plain_buffer.e), streamed_buffer.e);
-      // Entry k of the output starts 8 x offset bytes into the buffer.
-      auto* plain_out =
-          reinterpret_cast<layout::CooEntry*>(reinterpret_cast<char*>(plain_buffer.e) + 8 * offset);
-      auto* streamed_out = reinterpret_cast<layout::CooEntry*>(
-          reinterpret_cast<char*>(streamed_buffer.e) + 8 * offset);
-      coo_internal::PlainEntries plain(plain_out);
-      struct alignas(64) StreamBuffer {
-        layout::CooEntry e[coo_internal::StreamedEntries::kBuffered];
-      };
-      StreamBuffer stream_buffer;
-      coo_internal::StreamedEntries streamed(streamed_out, stream_buffer.e);
-      for (int k = 0; k < count; ++k) {
-        const layout::CooEntry e{1000 + k, k, 2 * k, 3 * k, 0.5f * static_cast<float>(k)};
-        plain.Put(e);
-        streamed.Put(e);
-        ASSERT_EQ(streamed.written(), k + 1);
-      }
-      ASSERT_EQ(plain.Finish(), count);
-      ASSERT_EQ(streamed.Finish(), count);
-      const std::string where = absl::StrFormat("offset %d count %d", offset, count);
-      for (int i = 0; i < kMax + 12; ++i) {
-        ASSERT_EQ(Fields(streamed_buffer.e[i]), Fields(plain_buffer.e[i]))
-            << where << " slot " << i;
-      }
-      if (count > 0) {
-        EXPECT_EQ(streamed_out[count - 1].col, 1000 + count - 1) << where;
+        // Counted only while every table's bitmap fits (not for vocabulary
+        // 1e8 over N <= 5); PlanLocal counts from the keys then.
+        if ((shape.big_vocab + N - 1) / N > CooBuilder::kMaxCountedRowsPerTable) {
+          EXPECT_TRUE(coo.table_partition_counts.empty()) << where;
+          continue;
+        }
+        ASSERT_EQ(coo.table_partition_counts.size(), want.counts.size()) << where;
+        for (size_t p = 0; p < want.counts.size(); ++p) {
+          EXPECT_EQ(coo.table_partition_counts[p].ids, want.counts[p].ids) << where << " p " << p;
+          EXPECT_EQ(coo.table_partition_counts[p].unique_ids, want.counts[p].unique_ids)
+              << where << " p " << p;
+        }
       }
     }
   }
