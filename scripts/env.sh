@@ -46,3 +46,8 @@ for t in json.load(sys.stdin)["tests"]:
 lemrt_other_isa_level() {
   if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then echo x86-64-v3; else echo x86-64-v2; fi
 }
+
+# lemrt_clang: the clang++ the ASan+UBSan / fuzz build uses (clang-14 on Debian 12).
+lemrt_clang() {
+  command -v clang++-14 || command -v clang++
+}
