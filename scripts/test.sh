@@ -57,8 +57,11 @@ asan="$LEMRT_ROOT/build-asan"
 if [ "${LEMRT_CI_SANITIZE:-1}" != 0 ]; then
   level="$(lemrt_other_isa_level)"
   echo "test.sh: ASan+UBSan unit tests built by clang with -march=$level"
-  cmake -S "$LEMRT_ROOT" -B "$asan" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$(lemrt_clang)" \
-    -DLEMRT_SANITIZE=address -DLEMRT_FUZZ=ON -DLEMRT_WERROR=ON -DLEMRT_MARCH="$level" >/dev/null
+  # Ninja, not Makefiles: make builds the goals of one `cmake --build
+  # --target A B ...` one after another (CMake's top Makefile is .NOTPARALLEL),
+  # so each one-file test target compiled with the other core idle.
+  cmake -G Ninja -S "$LEMRT_ROOT" -B "$asan" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_COMPILER="$(lemrt_clang)" -DLEMRT_SANITIZE=address -DLEMRT_FUZZ=ON -DLEMRT_WERROR=ON -DLEMRT_MARCH="$level" >/dev/null
   mapfile -t unit_targets < <(lemrt_unit_targets "$asan")
   cmake --build "$asan" -j "$LEMRT_JOBS" --target "${unit_targets[@]}"
   stage_done "sanitizer build"
