@@ -61,7 +61,8 @@ if [ "${LEMRT_CI_SANITIZE:-1}" != 0 ]; then
   # --target A B ...` one after another (CMake's top Makefile is .NOTPARALLEL),
   # so each one-file test target compiled with the other core idle.
   cmake -G Ninja -S "$LEMRT_ROOT" -B "$asan" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER="$(lemrt_clang)" -DLEMRT_SANITIZE=address -DLEMRT_FUZZ=ON -DLEMRT_WERROR=ON -DLEMRT_MARCH="$level" >/dev/null
+    -DCMAKE_CXX_COMPILER="$(lemrt_clang)" -DLEMRT_SANITIZE=address -DLEMRT_FUZZ=ON \
+    -DLEMRT_WERROR=ON -DLEMRT_MARCH="$level" >/dev/null
   mapfile -t unit_targets < <(lemrt_unit_targets "$asan")
   cmake --build "$asan" -j "$LEMRT_JOBS" --target "${unit_targets[@]}"
   stage_done "sanitizer build"
