@@ -60,6 +60,10 @@ if [ "${LEMRT_CI_SANITIZE:-1}" != 0 ]; then
   # Ninja, not Makefiles: make builds the goals of one `cmake --build
   # --target A B ...` one after another (CMake's top Makefile is .NOTPARALLEL),
   # so each one-file test target compiled with the other core idle.
+  # A build-asan/ of the earlier GCC + Makefiles stage cannot be reconfigured: start afresh.
+  if [ -f "$asan/CMakeCache.txt" ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$asan/CMakeCache.txt"; then
+    rm -rf "$asan"
+  fi
   cmake -G Ninja -S "$LEMRT_ROOT" -B "$asan" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_COMPILER="$(lemrt_clang)" -DLEMRT_SANITIZE=address -DLEMRT_FUZZ=ON \
     -DLEMRT_WERROR=ON -DLEMRT_MARCH="$level" >/dev/null
