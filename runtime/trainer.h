@@ -206,7 +206,6 @@ class Trainer {
   //   5. FillPlacement (one all-reduce).
   // Between 2 and 3 the Fill* functions (no collective) copy this rank's
   // state and the gathered totals into the summary's sections.
-  struct LoopTotals;
   absl::StatusOr<summary::RunSummary> Summarise(const LoopTotals& totals, const EvalResult& eval);
   // Summarise's parts (trainer_summary.cc). Collective: the final
   // evaluation's record (and checkpoint), and the totals over ranks.

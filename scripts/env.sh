@@ -26,10 +26,14 @@ python3 -c "import matplotlib" 2>/dev/null || LEMRT_PYTHON=/usr/bin/python3
 # tests, one per line (test name = target name, except X_fuzz_replay ->
 # X_fuzzer; a test that runs another test's binary with other arguments, such
 # as gemm_test_no_bf16, has no target of its own and is left out: its binary
-# is built for the other test). DIR must be configured.
+# is built for the other test). DIR must be configured (Makefiles or Ninja).
 lemrt_unit_targets() {
   local targets
-  targets="$(cmake --build "$1" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')"
+  if [ -f "$1/build.ninja" ]; then
+    targets="$(ninja -C "$1" -t targets all | sed -n 's/^\([^:/ ]*\): .*/\1/p')"
+  else
+    targets="$(cmake --build "$1" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')"
+  fi
   (cd "$1" && ctest -L unit --show-only=json-v1) | python3 -c '
 import json, sys
 targets = set(sys.argv[1].split())
@@ -45,4 +49,9 @@ for t in json.load(sys.stdin)["tests"]:
 # (AVX2 + FMA) on a machine with AVX-512, x86-64-v2 (SSE4.2) otherwise.
 lemrt_other_isa_level() {
   if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then echo x86-64-v3; else echo x86-64-v2; fi
+}
+
+# lemrt_clang: the clang++ the ASan+UBSan / fuzz build uses (clang-14 on Debian 12).
+lemrt_clang() {
+  command -v clang++-14 || command -v clang++
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz, clang, ASan+UBSan) into
-# build-fuzz/ and runs each for LEMRT_FUZZ_SECONDS (default 20) on a scratch
-# copy of its committed seed corpus, reporting the executions run. A crash,
+# build-fuzz/, or BUILD_DIR (scripts/test.sh passes its clang ASan+UBSan
+# build-asan/, configured with LEMRT_FUZZ=ON and built: configure and build
+# are then no-ops), and runs each for LEMRT_FUZZ_SECONDS (default 20) on a
+# scratch copy of its committed seed corpus, reporting the executions run. A crash,
 # leak, sanitizer report or timeout fails the script and leaves the input in
 # build-fuzz/artifacts/<target>/ (add it to tests/fuzz/regressions/<target>/
 # with the fix). Usage: scripts/fuzz.sh [BUILD_DIR] [TARGET...]
@@ -12,8 +14,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(criteo_reader binary_reader config_loader checkpoint)
 seconds="${LEMRT_FUZZ_SECONDS:-20}"
-cxx="$(command -v clang++-14 || command -v clang++)"
-cmake -S "$LEMRT_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" \
+cmake -S "$LEMRT_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$(lemrt_clang)" \
   -DLEMRT_FUZZ=ON >/dev/null
 cmake --build "$dir" -j "$LEMRT_JOBS" --target "${targets[@]/%/_fuzzer}"
 

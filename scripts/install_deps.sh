@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake g++ make python3
+  ninja-build  # the ASan+UBSan build of scripts/test.sh
   openmpi-bin libopenmpi-dev
   libeigen3-dev
   libdnnl-dev  # oneDNN: the TensorCore's GEMMs (device/tensorcore/gemm.h)

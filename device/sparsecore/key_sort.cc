@@ -15,10 +15,14 @@
 namespace lemrt::device {
 namespace {
 
-constexpr int kDigitBits = 11;
-constexpr size_t kBuckets = size_t{1} << kDigitBits;
+#ifdef LEMRT_KEY_SORT_PEXT
 // Widest digit of the pext path (4096 counters: 32 KiB, in L1).
 constexpr int kMaxDigitBits = 12;
+#else
+// The portable path's digit.
+constexpr int kDigitBits = 11;
+constexpr size_t kBuckets = size_t{1} << kDigitBits;
+#endif
 
 }  // namespace
 

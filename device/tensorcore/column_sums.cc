@@ -45,8 +45,12 @@ void ColumnSumTasks::operator()(int block) const {
   static_assert(kColumnsPerTask % L == 0);
   const int64_t begin = block * kColumnsPerTask;
   const int64_t cols = std::min(width_, begin + kColumnsPerTask) - begin;
-  const float* x = x_ + begin;
   float* sums = out_ + begin;
+  if (rows_ == 0) {  // x_ may be null then, and an offset on null is undefined
+    std::fill_n(sums, cols, 0.0f);
+    return;
+  }
+  const float* x = x_ + begin;
   if (cols == kColumnsPerTask) {
     return SumColumns<L, kColumnsPerTask / L>(x, rows_, width_, sums);
   }

@@ -31,6 +31,13 @@ MlpShape TopShape(const DlrmShape& shape, float dropout) {
   return mlp;
 }
 
+// p + offset, or null for a null p: an empty batch's embeddings may be null,
+// and an offset applied to a null pointer is undefined behaviour.
+template <typename T>
+T* OffsetOrNull(T* p, int64_t offset) {
+  return p == nullptr ? nullptr : p + offset;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DlrmDense>> DlrmDense::Create(
@@ -140,8 +147,9 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
   for (size_t f = 0; f < features_.size(); ++f) {
     const Feature& feature = features_[f];
     if (feature.proj_offset < 0) continue;
-    proj_tasks_.emplace_back(false, false, batch, d, feature.dim, emb + feature.emb_offset,
-                             embedding_width_, params_.data() + feature.proj_offset, d,
+    const float* emb_f = OffsetOrNull(emb, feature.emb_offset);
+    proj_tasks_.emplace_back(false, false, batch, d, feature.dim, emb_f, embedding_width_,
+                             params_.data() + feature.proj_offset, d,
                              z_.data() + (f + 1) * d, zw, GemmEpilogue{}, precision_);
   }
   RunProjections();
@@ -149,7 +157,8 @@ void DlrmDense::Forward(int64_t batch, const float* dense, const float* emb,
   z_base_[0] = bottom_.output();
   for (size_t f = 0; f < features_.size(); ++f) {
     const Feature& feature = features_[f];
-    z_base_[f + 1] = feature.proj_offset >= 0 ? z_.data() + (f + 1) * d : emb + feature.emb_offset;
+    z_base_[f + 1] = feature.proj_offset >= 0 ? z_.data() + (f + 1) * d
+                                              : OffsetOrNull(emb, feature.emb_offset);
   }
   const InteractionVectors<const float> z{z_base_.data(), z_stride_.data()};
   ParallelRanges(team_, batch, kSamplesPerTask, [&](int64_t begin, int64_t end) {
@@ -166,8 +175,8 @@ void DlrmDense::BackwardInteraction(int64_t batch, const float* emb, float* d_em
   dz_base_[0] = d_bottom_.data();
   for (size_t f = 0; f < features_.size(); ++f) {
     const Feature& feature = features_[f];
-    dz_base_[f + 1] =
-        feature.proj_offset >= 0 ? dz_.data() + (f + 1) * d : d_emb + feature.emb_offset;
+    dz_base_[f + 1] = feature.proj_offset >= 0 ? dz_.data() + (f + 1) * d
+                                               : OffsetOrNull(d_emb, feature.emb_offset);
   }
   const InteractionVectors<const float> z{z_base_.data(), z_stride_.data()};
   const InteractionVectors<float> dz{dz_base_.data(), z_stride_.data()};
@@ -180,12 +189,13 @@ void DlrmDense::BackwardInteraction(int64_t batch, const float* emb, float* d_em
     if (feature.proj_offset < 0) continue;
     const float* dzf = dz_.data() + (f + 1) * d;
     // dP_f = emb_f^T dz_f and d emb_f = dz_f P_f^T.
-    proj_tasks_.emplace_back(true, false, feature.dim, d, batch, emb + feature.emb_offset,
-                             embedding_width_, dzf, zw, grads_.data() + feature.proj_offset, d,
-                             GemmEpilogue{}, precision_);
+    const float* emb_f = OffsetOrNull(emb, feature.emb_offset);
+    float* d_emb_f = OffsetOrNull(d_emb, feature.emb_offset);
+    proj_tasks_.emplace_back(true, false, feature.dim, d, batch, emb_f, embedding_width_, dzf, zw,
+                             grads_.data() + feature.proj_offset, d, GemmEpilogue{}, precision_);
     proj_tasks_.emplace_back(false, true, batch, feature.dim, d, dzf, zw,
-                             params_.data() + feature.proj_offset, d, d_emb + feature.emb_offset,
-                             embedding_width_, GemmEpilogue{}, precision_);
+                             params_.data() + feature.proj_offset, d, d_emb_f, embedding_width_,
+                             GemmEpilogue{}, precision_);
   }
   RunProjections();
 }

@@ -36,9 +36,10 @@ constexpr int LanesFor() {
   return D % kWideLanes == 0 ? kWideLanes : 8;
 }
 
-// The 8 lanes of v: v itself, or the sum of a 16-lane vector's halves.
+// The 8 lanes of v: v itself, or the sum of a 16-lane vector's halves (used
+// where kWideLanes is 16, with AVX-512).
 inline V8 Fold(const V8& v) { return v; }
-inline V8 Fold(const Lanes<16>& v) {
+[[maybe_unused]] inline V8 Fold(const Lanes<16>& v) {
   return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
          __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
 }

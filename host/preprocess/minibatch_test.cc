@@ -328,7 +328,9 @@ TEST(MinibatchSplitterTest, BuilderCountsEqualSortedCounts) {
     }
     ASSERT_TRUE(coo[0].table_partition_counts.empty());
     ASSERT_EQ(coo[1].table_partition_counts.size(), static_cast<size_t>(3 * S * N));
-    auto options = [&](layout::TableLimit limit) {
+    // Bindings copied into init-captures: clang before 16 cannot capture a
+    // structured binding (the ASan+UBSan CI build is clang 14).
+    auto options = [&, S = S, N = N, dropping = dropping](layout::TableLimit limit) {
       MinibatchOptions o = Options(S, N, 2, limit, true, dropping);
       o.stacking = stacking;
       return o;
