@@ -79,8 +79,8 @@ TEST_P(ThreadTeamTest, CallerTakesTheFrontWorkersTheBack) {
       while (std::chrono::steady_clock::now() < until) {
       }
     });
-    const int first_worker = static_cast<int>(
-        std::find(by_caller.begin(), by_caller.end(), 0) - by_caller.begin());
+    const int first_worker =
+        static_cast<int>(std::find(by_caller.begin(), by_caller.end(), 0) - by_caller.begin());
     for (int i = first_worker; i < tasks; ++i) {
       EXPECT_EQ(by_caller[i], 0) << "job " << job << ": task " << i << " ran on the caller after "
                                  << "task " << first_worker << " ran on a worker";
@@ -139,6 +139,15 @@ double ProcessCpuMsWithin(double cpu_ms, int max_ms) {
   return gained;
 }
 
+// The least CPU time the whole process gains in any of `windows` sleeps of
+// `ms`: a worker that keeps polling gains some in every window, while a
+// one-off burst (a thread starting up under ASan, a last poll) fills one.
+double QuietestProcessCpuMs(int windows, int ms) {
+  double least = ProcessCpuMsDuring(ms);
+  for (int w = 1; w < windows; ++w) least = std::min(least, ProcessCpuMsDuring(ms));
+  return least;
+}
+
 // With spin_us = 0 an idle worker sleeps at once, unless a Hold keeps it
 // polling; when the last Hold ends it sleeps again.
 TEST_P(ThreadTeamTest, HoldKeepsIdleWorkersAwake) {
@@ -146,7 +155,7 @@ TEST_P(ThreadTeamTest, HoldKeepsIdleWorkersAwake) {
   ThreadTeam team(GetParam(), /*spin_us=*/0);
   std::atomic<int> runs{0};
   team.ParallelFor(4, [&](int) { runs.fetch_add(1); });
-  EXPECT_LT(ProcessCpuMsDuring(300), 30.0) << "workers should sleep without a hold";
+  EXPECT_LT(QuietestProcessCpuMs(3, 300), 30.0) << "workers should sleep without a hold";
   {
     const ThreadTeam::Hold outer(&team);
     {
@@ -160,8 +169,7 @@ TEST_P(ThreadTeamTest, HoldKeepsIdleWorkersAwake) {
     team.ParallelFor(4, [&](int) { runs.fetch_add(1); });
   }
   EXPECT_EQ(runs.load(), 12);
-  ProcessCpuMsDuring(20);  // the workers' last poll ends
-  EXPECT_LT(ProcessCpuMsDuring(300), 30.0) << "workers should sleep once the hold ends";
+  EXPECT_LT(QuietestProcessCpuMs(3, 300), 30.0) << "workers should sleep once the hold ends";
   const ThreadTeam::Hold no_team(nullptr);  // a no-op
 }
 
@@ -174,8 +182,7 @@ TEST_P(ThreadTeamTest, HoldIsIgnoredByATeamThatDoesNotPoll) {
   std::atomic<int> runs{0};
   team.ParallelFor(4, [&](int) { runs.fetch_add(1); });
   EXPECT_EQ(runs.load(), 4);
-  ProcessCpuMsDuring(20);
-  EXPECT_LT(ProcessCpuMsDuring(300), 30.0) << "workers should sleep";
+  EXPECT_LT(QuietestProcessCpuMs(3, 300), 30.0) << "workers should sleep";
 }
 
 TEST_P(ThreadTeamTest, ParallelRangesCoverTheCountInBlocks) {
