@@ -285,6 +285,7 @@ class Trainer {
   StartupBreakdown startup_breakdown_;
   // Threads of the table fill and the step buffers' first touch: the GEMM
   // team's or the host workers', whichever is more (nothing else runs yet).
+  // Also the end-of-run statistics' threads (ComputeModelStats).
   int startup_threads_ = 1;
   // Host worker threads running host_'s local half ahead (made by Run once
   // the first step is known; after host_, so it stops first).

@@ -5,7 +5,9 @@
 // depend on which chip holds a row, and adds a hash of the dense parameters;
 // each row's sum of squares (in column order) is summed exactly (int64 fixed
 // point, base/exact_sum.h; a row or parameter whose squares reach 2^64
-// makes it fall back to a double sum).
+// makes it fall back to a double sum). The rows are hashed and squared eight
+// at a time in vector lanes (row_block_stats.h), in blocks of rows shared by
+// threads; neither changes a bit of the result.
 #ifndef LEMRT_RUNTIME_OBSERVABILITY_MODEL_STATS_H_
 #define LEMRT_RUNTIME_OBSERVABILITY_MODEL_STATS_H_
 
@@ -23,9 +25,14 @@ struct ModelStats {
   std::string checksum;  // 16 hex digits
 };
 
-// Collective: every rank calls it; every rank gets the same result.
+// Collective: every rank calls it; every rank gets the same result. Three
+// all-reduces (8 bytes, 8 bytes, 40 bytes). This rank's rows are read by
+// `threads` threads (the calling one and threads - 1 started for the call;
+// <= 1: the calling thread alone); the result is the same for any count,
+// bit for bit, including the double sum used when a value is special.
+// Returns the communicator's error.
 absl::StatusOr<ModelStats> ComputeModelStats(Communicator& comm, const SparseCoreStage& sparse,
-                                             std::span<const float> dense_params);
+                                             std::span<const float> dense_params, int threads = 1);
 
 }  // namespace lemrt::runtime
 
