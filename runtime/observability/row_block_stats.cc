@@ -94,7 +94,8 @@ void HashAndSquare(const float* values, int64_t rows, int dim, U64x8 (&h)[kGroup
     F32x8 tile[kGroups][kLanes];
     for (int g = 0; g < kGroups; ++g) {
       const int64_t lanes = std::clamp<int64_t>(rows - g * kLanes, 0, kLanes);
-      LoadTile(values + g * kLanes * dim, lanes, dim, d0, cols, tile[g]);
+      // Groups past the rows read nothing (and form no pointer past them).
+      LoadTile(lanes > 0 ? values + g * kLanes * dim : values, lanes, dim, d0, cols, tile[g]);
     }
     for (int c = 0; c < cols; ++c) {
       Column(tile, c, h, squares, std::make_index_sequence<kGroups>());
