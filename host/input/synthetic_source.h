@@ -92,10 +92,11 @@ class SyntheticSource : public DataSource {
 
  private:
   struct Feature {
-    int table = 0;         // Index into config.tables().
-    int64_t vocab = 0;     // Rows of the table.
-    int max_length = 1;    // Ids per sample, inclusive upper bound.
-    double zipf_span = 0;  // (V + 1)^(1 - s) - 1, or log(V + 1) when s == 1.
+    int table = 0;          // Index into config.tables().
+    int64_t vocab = 0;      // Rows of the table.
+    int max_length = 1;     // Ids per sample, inclusive upper bound.
+    double zipf_span = 0;   // (V + 1)^(1 - s) - 1, or log(V + 1) when s == 1.
+    double zipf_power = 0;  // 1 / (1 - s), or 0 when s == 1 (the draw is exp).
   };
 
   SyntheticSource(const config::RunConfig& config, int rank, int world_size,
