@@ -2,11 +2,10 @@
 // one table: the sum of the rows' ModelRowHash (mod 2^64) and each row's sum
 // of squares, summed exactly (base/exact_sum.h) and as doubles in row order.
 // Rows are hashed and squared side by side in vector lanes (eight a vector,
-// eight vectors at once), each lane
-// one row in column order, so every row's hash and sum of squares has the
-// bits of the one-row-at-a-time loop (ModelRowHash; a double chain over the
-// columns), and blocks combine in any order to the same hash and exact sum.
-// Pure functions; thread-compatible (RowBlockStats is a plain value).
+// eight vectors at once), each lane one row in column order, so every row's
+// hash and sum of squares has the bits of the one-row-at-a-time loop (ModelRowHash; a double chain
+// over the columns), and blocks combine in any order to the same hash and exact sum. Pure
+// functions; thread-compatible (RowBlockStats is a plain value).
 #ifndef LEMRT_RUNTIME_OBSERVABILITY_ROW_BLOCK_STATS_H_
 #define LEMRT_RUNTIME_OBSERVABILITY_ROW_BLOCK_STATS_H_
 
