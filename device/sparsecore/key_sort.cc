@@ -26,8 +26,7 @@ constexpr size_t kBuckets = size_t{1} << kDigitBits;
 
 }  // namespace
 
-void SortByKey(std::vector<KeyIndex>* pairs, std::vector<KeyIndex>* scratch) {
-  std::vector<KeyIndex>& a = *pairs;
+void SortByKey(std::span<KeyIndex> a, std::vector<KeyIndex>* scratch) {
   const size_t n = a.size();
   if (n < 2) return;
   // Bits where some key differs from the first; stop early when sorted.

@@ -10,6 +10,7 @@
 #define LEMRT_DEVICE_SPARSECORE_KEY_SORT_H_
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -19,10 +20,13 @@ using KeyIndex = std::pair<uint64_t, int32_t>;
 
 // Sorts `pairs` by key, stably: pairs with equal keys keep their order, so
 // pairs whose indices ascend on input come out exactly as std::sort orders
-// them. `scratch` is a buffer reused between calls (resized to pairs->size()
+// them. `scratch` is a buffer reused between calls (resized to pairs.size()
 // the first time; no allocation once large enough). O(n) per pass; returns
 // at once for input already sorted.
-void SortByKey(std::vector<KeyIndex>* pairs, std::vector<KeyIndex>* scratch);
+void SortByKey(std::span<KeyIndex> pairs, std::vector<KeyIndex>* scratch);
+inline void SortByKey(std::vector<KeyIndex>* pairs, std::vector<KeyIndex>* scratch) {
+  SortByKey(std::span<KeyIndex>(*pairs), scratch);
+}
 
 }  // namespace lemrt::device
 
