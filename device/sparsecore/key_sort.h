@@ -5,7 +5,7 @@
 // but not AMD Zen 1-2, which microcode it) the varying bits are gathered
 // with it and sorted in as few digits of up to 12 bits as cover them
 // (typically 2 passes); otherwise in 11-bit digits, skipping bits no key
-// varies in (typically 2-3 passes).
+// varies in (typically 2-3 passes). Up to 32 pairs are sorted by insertion.
 #ifndef LEMRT_DEVICE_SPARSECORE_KEY_SORT_H_
 #define LEMRT_DEVICE_SPARSECORE_KEY_SORT_H_
 
