@@ -15,6 +15,10 @@
 namespace lemrt::device {
 namespace {
 
+// Pairs up to this many are sorted by insertion (stable: a pair moves only
+// past larger keys).
+constexpr size_t kInsertionSortMax = 32;
+
 #ifdef LEMRT_KEY_SORT_PEXT
 // Widest digit of the pext path (4096 counters: 32 KiB, in L1).
 constexpr int kMaxDigitBits = 12;
@@ -26,8 +30,7 @@ constexpr size_t kBuckets = size_t{1} << kDigitBits;
 
 }  // namespace
 
-void SortByKey(std::vector<KeyIndex>* pairs, std::vector<KeyIndex>* scratch) {
-  std::vector<KeyIndex>& a = *pairs;
+void SortByKey(std::span<KeyIndex> a, std::vector<KeyIndex>* scratch) {
   const size_t n = a.size();
   if (n < 2) return;
   // Bits where some key differs from the first; stop early when sorted.
@@ -38,6 +41,17 @@ void SortByKey(std::vector<KeyIndex>* pairs, std::vector<KeyIndex>* scratch) {
     sorted &= a[i - 1].first <= a[i].first;
   }
   if (sorted) return;
+  if (n <= kInsertionSortMax) {
+    // Few pairs (a table with few ids in the partition): the radix passes'
+    // counters would cost more than the pairs.
+    for (size_t i = 1; i < n; ++i) {
+      const KeyIndex p = a[i];
+      size_t j = i;
+      for (; j > 0 && a[j - 1].first > p.first; --j) a[j] = a[j - 1];
+      a[j] = p;
+    }
+    return;
+  }
   if (scratch->size() < n) scratch->resize(n);
   KeyIndex* src = a.data();
   KeyIndex* dst = scratch->data();

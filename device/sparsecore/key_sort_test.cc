@@ -21,9 +21,16 @@ std::vector<KeyIndex> RandomPairs(size_t n, int tables, int64_t cols, uint64_t s
 
 TEST(SortByKeyTest, MatchesStdSortOnSparseCoreKeys) {
   std::vector<KeyIndex> scratch;
-  for (auto [n, tables, cols] : {std::tuple<size_t, int, int64_t>{0, 1, 1}, {1, 1, 1}, {2, 1, 5},
-                                 {1000, 1, 50}, {5000, 26, 25000}, {20000, 3, int64_t{1} << 40},
-                                 {3000, 1, 1}}) {
+  for (auto [n, tables, cols] : {std::tuple<size_t, int, int64_t>{0, 1, 1},
+                                 {1, 1, 1},
+                                 {2, 1, 5},
+                                 {1000, 1, 50},
+                                 {5000, 26, 25000},
+                                 {20000, 3, int64_t{1} << 40},
+                                 {3000, 1, 1},
+                                 {20, 1, 8},
+                                 {32, 2, 1000},
+                                 {33, 2, 1000}}) {
     std::vector<KeyIndex> p = RandomPairs(n, tables, cols, n + tables);
     std::vector<KeyIndex> want = p;
     std::sort(want.begin(), want.end());

@@ -172,19 +172,31 @@ void DedupPartition(std::span<const std::span<const layout::CooEntry>> segments,
     });
     if (numbered) numbering.Finish();
   }
+  // The runs also order the pairs for the sort: table by table, and within
+  // a table in the order the entries were added above, so sorting each
+  // table's pairs by key (stable, a slice that stays in the caches) sorts
+  // them all.
+  TableMajorRuns(segments, dims, feature_major, &state->runs, &state->runs_scratch,
+                 &state->runs_count);
   if (!numbered) {
     auto& pairs = state->sort_scratch;
     pairs.resize(total);
     KeyIndex* p = pairs.data();
-    int64_t n = 0;
-    for_each_run([&](size_t k, int64_t begin, int64_t end) {
-      const int32_t first = static_cast<int32_t>(state->segment_begin[k]);
-      for (int64_t i = begin; i < end; ++i) {
-        p[n++] = {Key(segments[k][i]), first + static_cast<int32_t>(i)};
+    int64_t n = 0, table_begin = 0;
+    const std::vector<SegmentRun>& runs = state->runs;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const SegmentRun& run = runs[r];
+      const layout::CooEntry* seg = segments[run.segment].data();
+      const int32_t first = static_cast<int32_t>(state->segment_begin[run.segment]);
+      for (int64_t i = run.begin; i < run.end; ++i) {
+        p[n++] = {Key(seg[i]), first + static_cast<int32_t>(i)};
       }
-    });
-    // Stable radix sort: equal keys keep the order they were added in.
-    SortByKey(&pairs, &state->sort_scratch2);
+      if (r + 1 == runs.size() || runs[r + 1].table != run.table) {
+        // Stable radix sort: equal keys keep the order they were added in.
+        SortByKey(std::span<KeyIndex>(p + table_begin, n - table_begin), &state->sort_scratch2);
+        table_begin = n;
+      }
+    }
     SortedKeyNumbering numbering(total, dims, shards, state);
     CHECK(numbering.AddRange(total, [p](int64_t i) { return p[i]; }));
     numbering.Finish();

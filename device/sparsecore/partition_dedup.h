@@ -30,7 +30,9 @@ namespace lemrt::device {
 //   table_runs     index of each table's first unique key, then the count;
 //   entry_unique   each entry's unique index;
 //   entry_role     kOnlyEntry for a key's only entry, else kFirstEntry for
-//                  its earliest entry and kAddEntry for the others.
+//                  its earliest entry and kAddEntry for the others;
+//   runs           the segments' feature runs, table by table
+//                  (TableMajorRuns, table_major_runs.h, with `feature_major`).
 // `dims[t]` and `shards[t]` are table t's dim and this SparseCore's shard;
 // every entry's table must index them and its col belong to that shard.
 // `feature_major`: a key's "earliest" entry is the first in feature-major

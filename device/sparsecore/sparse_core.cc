@@ -8,6 +8,7 @@
 #include "device/sparsecore/partition_dedup.h"
 #include "device/sparsecore/row_kernels.h"
 #include "device/sparsecore/row_kernels_bf16.h"
+#include "device/sparsecore/table_major_runs.h"
 #include "glog/logging.h"
 #include "layout/row_placement.h"
 #include "proto/config_loader.h"
@@ -18,6 +19,11 @@ namespace {
 // Narrowest rows the combine may pool straight from the tables (Forward):
 // the narrowest with a fixed-dim one-hot loop that stores whole lines.
 constexpr int kDirectPoolMinDim = 16;
+// Most bytes of one table's unique rows in a partition that the combine
+// pools straight from the table although its ids repeat and are sparse: a
+// table's rows are read while all segments' groups of it are pooled
+// (TableMajorRuns), and rows up to this size stay in a core's L2 meanwhile.
+constexpr int64_t kDirectPoolMaxBytes = int64_t{1} << 20;
 // Partials at least this large (an upper bound per segment: entries x the
 // first entry's dim) are written with non-temporal stores in one-hot groups;
 // smaller ones stay in the caches for the exchange that reads them next.
@@ -99,21 +105,22 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
 // Gather (ChooseStagedTables, GatherStagedRows): when rows are staged,
 // each tile copies its share of the unique ids' rows (local rows from the
 // numbering) into the staging buffer (tile SPMEM), one run of same-table
-// rows at a time (keys sort by table),
-// with the fixed-dim kernels and prefetching of row_kernels.h. A table's
-// rows skip the staging copy when they are at least kDirectPoolMinDim
-// floats wide and either every id of the table is distinct in this
-// partition (one-hot features) or this step's ids cover at least half of
-// the rows between its lowest and highest one, unless something must see
-// the staged copy (simulated quantization, the guard-word check of the
-// staging buffer): the combine then pools them straight from the table,
-// which skips writing and re-reading every row (2 of the 4 bytes moved per
-// payload byte) and gives the same partials bit for bit. Sparse ids with
-// repeats (multi-hot, Zipf) stay staged: each repeated row then comes from
-// DRAM once, so pooling in place gains nothing there, while distinct spread
-// ids gain from the one-hot loop's (PoolSingleRun) prefetching (the
-// measurements: docs/performance.md, "SparseCore kernels"). Rows under 16
-// floats have no fixed-dim one-hot loop.
+// rows at a time (keys sort by table), with the fixed-dim kernels and
+// prefetching of row_kernels.h. A table's rows skip the staging copy when
+// they are at least kDirectPoolMinDim floats wide and either every id of the
+// table is distinct in this partition (one-hot features), or this step's ids
+// cover at least half of the rows between its lowest and highest one, or its
+// unique rows take at most kDirectPoolMaxBytes (the combine pools a table's
+// runs of all segments one after the other, so a repeated row is then read
+// from memory once and from the caches after), unless something must see the
+// staged copy (simulated quantization, the guard-word check of the staging
+// buffer): the combine then pools them straight from the table, which skips
+// writing and re-reading every row (2 of the 4 bytes moved per payload byte)
+// and gives the same partials bit for bit. Sparse ids with repeats whose
+// rows would not stay in the caches stay staged: each repeated row then
+// comes from DRAM once, while distinct spread ids gain from the one-hot
+// loop's (PoolSingleRun) prefetching (the measurements: docs/performance.md,
+// "SparseCore kernels"). Rows under 16 floats have no fixed-dim one-hot loop.
 // BF16 tables are pooled in place whatever their ids (PoolGroupBf16 widens
 // in registers): staging would write and re-read 4 bytes per element for
 // each 2 read (BM_MultiHot/4/8/0/1; docs/performance.md).
@@ -131,8 +138,9 @@ void SparseCore::ChooseStagedTables(SparseCoreStepState* state) const {
       const int64_t span = rows[end - 1] - rows[u] + 1;
       const uint8_t* single = state->unique_single.data();
       const bool distinct = std::all_of(single + u, single + end, [](uint8_t s) { return s != 0; });
+      const bool cached = (end - u) * shards_[table]->row_bytes() <= kDirectPoolMaxBytes;
       stage_table[table] = !shards_[table]->bf16() && (dims_[table] < kDirectPoolMinDim ||
-                                                       (!distinct && 2 * (end - u) < span));
+                                                       (!distinct && !cached && 2 * (end - u) < span));
     }
   }
 }
@@ -189,20 +197,21 @@ void SparseCore::RoundGatheredRows(float* gathered, SparseCoreStepState* state) 
   }
 }
 
-// Combine: one partial pooled vector per (feature, row) group; the tiles
-// split the segments. Per-table values are looked up when the table
-// changes, not per entry; runs of one-entry groups (one-hot features) go
-// through one tight fixed-dim loop (PoolSingleRun). A segment whose
-// partials may exceed kStreamPartialBytes writes those with non-temporal
-// stores: an output far larger than the caches is then not read from
-// memory before being overwritten.
+// Combine: one partial pooled vector per (feature, row) group, table by
+// table (TableMajorRuns: a table's rows stay in the caches while every
+// segment's groups of it are pooled); the tiles split the runs. Per-table
+// values are looked up per run, not per entry; runs of one-entry groups
+// (one-hot features) go through one tight fixed-dim loop (PoolSingleRun). A
+// segment whose partials may exceed kStreamPartialBytes writes those with
+// non-temporal stores: an output far larger than the caches is then not
+// read from memory before being overwritten.
 void SparseCore::Combine(std::span<const std::span<const layout::CooEntry>> segments,
                          const float* gathered, std::span<float* const> partials,
                          SparseCoreStepState* state) const {
   const int64_t offset = state->unique_offsets.back();
   const std::vector<uint8_t>& stage_table = state->stage_table;
-  auto staged = [&](int table) { return stage_table[table] != 0; };
-  RunTiles(static_cast<int64_t>(segments.size()), [&](int64_t begin, int64_t end) {
+  const std::vector<SegmentRun>& runs = state->runs;
+  RunTiles(static_cast<int64_t>(runs.size()), [&](int64_t begin, int64_t end) {
     const int32_t* entry_unique = state->entry_unique.data();
     const int64_t* rows = state->unique_rows.data();
     const int64_t* unique_offsets = state->unique_offsets.data();
@@ -210,46 +219,41 @@ void SparseCore::Combine(std::span<const std::span<const layout::CooEntry>> segm
     // Staged rows come from the caches; only a staging buffer larger than
     // a core's L2 gains from prefetching them.
     const bool prefetch_staged = offset * static_cast<int64_t>(sizeof(float)) > kStagedPrefetchBytes;
-    for (int64_t k = begin; k < end; ++k) {
-      std::span<const layout::CooEntry> seg = segments[k];
-      if (seg.empty()) continue;
-      const int32_t* seg_unique = entry_unique + state->segment_begin[k];
-      float* out = partials[k];
+    for (int64_t r = begin; r < end; ++r) {
+      const SegmentRun& run = runs[r];
+      std::span<const layout::CooEntry> seg = segments[run.segment];
+      const int32_t* seg_unique = entry_unique + state->segment_begin[run.segment];
+      float* out = partials[run.segment] + run.floats;
       const bool stream = static_cast<int64_t>(seg.size()) * dims_[seg[0].table] *
                               static_cast<int64_t>(sizeof(float)) >=
                           kStreamPartialBytes;
       streamed |= stream;
-      size_t prefetched = 0;  // entries of seg whose rows were prefetched
-      int table = -1, dim = 0, ahead_rows = 0;
+      const int table = run.table;
+      const int dim = dims_[table];
+      const bool table_staged = stage_table[table] != 0;
+      const TableShard& shard = *shards_[table];
+      const float* table_rows = table_staged || shard.bf16() ? nullptr : shard.row(0);
+      const uint16_t* table_rows_bf16 =
+          !table_staged && shard.bf16() ? shard.row_bf16(0) : nullptr;  // pooled in place
+      const size_t ahead_rows = PrefetchRows(shard.bf16() ? (dim + 1) / 2 : dim);
+      const size_t run_end = static_cast<size_t>(run.end);
       // Keeps the rows (staged or in the table) of the next ahead_rows
       // entries after `j` in flight.
+      size_t prefetched = static_cast<size_t>(run.begin);
       auto prefetch_after = [&](size_t j) {
-        const size_t ahead = std::min(seg.size(), j + ahead_rows);
+        const size_t ahead = std::min(run_end, j + ahead_rows);
         for (prefetched = std::max(prefetched, j); prefetched < ahead; ++prefetched) {
-          const int t = seg[prefetched].table;
           const int32_t u = seg_unique[prefetched];
-          if (stage_table[t]) {
-            PrefetchRow(gathered + unique_offsets[u], dims_[t]);
+          if (table_staged) {
+            PrefetchRow(gathered + unique_offsets[u], dim);
           } else {
-            PrefetchBytes(shards_[t]->row_address(rows[u]), shards_[t]->row_bytes());
+            PrefetchBytes(shard.row_address(rows[u]), shard.row_bytes());
           }
         }
       };
-      bool table_staged = true;
-      const float* table_rows = nullptr;
-      const uint16_t* table_rows_bf16 = nullptr;  // a bf16 table pooled in place
-      for (size_t i = 0; i < seg.size();) {
-        if (seg[i].table != table) {
-          table = seg[i].table;
-          dim = dims_[table];
-          table_staged = staged(table);
-          const TableShard& shard = *shards_[table];
-          table_rows = table_staged || shard.bf16() ? nullptr : shard.row(0);
-          table_rows_bf16 = !table_staged && shard.bf16() ? shard.row_bf16(0) : nullptr;
-          ahead_rows = PrefetchRows(shard.bf16() ? (dim + 1) / 2 : dim);
-        }
+      for (size_t i = static_cast<size_t>(run.begin); i < run_end;) {
         size_t j = i + 1;
-        while (j < seg.size() && SameGroup(seg[i], seg[j])) ++j;
+        while (j < run_end && seg[j].row == seg[i].row) ++j;
         const int64_t n = static_cast<int64_t>(j - i);
         if (table_staged) {
           if (prefetch_staged) prefetch_after(j);
@@ -260,13 +264,13 @@ void SparseCore::Combine(std::span<const std::span<const layout::CooEntry>> segm
         } else {
           prefetch_after(j);
           if (n == 1) {  // one-hot: the same operations as PoolGroup, fewer steps
-            // The run of one-entry groups of this table that starts here.
-            const int64_t run = PoolSingleRun(dim, stream, seg.data() + i,
-                                              static_cast<int64_t>(seg.size() - i),
-                                              seg_unique + i, rows, table_rows, out);
-            if (run > 0) {
-              i += run;
-              out += run * dim;
+            // The run of one-entry groups of this feature run that starts here.
+            const int64_t single = PoolSingleRun(dim, stream, seg.data() + i,
+                                                 static_cast<int64_t>(run_end - i),
+                                                 seg_unique + i, rows, table_rows, out);
+            if (single > 0) {
+              i += single;
+              out += single * dim;
               prefetched = std::max(prefetched, i);
               continue;
             }
@@ -310,8 +314,7 @@ void SparseCore::Backward(std::span<const std::span<const layout::CooEntry>> seg
         CheckFiniteGroups(segments, grads, "gradients", "sc_backward", step - 1);
     if (!state->debug_status.ok()) return;
   }
-  ScatterGradients(segments, grads, state);
-  UpdateUniqueRows(step, state);
+  ScatterAndUpdate(segments, grads, step, state);
   if (checks_.guard_words) state->debug_status = VerifyGuardWords(*state, "sc_backward");
   if (checks_.nan && state->debug_status.ok()) state->debug_status = CheckUpdatedRows(step, *state);
 }
@@ -348,42 +351,26 @@ const float* SparseCore::ScatterSegmentGroups(std::span<const layout::CooEntry> 
   return g;
 }
 
-void SparseCore::ScatterGradients(std::span<const std::span<const layout::CooEntry>> segments,
-                                  std::span<const float* const> grads,
-                                  SparseCoreStepState* state) const {
-  // Every accumulator starts at its id's first entry, which writes it (as
-  // if added to zero: ScatterGroup), so the buffer is not cleared first. An
-  // id with a single entry skips the accumulator: its gain and group
-  // gradient are noted for the update, which forms the same gradient
-  // (ScaleRow) next to its row (what it saves: docs/performance.md,
-  // "SparseCore kernels").
+void SparseCore::ScatterAndUpdate(std::span<const std::span<const layout::CooEntry>> segments,
+                                  std::span<const float* const> grads, int64_t step,
+                                  SparseCoreStepState* state) {
+  // Table by table (TableMajorRuns): the scatter of every segment's
+  // gradients of one table into its accumulators, then the update of its
+  // unique rows, while those accumulators are still in the caches. Every
+  // accumulator starts at its id's first entry, which writes it (as if added
+  // to zero: ScatterGroup), so the buffer is not cleared first. An id with a
+  // single entry skips the accumulator: its gain and group gradient are
+  // noted for the update, which forms the same gradient (ScaleRow) next to
+  // its row (what it saves: docs/performance.md, "SparseCore kernels"). The
+  // runs of a table come in the order the dedup numbered its entries (entry
+  // order, or feature-major), so each id's sum is in that order.
   std::vector<float>& acc_buf = state->grad_acc;
   PlaceGuards(state->unique_offsets.back(), &acc_buf);
   float* const acc = acc_buf.data() + kGuardFloats;
-  state->unique_gain.resize(state->unique_keys.size());
-  state->unique_grad.resize(state->unique_keys.size());
-  if (feature_major_) {
-    // Each id's entries in (feature, segment) order, as the dedup numbered
-    // them; each segment's feature runs come in order, so its gradient
-    // cursor advances run by run.
-    std::vector<const float*>& cursor = state->grad_cursor;
-    cursor.assign(grads.begin(), grads.end());
-    ForEachFeatureRun(segments, &state->run_cursor, [&](size_t k, int64_t begin, int64_t end) {
-      cursor[k] = ScatterSegmentGroups(segments[k], state->segment_begin[k] + begin, begin, end,
-                                       cursor[k], acc, state);
-    });
-  } else {
-    for (size_t k = 0; k < segments.size(); ++k) {
-      ScatterSegmentGroups(segments[k], state->segment_begin[k], 0,
-                           static_cast<int64_t>(segments[k].size()), grads[k], acc, state);
-    }
-  }
-}
-
-void SparseCore::UpdateUniqueRows(int64_t step, SparseCoreStepState* state) {
-  // Each tile applies the optimizer to its share of the unique rows (local
-  // rows from the gather of the same step), prefetching rows and slots ahead.
-  CHECK_EQ(state->unique_rows.size(), state->unique_keys.size());
+  const int64_t uniques = static_cast<int64_t>(state->unique_keys.size());
+  CHECK_EQ(static_cast<int64_t>(state->unique_rows.size()), uniques);
+  state->unique_gain.resize(uniques);
+  state->unique_grad.resize(uniques);
   // Each table's scheduled learning rate for this step, once.
   for (size_t t = 0; t < shards_.size(); ++t) {
     table_lr_[t] = shards_[t]->optimizer().LearningRateAt(step);
@@ -391,33 +378,66 @@ void SparseCore::UpdateUniqueRows(int64_t step, SparseCoreStepState* state) {
       table_keys_[t] = shards_[t]->StepRoundingKeys(step);
     }
   }
-  float* const acc = state->grad_acc.data() + kGuardFloats;
-  RunTiles(static_cast<int64_t>(state->unique_keys.size()), [&](int64_t begin, int64_t end) {
-    const uint64_t* keys = state->unique_keys.data();
-    const int64_t* rows = state->unique_rows.data();
-    // A single-entry id's gradient: here, or for wider rows in its own
-    // (otherwise unused) accumulator.
-    alignas(64) float single[kSingleRowFloats];
-    for (int64_t u = begin; u < end; ++u) {
-      TableShard& shard = *shards_[KeyTable(keys[u])];
-      const int64_t next = u + PrefetchRows(shard.dim());
-      if (next < end && KeyTable(keys[next]) == KeyTable(keys[u])) {
-        const int64_t ahead = rows[next];
-        PrefetchBytes(shard.row_address(ahead), shard.row_bytes(), /*for_write=*/true);
-        if (shard.slot_stride() > 0) {
-          PrefetchBytes(shard.slots_address(ahead), shard.slots_bytes_per_row(), true);
-        }
-        if (state->unique_single[next]) PrefetchRow(state->unique_grad[next], shard.dim());
+  // table_runs and the runs both go table by table: table r's runs start at
+  // run_begin[r].
+  const std::vector<SegmentRun>& runs = state->runs;
+  const std::vector<int64_t>& table_runs = state->table_runs;
+  const int64_t tables = static_cast<int64_t>(table_runs.size()) - 1;
+  std::vector<int64_t>& run_begin = state->table_run_begin;
+  run_begin.resize(std::max<int64_t>(tables, 0) + 1);
+  size_t c = 0;
+  for (int64_t r = 0; r < tables; ++r) {
+    run_begin[r] = static_cast<int64_t>(c);
+    const int table = KeyTable(state->unique_keys[table_runs[r]]);
+    while (c < runs.size() && runs[c].table == table) ++c;
+  }
+  run_begin[std::max<int64_t>(tables, 0)] = static_cast<int64_t>(c);
+  CHECK_EQ(c, runs.size()) << "SparseCore::Backward: runs and unique ids disagree on the tables";
+  RunTiles(tables, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      for (int64_t i = run_begin[r]; i < run_begin[r + 1]; ++i) {
+        const SegmentRun& run = runs[i];
+        ScatterSegmentGroups(segments[run.segment], state->segment_begin[run.segment] + run.begin,
+                             run.begin, run.end, grads[run.segment] + run.floats, acc, state);
       }
-      float* grad = acc + state->unique_offsets[u];
-      if (state->unique_single[u]) {
-        if (shard.dim() <= kSingleRowFloats) grad = single;
-        ScaleRow(shard.dim(), state->unique_gain[u], state->unique_grad[u], grad);
-      }
-      shard.Update(rows[u], std::span<const float>(grad, shard.dim()), step,
-                   table_lr_[KeyTable(keys[u])], table_keys_[KeyTable(keys[u])]);
+      UpdateRows(table_runs[r], table_runs[r + 1], step, acc, state);
     }
   });
+}
+
+void SparseCore::UpdateRows(int64_t begin, int64_t end, int64_t step, float* acc,
+                            SparseCoreStepState* state) {
+  // The optimizer on unique rows [begin, end) of one table, prefetching rows
+  // and slots ahead.
+  if (begin == end) return;
+  const uint64_t* keys = state->unique_keys.data();
+  const int64_t* rows = state->unique_rows.data();
+  const int table = KeyTable(keys[begin]);
+  TableShard& shard = *shards_[table];
+  const int dim = shard.dim();
+  const float lr = table_lr_[table];
+  const TableShard::RoundingKeys& rounding = table_keys_[table];
+  const int64_t ahead_rows = PrefetchRows(dim);
+  // A single-entry id's gradient: here, or for wider rows in its own
+  // (otherwise unused) accumulator.
+  alignas(64) float single[kSingleRowFloats];
+  for (int64_t u = begin; u < end; ++u) {
+    const int64_t next = u + ahead_rows;
+    if (next < end) {
+      const int64_t ahead = rows[next];
+      PrefetchBytes(shard.row_address(ahead), shard.row_bytes(), /*for_write=*/true);
+      if (shard.slot_stride() > 0) {
+        PrefetchBytes(shard.slots_address(ahead), shard.slots_bytes_per_row(), true);
+      }
+      if (state->unique_single[next]) PrefetchRow(state->unique_grad[next], dim);
+    }
+    float* grad = acc + state->unique_offsets[u];
+    if (state->unique_single[u]) {
+      if (dim <= kSingleRowFloats) grad = single;
+      ScaleRow(dim, state->unique_gain[u], state->unique_grad[u], grad);
+    }
+    shard.Update(rows[u], std::span<const float>(grad, dim), step, lr, rounding);
+  }
 }
 
 absl::Status SparseCore::CheckUpdatedRows(int64_t step, const SparseCoreStepState& state) const {

@@ -49,8 +49,10 @@ class SparseCore {
 
   // Tiles: the unique ids are split over tiles_per_sparse_core tiles (tile t
   // gets the t-th contiguous share of the sorted unique ids), which gather
-  // their rows simd_width rows at a time and, in Backward, apply the
-  // optimizer to them; the combine step splits the segments over the tiles.
+  // their rows simd_width rows at a time; the combine splits the partition's
+  // table-major runs (table_major_runs.h) over the tiles, and Backward its
+  // tables (each tile sums and updates whole tables: fewer tables than tiles
+  // leave tiles idle).
   // Every output is written by exactly one tile in a fixed order, so results
   // are bit-identical whatever the pool and its timing. `pool` (may be null:
   // tiles run inline) must outlive the SparseCore's use of it.
@@ -123,20 +125,23 @@ class SparseCore {
                std::span<float* const> partials, SparseCoreStepState* state) const;
   void CheckForwardOutputs(std::span<const std::span<const layout::CooEntry>> segments,
                            std::span<float* const> partials, SparseCoreStepState* state) const;
-  // Backward's phases after the gradients' NaN check, in order: the
-  // gradients' scatter into the per-id accumulators state->grad_acc (a
-  // one-hot id's gain and gradient noted instead, state->unique_gain /
-  // unique_grad); the optimizer on every unique row as update `step`; the
-  // NaN check of the updated rows (the first non-finite row's error).
-  void ScatterGradients(std::span<const std::span<const layout::CooEntry>> segments,
-                        std::span<const float* const> grads, SparseCoreStepState* state) const;
+  // Backward's phases after the gradients' NaN check, in order: table by
+  // table (state->runs), the gradients' scatter into the per-id
+  // accumulators state->grad_acc (a one-hot id's gain and gradient noted
+  // instead, state->unique_gain / unique_grad), then the optimizer on the
+  // table's unique rows as update `step` (UpdateRows: unique ids [begin,
+  // end) of one table); after all tables, the NaN check of the updated rows
+  // (the first non-finite row's error).
+  void ScatterAndUpdate(std::span<const std::span<const layout::CooEntry>> segments,
+                        std::span<const float* const> grads, int64_t step,
+                        SparseCoreStepState* state);
   // The groups of entries [begin, end) of one segment, whose dedup numbers
   // start at state->entry_unique[entry] and whose gradients start at `g`;
   // returns the gradient after the last group.
   const float* ScatterSegmentGroups(std::span<const layout::CooEntry> seg, int64_t entry,
                                     int64_t begin, int64_t end, const float* g, float* acc,
                                     SparseCoreStepState* state) const;
-  void UpdateUniqueRows(int64_t step, SparseCoreStepState* state);
+  void UpdateRows(int64_t begin, int64_t end, int64_t step, float* acc, SparseCoreStepState* state);
   absl::Status CheckUpdatedRows(int64_t step, const SparseCoreStepState& state) const;
 
   int global_sc_;

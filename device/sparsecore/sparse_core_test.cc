@@ -234,6 +234,62 @@ training { global_batch: 8 embedding_learning_rate: 0.1 }
   }
 }
 
+// Sparse ids with repeats (multi-hot, Zipf) are pooled straight from the
+// table when the table's unique rows of the partition fit kDirectPoolMaxBytes
+// (1 MiB: 4,096 rows of 64 floats), and staged above it; either way the
+// partials are the plain loop's, bit for bit, over two segments that share
+// rows (pooled table by table, TableMajorRuns).
+TEST(SparseCoreTest, SparseRepeatedRowsPooledInPlaceWhenTheyFitTheCache) {
+  constexpr char kSparse[] = R"pb(
+topology { sparse_cores_per_chip: 1 }
+tables { name: "t" vocab_size: 200000 dim: 64 combiner: SUM }
+features { name: "f" table: "t" max_sequence_length: 8 }
+model { num_dense_features: 1 bottom_mlp: 64 top_mlp: 1 }
+training { global_batch: 2 embedding_learning_rate: 0.1 }
+)pb";
+  auto config = config::ParseConfig(kSparse, "t", "", 1);
+  ASSERT_TRUE(config.ok()) << config.status();
+  SgdOptimizer sgd(0.1f);
+  const Optimizer* opts[] = {&sgd};
+  SparseCore sc(*config, 0, opts);
+  const float* table = sc.shard(0).row(0);
+  for (const int unique : {1000, 5000}) {
+    // Rows 37 apart (spread: under half of their range); each row in both
+    // segments, one group of 4 ids per sample.
+    std::vector<std::vector<CooEntry>> seg_entries(2);
+    for (int k = 0; k < 2; ++k) {
+      for (int u = 0; u < unique; ++u) {
+        const float gain = 0.5f + static_cast<float>(u % 3);
+        seg_entries[k].push_back({int64_t{37} * u, u / 4, 0, 0, gain});
+      }
+    }
+    std::vector<std::span<const CooEntry>> segs(seg_entries.begin(), seg_entries.end());
+    std::vector<std::vector<float>> partials(2);
+    std::vector<float*> outs;
+    for (auto& p : partials) {
+      p.assign(PartialFloats(segs[0], sc.table_dims()), -1.0f);
+      outs.push_back(p.data());
+    }
+    SparseCoreStepState st;
+    sc.Forward(segs, outs, &st);
+    EXPECT_EQ(st.stage_table, std::vector<uint8_t>{unique > 4096 ? uint8_t{1} : uint8_t{0}})
+        << unique << " unique rows";
+    for (int k = 0; k < 2; ++k) {
+      for (int g = 0; g < unique / 4; ++g) {
+        float want[64] = {};
+        for (int j = 4 * g; j < 4 * g + 4; ++j) {
+          const CooEntry& e = seg_entries[k][j];
+          for (int d = 0; d < 64; ++d) {
+            want[d] = row_kernels_internal::MulAdd(e.gain, table[e.col * 64 + d], want[d]);
+          }
+        }
+        ASSERT_EQ(0, std::memcmp(want, partials[k].data() + g * 64, sizeof(want)))
+            << unique << " unique rows, segment " << k << " group " << g;
+      }
+    }
+  }
+}
+
 // Int8 lookups (--eval_quantized) give the partials of tables whose every row
 // was round-tripped in place, bit for bit, for a one-hot table read in place
 // and a multi-hot staged one, and leave the tables untouched.

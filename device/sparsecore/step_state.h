@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "base/row_key.h"
+#include "device/sparsecore/table_major_runs.h"
 
 namespace lemrt::device {
 
@@ -42,10 +43,15 @@ struct SparseCoreStepState {
   std::vector<std::pair<uint64_t, int32_t>> sort_scratch;
   std::vector<std::pair<uint64_t, int32_t>> sort_scratch2;  // SortByKey's buffer
   std::vector<float> grad_acc;
-  // Feature-major order (partition_dedup.h): each segment's entry cursor,
-  // and Backward's gradient cursor.
+  // Feature-major order (partition_dedup.h): each segment's entry cursor.
   std::vector<size_t> run_cursor;
-  std::vector<const float*> grad_cursor;
+  // The partition's feature runs, table by table (table_major_runs.h), the
+  // order Combine and Backward walk the entries in; scratch for them; and
+  // Backward's index of each table's first run (per table_runs entry).
+  std::vector<SegmentRun> runs;
+  std::vector<SegmentRun> runs_scratch;
+  std::vector<int64_t> runs_count;
+  std::vector<int64_t> table_run_begin;
   // The unique rows gathered by the tiles (tile SPMEM), at unique_offsets;
   // filled only for the tables whose rows are staged this step.
   std::vector<float> gathered;

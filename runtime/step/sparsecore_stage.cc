@@ -23,6 +23,18 @@ void RankCounts(std::span<const int64_t> offsets, int ranks, int block,
   }
 }
 
+// out[0..dim) += p[0..dim), element by element. The buffers never overlap
+// (activations and received partials); the compiler keeps a plain loop
+// over a float* pair scalar for fear they do, and a row-wide
+// loop of unknown length scalar at -O2: 16 columns at a time vectorise.
+inline void AddRow(float* __restrict out, const float* __restrict p, int dim) {
+  int d = 0;
+  for (; d + 16 <= dim; d += 16) {
+    for (int k = 0; k < 16; ++k) out[d + k] += p[d + k];
+  }
+  for (; d < dim; ++d) out[d] += p[d];
+}
+
 // The elements of `buffer` that its per-segment `offsets` cover.
 template <typename T>
 std::span<T> Covered(T* buffer, std::span<const int64_t> offsets) {
@@ -275,7 +287,7 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
   const float* p = buf->source_partials.data();
   ForEachGroup(coo, [&](const CooEntry& e, int dim) {
     float* out = activations.data() + int64_t{e.row} * activation_width_ + feature_offsets_[e.feature];
-    for (int d = 0; d < dim; ++d) out[d] += p[d];
+    AddRow(out, p, dim);
     p += dim;
   });
   return absl::OkStatus();
