@@ -13,6 +13,7 @@ string, an unbalanced brace, `tables` in list syntax, no top-level tables entry,
 a malformed --set.
 """
 import argparse
+import os
 import sys
 
 PUNCT = "{}<>[]:,;"
@@ -127,8 +128,13 @@ def main():
         sys.exit("%s%s: %s" % (a.input, ":%d" % e.line if e.line else "", e))
     except OSError as e:
         sys.exit("cannot read %s: %s" % (a.input, e.strerror))
-    with open(a.output, "w") as f:
-        f.write(out)
+    # Written whole, then renamed: a run reading OUTPUT never sees half of it.
+    try:
+        with open(a.output + ".tmp", "w") as f:
+            f.write(out)
+        os.replace(a.output + ".tmp", a.output)
+    except OSError as e:
+        sys.exit("cannot write %s: %s" % (a.output, e.strerror))
 
 
 if __name__ == "__main__":
