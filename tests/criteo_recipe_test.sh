@@ -12,7 +12,8 @@
 # entry (one line or many; strings, comments and table_stacks untouched; a
 # field already set replaced; errors named by line), its BF16 variant of the
 # recipe plans 2 bytes a row element and a slot element where fp32 plans 4;
-# scripts/bf16_quality_table.py's differences, references and verdicts.
+# scripts/bf16_quality_table.py's differences, references and verdicts;
+# scripts/bf16_quality.sh's variants on N ranks, PERTURB, OVERRIDE, refusals.
 # Needs LEMRT_BIN and LEMRT_SRC.
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
@@ -44,6 +45,18 @@ mpi -np 1 "$LEMRT_BIN/lemrt_train" --config="$config" \
 for c in "$config" bf16.pbtxt; do
   mpi -np 1 "$LEMRT_BIN/lemrt_train" --config="$c" --dry_run >> plans.txt 2>&1 \
     || { cat plans.txt; echo "FAILED: --dry_run of $c"; exit 1; }
+done
+# scripts/bf16_quality.sh itself, 4 steps of the levers config: NAME@N on N
+# ranks, PERTURB's variant, OVERRIDE on every run; its refusals.
+quality() {
+  LEMRT_BUILD="$(dirname "$LEMRT_BIN")" CONFIG="$LEMRT_SRC/examples/configs/levers_synthetic.pbtxt" \
+    STEPS=4 SEEDS=1 OUT="$work/quality" timeout 300 bash "$LEMRT_SRC/scripts/bf16_quality.sh"
+}
+VARIANTS="fp32 fp32@2 bf16_slots fp32_perturbed" PERTURB="training { dense_learning_rate: 0.02 }" \
+  OVERRIDE="training { global_batch: 256 }" quality > quality.txt 2>&1 \
+  || { cat quality.txt; echo "FAILED: scripts/bf16_quality.sh"; exit 1; }
+for v in "fp32 fp32_perturbed" "bf16" "fp32 bf16@0"; do
+  echo "VARIANTS=$v: $(VARIANTS="$v" quality 2>&1 && echo "exit 0")" >> refused.txt
 done
 
 "$py" - "$work" "$LEMRT_SRC" <<'PY'
@@ -88,6 +101,18 @@ lr = max(float(a) for a in re.findall(r"AUC ([\d.]+)", open(f"{w}/lr.log").read(
 check(recipe["auc"] > lr + 0.005,
       f"the recipe beats logistic regression on held-out AUC: {recipe['auc']:.4f} vs {lr:.4f}")
 
+q = {v: json.load(open(f"{w}/quality/{v}_1.json")) for v in ("fp32", "fp32_np2", "bf16_slots", "fp32_perturbed")}
+out = open(f"{w}/quality.txt").read()
+check([q[v]["world_size"] for v in q] == [1, 2, 1, 1] and {q[v]["global_batch"] for v in q} == {256} and
+      len({q[v]["model_checksum"] for v in ("fp32", "bf16_slots", "fp32_perturbed")}) == 3 and
+      open(f"{w}/quality/fp32.pbtxt").read().count("dtype: FP32 slot_dtype: FP32 }") == 6 and
+      open(f"{w}/quality/bf16_slots.pbtxt").read().count("dtype: BF16 slot_dtype: BF16 }") == 6 and
+      "fp32@2 - fp32 AUC" in out and "fp32_perturbed - fp32 AUC" in out,
+      "bf16_quality.sh: fp32@2 on 2 ranks, BF16 tables, PERTURB and OVERRIDE applied, the table:\n" + out)
+refused = open(f"{w}/refused.txt").read()
+check("exit 0" not in refused and "fp32_perturbed needs PERTURB" in refused and
+      "VARIANTS must include fp32" in refused and "must be a positive integer" in refused,
+      "bf16_quality.sh refuses a variant it cannot run:\n" + refused)
 # The bf16 study's variants: every table of the recipe BF16 with BF16 slots.
 plans = re.findall(r"^(c\d+) +16 +(\d+) +\d+ +(\d+) +1 +(\d+) +(\d+) ", open(f"{w}/plans.txt").read(), re.M)
 elem = [(t, int(table) / (int(pad) * int(rows)), int(slot) / (int(pad) * int(rows)))
