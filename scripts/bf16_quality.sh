@@ -74,7 +74,8 @@ for variant in $VARIANTS; do
   "$py" "$LEMRT_ROOT/scripts/table_fields.py" --set "${tables[$name]}" "$base" "$OUT/$name.pbtxt"
 done
 
-# The directory each seed's runs start in, and the text merged into data.schema.
+# The directory each seed's runs start in (the caller's, without DATA), and
+# the text merged into data.schema.
 declare -A workdir schema
 if [ "$DATA" = criteo_like ]; then
   DATA_DIR="$(realpath -m "${DATA_DIR:-$LEMRT_ROOT/out/criteo_recipe}")"
@@ -83,7 +84,7 @@ if [ "$DATA" = criteo_like ]; then
     || { tail -5 "$OUT/prepare.log"; exit 1; }
 fi
 for seed in $SEEDS; do
-  workdir[$seed]="$OUT"
+  workdir[$seed]="$PWD"
   schema[$seed]=""
   if [ "$DATA" = criteo_like ]; then
     workdir[$seed]="$DATA_DIR/seed$seed"
