@@ -10,7 +10,10 @@ prints held-out AUC and log loss per seed as a Markdown table.
 
 Usage: scripts/criteo_recipe_study.py [--bin build/bin] [--seeds 1,2,3]
          [--out out/criteo_recipe] [--lines 120000] [--eval_lines 20000]
-         [--values 20000] [--only "NAME;NAME"]
+         [--values 20000] [--only "NAME;NAME"] [--prepare_only]
+--prepare_only writes each seed's data, vocabularies and dense statistics
+(--out/seedN/: train.tsv, eval.tsv, vocab/), prints those directories and
+trains nothing (scripts/bf16_quality.sh DATA=criteo_like trains on them).
 A rerun reuses the data, vocabularies, summaries and baseline logs it finds
 in --out (delete them to measure again).
 """
@@ -124,8 +127,16 @@ def main():
     p.add_argument("--lr_grid", default="0.02,0.05")
     p.add_argument("--l2_grid", default="0,0.3")
     p.add_argument("--only", default="", help="variant names, ';'-separated")
+    p.add_argument("--prepare_only", action="store_true",
+                   help="write the data and vocabularies of each seed, print their directories")
     a = p.parse_args()
     a.bin = os.path.abspath(a.bin)
+    if a.prepare_only:
+        for seed in [int(s) for s in a.seeds.split(",")]:
+            d = os.path.abspath(os.path.join(a.out, "seed%d" % seed))
+            prepare(a, seed, d)
+            print(d, flush=True)
+        return
     variants = [v for v in VARIANTS if not a.only or v[0] in a.only.split(";")]
     results = {}
     for seed in [int(s) for s in a.seeds.split(",")]:
