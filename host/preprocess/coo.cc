@@ -1,7 +1,5 @@
 #include "host/preprocess/coo.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -9,7 +7,6 @@
 
 #include "absl/strings/str_format.h"
 #include "base/huge_pages.h"
-#include "host/preprocess/coo_entry_writer.h"
 #include "layout/row_placement.h"
 #include "proto/config_loader.h"
 
@@ -17,7 +14,6 @@ namespace lemrt::host {
 namespace {
 
 using coo_internal::Destination;
-using coo_internal::EntryWriter;
 using coo_internal::LineBuffer;
 using coo_internal::PackedCodec;
 using coo_internal::WeightedCodec;
@@ -27,8 +23,6 @@ using coo_internal::WideCodec;
 constexpr int64_t kMaxCountedRowsPerBuilder = int64_t{1} << 29;
 // The farthest a record moves by insertion (SortSegment).
 constexpr int64_t kInsertionSortMax = 32;
-// Ids the count pass checks and then counts (32 KiB: in L1 between the two).
-constexpr int64_t kCountChunk = 4096;
 
 int BitWidth(int64_t x) { return x <= 0 ? 0 : std::bit_width(static_cast<uint64_t>(x)); }
 
@@ -86,11 +80,6 @@ bool IdsInRange(const int64_t* ids, int64_t n, int64_t vocab) {
 }
 
 }  // namespace
-
-int64_t DefaultStreamEntriesFromBytes() {
-  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return llc > 0 ? 2 * int64_t{llc} : int64_t{64} << 20;
-}
 
 CooOptions MakeCooOptions(const config::RunConfig& config) {
   const layout::RowPlacement placement = layout::RowPlacement::FromConfig(config);
@@ -199,15 +188,15 @@ absl::Status CooBuilder::ComputeWeightNorms(const Batch& batch) {
   norms_.clear();
   norm_begin_.assign(codes_.size(), -1);
   feature_weighted_.assign(codes_.size(), 0);
-  const int features =
-      std::min(static_cast<int>(codes_.size()), static_cast<int>(batch.weights.size()));
+  const int features = std::min(static_cast<int>(codes_.size()),
+                                static_cast<int>(batch.weights.size()));
   for (int f = 0; f < features; ++f) {
     const std::vector<float>& weights = batch.weights[f];
     if (weights.empty()) continue;
     if (weights.size() != batch.ids[f].size()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("feature %d ('%s') of the local batch has %d weights for %d ids", f,
-                          options_.features[f].name, weights.size(), batch.ids[f].size()));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "feature %d ('%s') of the local batch has %d weights for %d ids", f,
+          options_.features[f].name, weights.size(), batch.ids[f].size()));
     }
     weighted_ = true;
     feature_weighted_[f] = 1;
@@ -250,22 +239,29 @@ absl::Status CooBuilder::CountSegments(const Div& div_ref, const Batch& batch) {
       const int64_t begin = batch.offsets[f][s * per_sc];
       const int64_t end = batch.offsets[f][(s + 1) * per_sc];
       if (options_.id_bound_check) {
-        // In chunks that stay in L1 between the check and the count, so the
-        // ids are read from memory once.
-        for (int64_t chunk = begin; chunk < end; chunk += kCountChunk) {
-          const int64_t chunk_end = std::min(end, chunk + kCountChunk);
-          if (!IdsInRange(ids + chunk, chunk_end - chunk, code.vocab_size)) {
-            return IdOutsideError(batch, s, f);
+        if (!IdsInRange(ids + begin, end - begin, code.vocab_size)) {
+          const FeatureSpec& spec = options_.features[f];
+          for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
+            const std::span<const int64_t> sample = batch.SampleIds(f, row);
+            if (sample.empty()) continue;
+            const auto [lo, hi] = std::minmax_element(sample.begin(), sample.end());
+            if (*lo >= 0 && *hi < spec.vocab_size) continue;
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "id %d of feature %d (table %d) in sample %d of the local batch is outside the "
+                "table's vocabulary [0, %d) (feature '%s', table '%s'; the id bound check "
+                "sparse_core.enable_id_bound_check is on)",
+                *lo < 0 ? *lo : *hi, f, spec.table, row, spec.vocab_size, spec.name,
+                spec.table_name));
           }
-          int64_t i = chunk;
-          for (; i + 4 <= chunk_end; i += 4) {
-            ++histogram[Destination(div, ids[i], code.sc_shift)];
-            ++histogram[N + Destination(div, ids[i + 1], code.sc_shift)];
-            ++histogram[2 * N + Destination(div, ids[i + 2], code.sc_shift)];
-            ++histogram[3 * N + Destination(div, ids[i + 3], code.sc_shift)];
-          }
-          for (; i < chunk_end; ++i) ++histogram[Destination(div, ids[i], code.sc_shift)];
         }
+        int64_t i = begin;
+        for (; i + 4 <= end; i += 4) {
+          ++histogram[Destination(div, ids[i], code.sc_shift)];
+          ++histogram[N + Destination(div, ids[i + 1], code.sc_shift)];
+          ++histogram[2 * N + Destination(div, ids[i + 2], code.sc_shift)];
+          ++histogram[3 * N + Destination(div, ids[i + 3], code.sc_shift)];
+        }
+        for (; i < end; ++i) ++histogram[Destination(div, ids[i], code.sc_shift)];
       } else {
         for (int64_t i = begin; i < end; ++i) {
           ++histogram[Destination(div, Wrap(ids[i], code.vocab_size), code.sc_shift)];
@@ -278,27 +274,6 @@ absl::Status CooBuilder::CountSegments(const Div& div_ref, const Batch& batch) {
     }
   }
   return absl::OkStatus();
-}
-
-// The first sample of source SparseCore s with an id of feature f outside
-// its table (the caller found one), as the error the check reports.
-absl::Status CooBuilder::IdOutsideError(const Batch& batch, int s, int f) const {
-  const FeatureSpec& spec = options_.features[f];
-  const int64_t per_sc = batch.num_samples / options_.local_sparse_cores;
-  for (int64_t row = s * per_sc; row < (s + 1) * per_sc; ++row) {
-    const std::span<const int64_t> sample = batch.SampleIds(f, row);
-    if (sample.empty()) continue;
-    const auto [lo, hi] = std::minmax_element(sample.begin(), sample.end());
-    if (*lo >= 0 && *hi < spec.vocab_size) continue;
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "id %d of feature %d (table %d) in sample %d of the local batch is outside the "
-        "table's vocabulary [0, %d) (feature '%s', table '%s'; the id bound check "
-        "sparse_core.enable_id_bound_check is on)",
-        *lo < 0 ? *lo : *hi, f, spec.table, row, spec.vocab_size, spec.name, spec.table_name));
-  }
-  return absl::InternalError(absl::StrFormat(
-      "feature %d of source SparseCore %d: an id outside its table was seen but not found again", f,
-      s));
 }
 
 // max_ids_per_chip_per_sample: a sample's ids before dedup bound its ids
@@ -356,7 +331,8 @@ template <class Div, class Codec>
   }
   Record* const staging =
       reinterpret_cast<Record*>(staging_.Get(region_[segments] * sizeof(Record) / 8));
-  LineBuffer<Codec>* const lines = reinterpret_cast<LineBuffer<Codec>*>(lines_.Get(int64_t{N} * 8));
+  LineBuffer<Codec>* const lines =
+      reinterpret_cast<LineBuffer<Codec>*>(lines_.Get(int64_t{N} * 8));
   cursor_.resize(N);
   int64_t* const cursor = cursor_.data();
   const int row_bits = row_bits_;
@@ -416,27 +392,21 @@ template <class Div, class Codec>
 // feature) gain = the duplicates' weights summed in input order x norms[row]
 // (SUM: x 1, norms unused). With kCount, each entry's bit in the table's
 // bitmap (col / N) is set and the ones not set before are counted into
-// *unique. Puts the entries to *out.
+// *unique. Returns the entries written.
 template <bool kSum, bool kCount, bool kWeights, class Div, class Codec>
-void ExpandRun(const Div& div, const Codec& codec, const typename Codec::Record* r, int64_t begin,
-               int64_t end, int f, int32_t table, config::TableConfig::Combiner combiner,
-               int row_bits, int64_t row_base, const int64_t* sample_offsets, const double* norms,
-               uint64_t* bitmap, int32_t* unique, EntryWriter* out) {
-  if constexpr (kSum && !kWeights && std::is_same_v<Codec, PackedCodec>) {
-    // The common case, 8 records at a time where the build has AVX-512.
-    const coo_internal::SumRunShape shape{f, table, codec.col_bits, row_bits, row_base};
-    coo_internal::WriteSumRun<kCount>(div, shape, r + begin, end - begin, bitmap, unique, out);
-    return;
-  }
+int64_t ExpandRun(const Div& div, const Codec& codec, const typename Codec::Record* r,
+                  int64_t begin, int64_t end, int f, int32_t table,
+                  config::TableConfig::Combiner combiner, int row_bits, int64_t row_base,
+                  const int64_t* sample_offsets, const double* norms, uint64_t* bitmap,
+                  int32_t* unique, layout::CooEntry* out) {
   const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
-  EntryWriter o = *out;  // a local: its fields stay in registers
+  layout::CooEntry* o = out;
   int32_t fresh = 0;
   for (int64_t i = begin; i < end;) {
     const typename Codec::Record rec = r[i];
     int64_t j = i + 1;
     while (j < end && Codec::Equal(r[j], rec)) ++j;
-    const int32_t row =
-        static_cast<int32_t>(row_base + static_cast<int64_t>(codec.Group(rec) & row_mask));
+    const int32_t row = static_cast<int32_t>(row_base + static_cast<int64_t>(codec.Group(rec) & row_mask));
     const int64_t col = codec.Col(rec);
     const double count = static_cast<double>(j - i);
     float gain;
@@ -451,12 +421,18 @@ void ExpandRun(const Div& div, const Codec& codec, const typename Codec::Record*
       gain = static_cast<float>(
           count * (combiner == config::TableConfig::MEAN ? 1.0 / n : 1.0 / std::sqrt(n)));
     }
-    o.Put({col, row, f, table, gain});
-    if constexpr (kCount) fresh += coo_internal::MarkRow(div, col, bitmap);
+    *o++ = {col, row, f, table, gain};
+    if constexpr (kCount) {
+      const int64_t q = div.Quotient(col);
+      const uint64_t bit = uint64_t{1} << (q & 63);
+      uint64_t& word = bitmap[q >> 6];
+      fresh += (word & bit) == 0;
+      word |= bit;
+    }
     i = j;
   }
   if constexpr (kCount) *unique += fresh;
-  *out = o;
+  return o - out;
 }
 
 layout::PartitionCount* CooBuilder::PrepareExpandOutput(layout::PartitionedCoo* out) {
@@ -524,13 +500,6 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
   layout::PartitionCount* const counts = PrepareExpandOutput(out);
   Record* const staging = reinterpret_cast<Record*>(staging_.Get(0));
   layout::CooEntry* const entries = out->entries.data();
-  // Streamed (non-temporal) when the entries cannot stay in the caches.
-  const bool stream = out->ids_total * static_cast<int64_t>(sizeof(layout::CooEntry)) >=
-                      options_.stream_entries_from_bytes;
-  EntryWriter writer(entries, stream
-                                  ? reinterpret_cast<layout::CooEntry*>(entry_buffer_.Get(
-                                        EntryWriter::kBufferEntries * sizeof(layout::CooEntry) / 8))
-                                  : nullptr);
   int64_t w = 0;
   for (int64_t k = 0; k < segments; ++k) {
     const int d = static_cast<int>(k / S), s = static_cast<int>(k % S);
@@ -541,18 +510,17 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
     FindFeatureRuns(codec, r, n);
     for (const FeatureRun& run : runs_) {
       const FeatureCode code = codes_[run.feature];
-      uint64_t* const bitmap =
-          counts != nullptr ? bitmaps_.data() + bitmap_word_[code.table] : nullptr;
+      uint64_t* const bitmap = counts != nullptr ? bitmaps_.data() + bitmap_word_[code.table] : nullptr;
       int32_t unique = 0;
       const bool sum = code.combiner == config::TableConfig::SUM;
       const int64_t* const offsets = batch.offsets[run.feature].data();
       const double* const norms =
           norm_begin_[run.feature] >= 0 ? norms_.data() + norm_begin_[run.feature] : nullptr;
       auto expand = [&](auto sum_tag, auto count_tag, auto weights_tag) {
-        ExpandRun<decltype(sum_tag)::value, decltype(count_tag)::value,
-                  decltype(weights_tag)::value>(div, codec, r, run.begin, run.end, run.feature,
-                                                code.table, code.combiner, row_bits, s * per_sc,
-                                                offsets, norms, bitmap, &unique, &writer);
+        return ExpandRun<decltype(sum_tag)::value, decltype(count_tag)::value,
+                         decltype(weights_tag)::value>(
+            div, codec, r, run.begin, run.end, run.feature, code.table, code.combiner, row_bits,
+            s * per_sc, offsets, norms, bitmap, &unique, entries + w);
       };
       auto dispatch = [&](auto weights_tag) {
         return counts != nullptr
@@ -561,16 +529,13 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
                    : (sum ? expand(std::true_type(), std::false_type(), weights_tag)
                           : expand(std::false_type(), std::false_type(), weights_tag));
       };
+      int64_t written;
       if constexpr (coo_internal::kWeighted<Codec>) {
-        if (feature_weighted_[run.feature]) {
-          dispatch(std::true_type());
-        } else {
-          dispatch(std::false_type());
-        }
+        written = feature_weighted_[run.feature] ? dispatch(std::true_type())
+                                                 : dispatch(std::false_type());
       } else {
-        dispatch(std::false_type());
+        written = dispatch(std::false_type());
       }
-      const int64_t written = writer.written(entries) - w;
       w += written;
       if (counts != nullptr) {
         layout::PartitionCount& c = counts[(int64_t{code.table} * S + s) * N + d];
@@ -580,7 +545,6 @@ void CooBuilder::Expand(const Div& div_ref, const Codec& codec_ref, const Batch&
     }
     if (counts != nullptr) ClearSegmentBitmaps(div, codec, r);
   }
-  writer.Finish();
   out->segment_offsets[segments] = w;
   out->entries.resize(w);
   out->ids_after_dedup = w;

@@ -61,11 +61,6 @@ struct FeatureSpec {
   int sc_shift = 0;
 };
 
-// Twice the CPU's last-level cache in bytes (sysconf), or 64 MiB where the
-// system does not say: entries that many bytes cannot stay in the caches
-// until they are read.
-int64_t DefaultStreamEntriesFromBytes();
-
 struct CooOptions {
   int local_sparse_cores = 1;  // S
   int total_sparse_cores = 1;  // N = chips x S
@@ -82,13 +77,6 @@ struct CooOptions {
   // fits kMaxCountedRowsPerTable; otherwise (or false) the counts stay empty
   // and MinibatchSplitter::PlanLocal sorts the segments' keys to count them.
   bool count_partitions = false;
-  // A step whose entries (ids before dedup x sizeof(layout::CooEntry)) take
-  // at least this many bytes writes them with non-temporal stores through a
-  // small buffer (coo_internal::EntryWriter: no read of each line before
-  // its write; the entries then start in memory, not in the caches); a
-  // smaller one with plain stores. The entries are the same either way.
-  // Default: twice the last-level cache (DefaultStreamEntriesFromBytes).
-  int64_t stream_entries_from_bytes = DefaultStreamEntriesFromBytes();
 };
 
 // Builds `options` from a validated config (with its table stacking plan).
@@ -131,7 +119,6 @@ class CooBuilder {
   template <class Div>
   absl::Status CountSegments(const Div& div, const Batch& batch);
   absl::Status CheckSampleIds(const Batch& batch);
-  absl::Status IdOutsideError(const Batch& batch, int s, int f) const;
   absl::Status ComputeWeightNorms(const Batch& batch);
   template <class Div, class Codec>
   void Scatter(const Div& div, const Codec& codec, const Batch& batch);
@@ -154,22 +141,21 @@ class CooBuilder {
   CooOptions options_;
   std::vector<FeatureCode> codes_;
   int num_tables_;
-  int col_bits_;                     // bit width of the largest vocab_size - 1
-  int feature_bits_;                 // bit width of features - 1
-  bool count_partitions_;            // options_.count_partitions and every bitmap fits
-  bool ids_below_2_52_;              // every vocab_size <= 2^52 (exact in a double)
-  int row_bits_ = 0;                 // this batch: bit width of samples per SC - 1
+  int col_bits_;           // bit width of the largest vocab_size - 1
+  int feature_bits_;       // bit width of features - 1
+  bool count_partitions_;  // options_.count_partitions and every bitmap fits
+  bool ids_below_2_52_;    // every vocab_size <= 2^52 (exact in a double)
+  int row_bits_ = 0;       // this batch: bit width of samples per SC - 1
   std::vector<int64_t> raw_counts_;  // ids per segment, duplicates included
   std::vector<int64_t> region_;      // staging start of each segment (records, line-aligned)
   std::vector<int64_t> histogram_;   // ids per destination of one source SC
   std::vector<int64_t> cursor_;      // records of each destination so far (staging index)
-  coo_internal::AlignedScratch<uint64_t> staging_;       // the records, per segment
-  coo_internal::AlignedScratch<uint64_t> lines_;         // one line buffer per destination
-  coo_internal::AlignedScratch<uint64_t> entry_buffer_;  // EntryWriter's, when streaming
-  std::vector<int64_t> sample_ids_;                      // ids per sample (limit check)
-  std::vector<int64_t> sorted_;                          // one group's ids (limit check)
-  std::vector<FeatureRun> runs_;                         // of one segment
-  std::vector<uint64_t> bitmaps_;     // count_partitions_: per table, ceil(vocab / N) bits
+  coo_internal::AlignedScratch<uint64_t> staging_;  // the records, per segment
+  coo_internal::AlignedScratch<uint64_t> lines_;    // one line buffer per destination
+  std::vector<int64_t> sample_ids_;  // ids per sample (limit check)
+  std::vector<int64_t> sorted_;      // one group's ids (limit check)
+  std::vector<FeatureRun> runs_;     // of one segment
+  std::vector<uint64_t> bitmaps_;    // count_partitions_: per table, ceil(vocab / N) bits
   std::vector<int64_t> bitmap_word_;  // first word of each table's bitmap
   // This batch's weights (ComputeWeightNorms): whether any feature has them
   // (then the records are WeightedCodec's), which do, and per weighted MEAN

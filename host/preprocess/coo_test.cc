@@ -156,6 +156,7 @@ TEST(CooTest, MaxIdsPerChipPerSampleObservedVsLimit) {
   EXPECT_THAT(st.message(), HasSubstr("max_ids_per_chip_per_sample = 2"));
 }
 
+
 // The builder against a plain transcription of the contract: per (feature,
 // sample) a map of ids to counts, each distinct id one entry in segment
 // ((id + sc_shift) % N, source SC), segments in [dest][source] order, entries
@@ -248,10 +249,11 @@ TEST(CooTest, RandomBatchesMatchPlainReference) {
     int64_t big_vocab;  // table 1's (2^61: 16-byte staging records, plain division)
   };
   for (const Shape& shape :
-       {Shape{1, 1, true, 100000000}, Shape{1, 4, true, 100000000}, Shape{2, 6, false, 100000000},
-        Shape{4, 512, true, 100000000}, Shape{2, 12, true, 100000000},
-        Shape{4, 64, false, 100000000}, Shape{3, 3, true, 100000000},
-        Shape{2, 6, true, int64_t{1} << 61}, Shape{2, 8, false, int64_t{1} << 61}}) {
+       {Shape{1, 1, true, 100000000}, Shape{1, 4, true, 100000000},
+        Shape{2, 6, false, 100000000}, Shape{4, 512, true, 100000000},
+        Shape{2, 12, true, 100000000}, Shape{4, 64, false, 100000000},
+        Shape{3, 3, true, 100000000}, Shape{2, 6, true, int64_t{1} << 61},
+        Shape{2, 8, false, int64_t{1} << 61}}) {
     const int S = shape.S, N = shape.N;
     CooOptions o;
     o.local_sparse_cores = S;
@@ -326,39 +328,34 @@ TEST(CooTest, RandomBatchesMatchPlainReference) {
       }
     }
     // One builder for plain, weighted, plain again: its buffers serve both
-    // record widths; entries written with plain stores and streamed
-    // (non-temporal, through EntryWriter's buffer), which must not differ.
-    for (const bool streamed : {false, true}) {
-      o.stream_entries_from_bytes = streamed ? 0 : int64_t{1} << 62;
-      CooBuilder builder(o);
-      layout::PartitionedCoo coo;
-      for (const Batch* input : {&batch, &weighted, &batch}) {
-        const bool has_weights = input == &weighted;
-        const Reference want = PlainReference(*input, o, o.num_tables);
-        for (int rep = 0; rep < 2; ++rep) {  // the second build reuses every buffer
-          ASSERT_TRUE(builder.Build(*input, &coo).ok());
-          const std::string where =
-              absl::StrFormat("S %d N %d rep %d%s%s", S, N, rep, has_weights ? " weighted" : "",
-                              streamed ? " streamed" : "");
-          EXPECT_EQ(coo.ids_total, want.ids_total) << where;
-          EXPECT_EQ(coo.ids_after_dedup, static_cast<int64_t>(want.entries.size())) << where;
-          EXPECT_EQ(coo.segment_offsets, want.segment_offsets) << where;
-          ASSERT_EQ(coo.entries.size(), want.entries.size()) << where;
-          for (size_t i = 0; i < want.entries.size(); ++i) {
-            ASSERT_EQ(Fields(coo.entries[i]), Fields(want.entries[i])) << where << " entry " << i;
-          }
-          // Counted only while every table's bitmap fits (not for vocabulary
-          // 1e8 over N <= 5); PlanLocal counts from the keys then.
-          if ((shape.big_vocab + N - 1) / N > CooBuilder::kMaxCountedRowsPerTable) {
-            EXPECT_TRUE(coo.table_partition_counts.empty()) << where;
-            continue;
-          }
-          ASSERT_EQ(coo.table_partition_counts.size(), want.counts.size()) << where;
-          for (size_t p = 0; p < want.counts.size(); ++p) {
-            EXPECT_EQ(coo.table_partition_counts[p].ids, want.counts[p].ids) << where << " p " << p;
-            EXPECT_EQ(coo.table_partition_counts[p].unique_ids, want.counts[p].unique_ids)
-                << where << " p " << p;
-          }
+    // record widths.
+    CooBuilder builder(o);
+    layout::PartitionedCoo coo;
+    for (const Batch* input : {&batch, &weighted, &batch}) {
+      const bool has_weights = input == &weighted;
+      const Reference want = PlainReference(*input, o, o.num_tables);
+      for (int rep = 0; rep < 2; ++rep) {  // the second build reuses every buffer
+        ASSERT_TRUE(builder.Build(*input, &coo).ok());
+        const std::string where =
+            absl::StrFormat("S %d N %d rep %d%s", S, N, rep, has_weights ? " weighted" : "");
+        EXPECT_EQ(coo.ids_total, want.ids_total) << where;
+        EXPECT_EQ(coo.ids_after_dedup, static_cast<int64_t>(want.entries.size())) << where;
+        EXPECT_EQ(coo.segment_offsets, want.segment_offsets) << where;
+        ASSERT_EQ(coo.entries.size(), want.entries.size()) << where;
+        for (size_t i = 0; i < want.entries.size(); ++i) {
+          ASSERT_EQ(Fields(coo.entries[i]), Fields(want.entries[i])) << where << " entry " << i;
+        }
+        // Counted only while every table's bitmap fits (not for vocabulary
+        // 1e8 over N <= 5); PlanLocal counts from the keys then.
+        if ((shape.big_vocab + N - 1) / N > CooBuilder::kMaxCountedRowsPerTable) {
+          EXPECT_TRUE(coo.table_partition_counts.empty()) << where;
+          continue;
+        }
+        ASSERT_EQ(coo.table_partition_counts.size(), want.counts.size()) << where;
+        for (size_t p = 0; p < want.counts.size(); ++p) {
+          EXPECT_EQ(coo.table_partition_counts[p].ids, want.counts[p].ids) << where << " p " << p;
+          EXPECT_EQ(coo.table_partition_counts[p].unique_ids, want.counts[p].unique_ids)
+              << where << " p " << p;
         }
       }
     }
@@ -375,8 +372,7 @@ TEST(CooTest, WeightedGainsMatchAPlainReference) {
        {config::TableConfig::SUM, config::TableConfig::MEAN, config::TableConfig::SQRTN}) {
     SCOPED_TRACE(config::TableConfig::Combiner_Name(combiner));
     Batch batch = OneFeatureBatch(ids);
-    for (const auto& w : weights)
-      batch.weights[0].insert(batch.weights[0].end(), w.begin(), w.end());
+    for (const auto& w : weights) batch.weights[0].insert(batch.weights[0].end(), w.begin(), w.end());
     CooBuilder builder(Options(2, 3, combiner, 10));
     layout::PartitionedCoo coo;
     ASSERT_TRUE(builder.Build(batch, &coo).ok());
@@ -384,10 +380,9 @@ TEST(CooTest, WeightedGainsMatchAPlainReference) {
     for (size_t i = 0; i < ids.size(); ++i) {
       double total = 0, squares = 0;
       for (float w : weights[i]) total += w, squares += double(w) * w;
-      const double norm = combiner == config::TableConfig::MEAN ? (total != 0 ? 1 / total : 0)
-                          : combiner == config::TableConfig::SQRTN
-                              ? (squares > 0 ? 1 / std::sqrt(squares) : 0)
-                              : 1;
+      const double norm = combiner == config::TableConfig::MEAN    ? (total != 0 ? 1 / total : 0)
+                          : combiner == config::TableConfig::SQRTN ? (squares > 0 ? 1 / std::sqrt(squares) : 0)
+                                                                   : 1;
       for (size_t k = 0; k < ids[i].size(); ++k) {
         expected[{static_cast<int>(i), ids[i][k]}] += weights[i][k] * norm;
       }
