@@ -62,6 +62,25 @@ expect unterminated_mpirun_args 2 "must end with a '--' before the program" -- -
 expect bad_keepalive 2 "--keepalive must be TIME,INTERVAL,PROBES" -- --keepalive 5,2 prog
 expect missing_hostfile 2 "cannot read the hostfile '/nonexistent'" -- --hostfile /nonexistent prog
 
+# The host check through a fake mpirun whose first try crashes after printing
+# one host's name (as Open MPI sometimes does on hosts sharing a hostname): the
+# retry's names still find the shared one; a check that never succeeds is an
+# error of its own.
+cat > "$work/fake_mpirun" <<FAKE
+#!/usr/bin/env bash
+n=\$(cat "$work/tries" 2>/dev/null || echo 0); echo \$((n + 1)) > "$work/tries"
+[ "\$n" -ge "\${FAKE_FAILS:-1}" ] || { echo '[1,0]<stdout>:twin'; exit 139; }
+printf '[1,0]<stdout>:twin\n[1,1]<stdout>:twin\n'
+FAKE
+chmod +x "$work/fake_mpirun"
+expect host_check_retry 2 "call themselves 'twin'" -- --hostfile "$work/hosts" --mpirun "$work/fake_mpirun" prog
+tries_seen="$(cat "$work/tries")"
+[ "$tries_seen" = 2 ] && pass "host_check_retry: two tries" || fail "host_check_retry: $tries_seen tries (want 2)"
+rm -f "$work/tries"; ENVS=(FAKE_FAILS=9)
+expect host_check_fails 2 "the host check .* failed" "!call themselves" \
+  -- --hostfile "$work/hosts" --mpirun "$work/fake_mpirun" prog
+ENVS=()
+
 # A real job: SIGTERM to the launcher stops every rank after the same step.
 long='training { steps: 1000000 log_every: 10 eval_samples: 0 }'
 "$run" -np 2 --mpirun-args --oversubscribe -- "$LEMRT_BIN/lemrt_train" \
