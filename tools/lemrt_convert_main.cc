@@ -1,7 +1,10 @@
 // lemrt_convert: converts one split of the config's file source (delimited
 // text, Criteo TSV, TFRecord, or binary) once into lemrt's checksummed
 // binary format (host/formats/binary_format.h), which lemrt_train then reads through
-// data { binary { ... } } with the same data.schema (docs/data.md).
+// data { binary { ... } } with the same data.schema (docs/data.md). A
+// synthetic source's rows are exported (the run's training.steps x
+// global_batch rows, or training.eval_samples), and the data section that
+// trains from them is printed on a line of its own after "override: ".
 //
 //   lemrt_convert --config=model.pbtxt [--split=train|eval] --out=train.bin
 //   lemrt_convert --tsv=train.txt --out=train.bin [--strict]   (Criteo TSV)
@@ -85,5 +88,9 @@ int main(int argc, char** argv) {
   std::printf("wrote %s: %ld records (%.1f MB), %ld malformed lines skipped, %.2f s\n",
               FLAGS_out.c_str(), static_cast<long>(stats->records), stats->bytes / 1e6,
               static_cast<long>(stats->skipped_lines), sec);
+  if (!stats->synthetic_schema.empty()) {
+    std::printf("override: data { binary { %s_path: \"%s\" } schema { %s } }\n",
+                FLAGS_split.c_str(), FLAGS_out.c_str(), stats->synthetic_schema.c_str());
+  }
   return 0;
 }

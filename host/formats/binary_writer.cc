@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +22,7 @@
 #include "host/input/batch_filler.h"
 #include "host/formats/binary_format.h"
 #include "host/formats/binary_parser.h"
+#include "host/input/synthetic_source.h"
 
 namespace lemrt::host {
 namespace {
@@ -186,10 +190,107 @@ absl::Status WriteTrailer(const Schema& schema, FILE* out, BlockWriter& writer,
   return absl::OkStatus();
 }
 
+// The binary file `out_path`: the header, the blocks `write_rows` adds, the
+// columns of `schema` and the index, written to OUT.tmp and renamed over
+// `out_path` (removed on failure).
+absl::StatusOr<ConvertStats> WriteBinaryFile(
+    const Schema& schema, const std::string& out_path,
+    const std::function<absl::Status(BlockWriter&, ConvertStats*)>& write_rows) {
+  const std::string tmp = out_path + ".tmp";
+  std::unique_ptr<FILE, FileCloser> out(std::fopen(tmp.c_str(), "wb"));
+  if (out == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create '", tmp, "'"));
+  ConvertStats stats;
+  BlockWriter writer(out.get(), tmp);
+  const std::string placeholder(kBinaryHeaderBytes, '\0');
+  absl::Status st = writer.Write(placeholder.data(), placeholder.size());
+  if (st.ok()) st = write_rows(writer, &stats);
+  if (st.ok()) st = WriteTrailer(schema, out.get(), writer, &stats);
+  if (st.ok()) st = Publish(out.get(), tmp, out_path);
+  if (!st.ok()) {
+    out.reset();
+    std::remove(tmp.c_str());
+    return st;
+  }
+  return stats;
+}
+
+// The first `rows` real samples of `split` of the synthetic source, created
+// for world size 1 (so in global sample order), into `writer`.
+absl::Status WriteSyntheticRows(const config::RunConfig& config, Split split, int64_t rows,
+                                const Schema& schema, BlockWriter& writer, ConvertStats* stats) {
+  LEMRT_ASSIGN_OR_RETURN(std::unique_ptr<SyntheticSource> source,
+                         SyntheticSource::Create(config, 0, 1));
+  Batch batch;
+  ParsedSample sample;
+  std::string record;
+  for (int64_t chunk = 0; stats->records < rows; ++chunk) {
+    LEMRT_RETURN_IF_ERROR(split == Split::kTrain ? source->TrainBatch(chunk, &batch)
+                                                 : source->EvalBatch(chunk, &batch));
+    for (int64_t i = 0; i < batch.num_samples && stats->records < rows; ++i) {
+      if (!batch.real(i)) continue;
+      sample.Reset(schema);
+      sample.labels[0] = batch.labels[i];
+      std::copy_n(batch.dense.begin() + i * batch.num_dense, batch.num_dense, sample.dense.begin());
+      for (int f = 0; f < batch.num_features(); ++f) {
+        const std::span<const int64_t> ids = batch.SampleIds(f, i);
+        sample.values[f].assign(ids.begin(), ids.end());
+      }
+      record.clear();
+      EncodeRecord(sample, schema, &record);
+      LEMRT_RETURN_IF_ERROR(writer.Add(record));
+      ++stats->records;
+    }
+  }
+  return writer.Flush();
+}
+
+absl::StatusOr<ConvertStats> ExportSynthetic(const config::RunConfig& config, Split split,
+                                             const std::string& out_path) {
+  const int64_t rows = split == Split::kTrain
+                           ? config.training().steps() * config.training().global_batch()
+                           : config.training().eval_samples();
+  if (rows <= 0) {
+    return absl::InvalidArgumentError(
+        split == Split::kTrain
+            ? "the synthetic source's training split is training.steps x global_batch rows, "
+              "and that is 0; set training.steps to the steps the file should hold."
+            : "the synthetic source's eval split is training.eval_samples rows, and that is 0; "
+              "set training.eval_samples.");
+  }
+  config::RunConfig stored = config;
+  stored.mutable_data()->mutable_binary()->set_train_path(out_path);
+  *stored.mutable_data()->mutable_schema() = SyntheticExportSchema(config);
+  LEMRT_ASSIGN_OR_RETURN(std::shared_ptr<const Schema> schema, ResolveSchema(stored));
+  LEMRT_ASSIGN_OR_RETURN(
+      ConvertStats stats,
+      WriteBinaryFile(*schema, out_path, [&](BlockWriter& writer, ConvertStats* stats) {
+        return WriteSyntheticRows(config, split, rows, *schema, writer, stats);
+      }));
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  printer.PrintToString(stored.data().schema(), &stats.synthetic_schema);
+  return stats;
+}
+
 }  // namespace
+
+config::InputSchema SyntheticExportSchema(const config::RunConfig& config) {
+  config::InputSchema schema;
+  for (int k = 0; k < config.model().num_dense_features(); ++k) {
+    schema.add_dense()->set_name(absl::StrCat("dense", k));
+  }
+  for (const config::FeatureConfig& feature : config.features()) {
+    config::SparseInput* in = schema.add_sparse();
+    in->set_feature(feature.name());
+    in->set_type(config::SparseInput::INT64);
+    in->set_mapping(config::SparseInput::ID);
+  }
+  return schema;
+}
 
 absl::StatusOr<ConvertStats> ConvertToBinary(const config::RunConfig& config, Split split,
                                              const std::string& out_path) {
+  if (config.data().has_synthetic()) return ExportSynthetic(config, split, out_path);
   const SourceFormat& format = FormatOf(config.data());
   if (format.open_split == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -210,21 +311,11 @@ absl::StatusOr<ConvertStats> ConvertToBinary(const config::RunConfig& config, Sp
           "'; converting would replace the data it reads. Name another output file."));
     }
   }
-  const std::string tmp = out_path + ".tmp";
-  std::unique_ptr<FILE, FileCloser> out(std::fopen(tmp.c_str(), "wb"));
-  if (out == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create '", tmp, "'"));
-  ConvertStats stats;
-  BlockWriter writer(out.get(), tmp);
-  const std::string placeholder(kBinaryHeaderBytes, '\0');
-  absl::Status st = writer.Write(placeholder.data(), placeholder.size());
-  if (st.ok()) st = WriteRows(input, schema, format.strict(config), writer, &stats);
-  if (st.ok()) st = WriteTrailer(*schema, out.get(), writer, &stats);
-  if (st.ok()) st = Publish(out.get(), tmp, out_path);
-  if (!st.ok()) {
-    out.reset();
-    std::remove(tmp.c_str());
-    return st;
-  }
+  LEMRT_ASSIGN_OR_RETURN(
+      ConvertStats stats,
+      WriteBinaryFile(*schema, out_path, [&](BlockWriter& writer, ConvertStats* stats) {
+        return WriteRows(input, schema, format.strict(config), writer, stats);
+      }));
   return stats;
 }
 
