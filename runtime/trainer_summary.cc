@@ -256,6 +256,7 @@ void Trainer::FillSetup(summary::RunSummary* s) const {
   threads->set_gemm_backend(
       device::GemmBackendName(device::DenseModelSpecFromConfig(config_).precision));
   threads->set_sparsecore_executor_thread(executor_thread());
+  threads->set_tile_threads(config_.sparse_core().tile_threads());
 }
 
 void Trainer::FillBreakdown(const LoopTotals& totals, summary::RunSummary* s) const {

@@ -298,9 +298,10 @@ absl::Status CheckThreads(const lemrt::runtime::MpiSession& mpi, Communicator& s
   if (sparse_comm.rank() == 0) {
     lemrt::runtime::ThreadBudget budget =
         lemrt::runtime::ComputeThreadBudget(config, share.local_ranks, share.node_cpus_used);
-    // The plan's own worker shares a core on purpose (thread_plan.h); the
-    // warning is about the threads the config asked for.
+    // The plan's own host worker and tile threads share cores on purpose
+    // (thread_plan.h); the warning is about the threads the config asked for.
     if (plan.chose_host_workers) budget.host_workers = 0;
+    if (plan.chose_tile_threads) budget.tile_workers = 0;
     const std::string warning = lemrt::runtime::OversubscriptionWarning(budget);
     if (!warning.empty()) LOG(WARNING) << warning;
   }

@@ -32,6 +32,8 @@ ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share) 
   const int gemm = config.tensor_core().gemm_threads();
   p.chose_gemm_threads = gemm == 0;
   p.gemm_threads = gemm > 0 ? gemm : p.cores;
+  p.chose_tile_threads = !sc.has_tile_threads();
+  p.tile_threads = p.chose_tile_threads ? p.cores : sc.tile_threads();
   return p;
 }
 
@@ -42,6 +44,7 @@ void ApplyThreadPlan(const ThreadPlan& p, config::RunConfig* config) {
   sc->set_maximum_parallel_iterations(p.maximum_parallel_iterations);
   sc->set_host_worker_threads(p.host_worker_threads);
   config->mutable_tensor_core()->set_gemm_threads(p.gemm_threads);
+  sc->set_tile_threads(p.tile_threads);
 }
 
 std::string DescribeThreadPlan(const ThreadPlan& p, const CoreShare& s) {
@@ -61,9 +64,10 @@ std::string DescribeThreadPlan(const ThreadPlan& p, const CoreShare& s) {
   return absl::StrFormat(
       "threads: this rank owns %.2g cores (%d CPUs in its affinity mask, %d ranks on this "
       "node of %d CPUs); %s, %s (%s), %d GEMM "
-      "thread%s (%s)",
+      "thread%s (%s), %d tile thread%s (%s)",
       s.cores, s.mask_cpus, s.local_ranks, s.node_cpus, pipelining, host, how(p.chose_host_workers),
-      p.gemm_threads, p.gemm_threads == 1 ? "" : "s", how(p.chose_gemm_threads));
+      p.gemm_threads, p.gemm_threads == 1 ? "" : "s", how(p.chose_gemm_threads), p.tile_threads,
+      p.tile_threads == 1 ? "" : "s", how(p.chose_tile_threads));
 }
 
 std::string LaunchAdvice(const CoreShare& s) {

@@ -15,7 +15,10 @@
 //     hand-offs and MPI waits to the step;
 //   GEMM threads (tensor_core.gemm_threads 0): every owned core; the dense
 //     step's team takes the cores the SparseCore side leaves idle while it
-//     runs.
+//     runs;
+//   tile threads (sparse_core.tile_threads unset): every owned core, for
+//     the same reason: the SparseCore tiles take the cores the host stage
+//     and the dense step leave idle (the host stage of file data is short).
 //
 // None of these choices changes results, so they may follow the machine.
 // Pipelining itself changes results (stale gradients), so it is never
@@ -41,10 +44,12 @@ struct ThreadPlan {
   int maximum_parallel_iterations = 2;  // 0 = no host workers
   int host_worker_threads = 1;
   int gemm_threads = 1;
+  int tile_threads = 1;
   // Which of the above the plan chose (the rest were set in the config).
   bool chose_executor_thread = false;
   bool chose_host_workers = false;
   bool chose_gemm_threads = false;
+  bool chose_tile_threads = false;
 };
 
 // The plan for `config` (validated) on a rank owning `share` (local: ranks

@@ -86,7 +86,8 @@ TEST(ThreadPlanTest, OneRankOnTwoCoresPipelinesAndUsesBothForGemms) {
   EXPECT_EQ(p.maximum_parallel_iterations, 2);
   EXPECT_EQ(p.host_worker_threads, 1);
   EXPECT_EQ(p.gemm_threads, 2);
-  EXPECT_TRUE(p.chose_host_workers && p.chose_gemm_threads);
+  EXPECT_EQ(p.tile_threads, 2);  // the tiles take the core the host stage leaves
+  EXPECT_TRUE(p.chose_host_workers && p.chose_gemm_threads && p.chose_tile_threads);
 }
 
 // Pipelining changes results, so one core per rank keeps it as configured
@@ -100,6 +101,7 @@ TEST(ThreadPlanTest, OneCorePerRankPipelinesOnOneThread) {
     EXPECT_TRUE(p.chose_executor_thread);
     EXPECT_EQ(p.maximum_parallel_iterations, 0);
     EXPECT_EQ(p.gemm_threads, 1);
+    EXPECT_EQ(p.tile_threads, 1);
     config::RunConfig c = Config("");
     ApplyThreadPlan(p, &c);
     EXPECT_TRUE(c.sparse_core().pipeline_without_threads());
@@ -131,6 +133,7 @@ TEST(ThreadPlanTest, ManyCoresGetHostWorkers) {
   EXPECT_EQ(p.maximum_parallel_iterations, 2);  // the field's default
   EXPECT_EQ(p.host_worker_threads, 6);
   EXPECT_EQ(p.gemm_threads, 8);
+  EXPECT_EQ(p.tile_threads, 8);
 }
 
 TEST(ThreadPlanTest, PipeliningFollowsTheConfigNotTheCores) {
@@ -148,15 +151,17 @@ TEST(ThreadPlanTest, SetFieldsAreKept) {
   const config::RunConfig c =
       Config("sparse_core { disable_full_embedding_pipelining: false "
              "pipeline_without_threads: false "
-             "maximum_parallel_iterations: 3 host_worker_threads: 5 } "
+             "maximum_parallel_iterations: 3 host_worker_threads: 5 tile_threads: 3 } "
              "tensor_core { gemm_threads: 3 }");
   const ThreadPlan p = PlanThreads(c, Share(1, 2, 2, 1));
   EXPECT_TRUE(p.pipelining);
   EXPECT_EQ(p.maximum_parallel_iterations, 3);
   EXPECT_EQ(p.host_worker_threads, 5);
   EXPECT_EQ(p.gemm_threads, 3);
+  EXPECT_EQ(p.tile_threads, 3);
   EXPECT_TRUE(p.executor_thread);
-  EXPECT_FALSE(p.chose_executor_thread || p.chose_host_workers || p.chose_gemm_threads);
+  EXPECT_FALSE(p.chose_executor_thread || p.chose_host_workers || p.chose_gemm_threads ||
+               p.chose_tile_threads);
   config::RunConfig applied = c;
   ApplyThreadPlan(p, &applied);
   EXPECT_EQ(applied.SerializeAsString(), [&] {
@@ -194,6 +199,9 @@ TEST(ThreadPlanTest, ApplyWritesExplicitValues) {
       << line;
   EXPECT_NE(line.find("no host workers (host work inline) (chosen)"), std::string::npos) << line;
   EXPECT_NE(line.find("1 GEMM thread (chosen)"), std::string::npos) << line;
+  EXPECT_NE(line.find("1 tile thread (chosen)"), std::string::npos) << line;
+  EXPECT_TRUE(c.sparse_core().has_tile_threads());
+  EXPECT_EQ(c.sparse_core().tile_threads(), 1);
 }
 
 TEST(LaunchAdviceTest, NamesTheMpirunFlagsWhenAMaskBindsTighterThanTheShare) {
