@@ -115,7 +115,7 @@ void SparseCoreStage::SegmentsOf(const SparseStepBuffers& buf, int l,
   for (int q = 0; q < W_; ++q) {
     for (int s = 0; s < S_; ++s) {
       const int64_t k = (int64_t{q} * S_ + l) * S_ + s;
-      segs->emplace_back(buf.recv_entries.data() + buf.recv_offsets[k],
+      segs->emplace_back(buf.entries + buf.recv_offsets[k],
                          buf.recv_offsets[k + 1] - buf.recv_offsets[k]);
     }
   }
@@ -220,34 +220,15 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
                                                 SparseStepBuffers* buf,
                                                 std::span<float> activations) {
   const int64_t segs = int64_t{W_} * S_ * S_;
-  // 1. Segment sizes: our segments to rank q are coo's [q*S, q*S+S) x [0, S).
-  buf->send_counts.resize(segs);
-  buf->recv_counts.resize(segs);
-  for (int64_t k = 0; k < segs; ++k) {
-    buf->send_counts[k] = coo.segment_offsets[k + 1] - coo.segment_offsets[k];
-  }
-  absl::Status st = comm_.AllToAll(buf->send_counts, buf->recv_counts);
-  if (!st.ok()) return st;
-
-  // 2. Entries.
-  buf->recv_offsets.assign(segs + 1, 0);
-  for (int64_t k = 0; k < segs; ++k) {
-    buf->recv_offsets[k + 1] = buf->recv_offsets[k] + buf->recv_counts[k];
-  }
-  buf->recv_entries.resize(buf->recv_offsets[segs]);
-  const int block = S_ * S_;
-  RankCounts(coo.segment_offsets, W_, block, &buf->send_rank_counts);
-  RankCounts(buf->recv_offsets, W_, block, &buf->recv_rank_counts);
-  st = comm_.AllToAllvOf<CooEntry>(Covered(coo.entries.data(), coo.segment_offsets),
-                                   buf->send_rank_counts, buf->recv_entries,
-                                   buf->recv_rank_counts);
+  // 1-2. Segment sizes and entries to their owners.
+  absl::Status st = ExchangeEntries(coo, buf);
   if (!st.ok()) return st;
 
   // 3. Lookup on each local SparseCore; partials in received-segment order.
   buf->owner_offsets.assign(segs + 1, 0);
   for (int64_t k = 0; k < segs; ++k) {
-    std::span<const CooEntry> seg(buf->recv_entries.data() + buf->recv_offsets[k],
-                                  buf->recv_counts[k]);
+    std::span<const CooEntry> seg(buf->entries + buf->recv_offsets[k],
+                                  buf->recv_offsets[k + 1] - buf->recv_offsets[k]);
     buf->owner_offsets[k + 1] = buf->owner_offsets[k] + device::PartialFloats(seg, table_dims_);
   }
   buf->owner_partials.resize(buf->owner_offsets[segs]);
@@ -279,9 +260,13 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
     buf->source_offsets[k + 1] = buf->source_offsets[k] + device::PartialFloats(seg, table_dims_);
   }
   buf->source_partials.resize(buf->source_offsets[segs]);
-  st = ExchangeValues(buf->owner_partials.data(), buf->owner_offsets,
-                      buf->source_partials.data(), buf->source_offsets, buf);
-  if (!st.ok()) return st;
+  if (Alone()) {
+    buf->source_partials.swap(buf->owner_partials);  // the same layout on one rank
+  } else {
+    st = ExchangeValues(buf->owner_partials.data(), buf->owner_offsets,
+                        buf->source_partials.data(), buf->source_offsets, buf);
+    if (!st.ok()) return st;
+  }
 
   // 5. Sum partials into activations, destination SparseCores in order.
   const float* p = buf->source_partials.data();
@@ -304,8 +289,43 @@ absl::Status SparseCoreStage::ExchangeGradients(const layout::PartitionedCoo& co
     g += dim;
   });
   buf->grads_in.resize(buf->owner_partials.size());
+  if (Alone()) {
+    buf->grads_in.swap(buf->grads_out);  // the same layout on one rank
+    return absl::OkStatus();
+  }
   return ExchangeValues(buf->grads_out.data(), buf->source_offsets, buf->grads_in.data(),
                         buf->owner_offsets, buf);
+}
+
+absl::Status SparseCoreStage::ExchangeEntries(const layout::PartitionedCoo& coo,
+                                              SparseStepBuffers* buf) {
+  const int64_t segs = int64_t{W_} * S_ * S_;
+  if (W_ == 1) {
+    // Every segment is this rank's own: the SparseCores read the COO.
+    buf->recv_offsets.assign(coo.segment_offsets.begin(), coo.segment_offsets.begin() + segs + 1);
+    buf->entries = coo.entries.data();
+    return absl::OkStatus();
+  }
+  // Segment sizes: our segments to rank q are coo's [q*S, q*S+S) x [0, S).
+  buf->send_counts.resize(segs);
+  buf->recv_counts.resize(segs);
+  for (int64_t k = 0; k < segs; ++k) {
+    buf->send_counts[k] = coo.segment_offsets[k + 1] - coo.segment_offsets[k];
+  }
+  absl::Status st = comm_.AllToAll(buf->send_counts, buf->recv_counts);
+  if (!st.ok()) return st;
+  buf->recv_offsets.assign(segs + 1, 0);
+  for (int64_t k = 0; k < segs; ++k) {
+    buf->recv_offsets[k + 1] = buf->recv_offsets[k] + buf->recv_counts[k];
+  }
+  buf->recv_entries.resize(buf->recv_offsets[segs]);
+  const int block = S_ * S_;
+  RankCounts(coo.segment_offsets, W_, block, &buf->send_rank_counts);
+  RankCounts(buf->recv_offsets, W_, block, &buf->recv_rank_counts);
+  buf->entries = buf->recv_entries.data();
+  return comm_.AllToAllvOf<CooEntry>(Covered(coo.entries.data(), coo.segment_offsets),
+                                     buf->send_rank_counts, buf->recv_entries,
+                                     buf->recv_rank_counts);
 }
 
 absl::Status SparseCoreStage::ExchangeValues(const float* send,

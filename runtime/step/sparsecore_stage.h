@@ -46,6 +46,10 @@ struct SparseCoreSpan {
 struct SparseStepBuffers {
   std::vector<int64_t> send_counts, recv_counts;  // [rank][dest local SC][src local SC]
   std::vector<layout::CooEntry> recv_entries;
+  // The received entries the SparseCores read: recv_entries.data(), or on
+  // one rank the step's own COO entries (nothing crosses, so nothing is
+  // copied; the COO outlives the step's backward).
+  const layout::CooEntry* entries = nullptr;
   std::vector<int64_t> recv_offsets;              // entries, per received segment (+1)
   std::vector<float> owner_partials;              // partials this chip computed, per received segment
   std::vector<int64_t> owner_offsets;             // floats, per received segment (+1)
@@ -131,6 +135,12 @@ class SparseCoreStage {
   int64_t last_unique_ids(std::span<const SparseStepBuffers> bufs, size_t minibatches) const;
 
  private:
+  // Forward's first exchange: coo's segment sizes and entries to their
+  // owners (buf->recv_offsets, buf->entries); on one rank the COO's own.
+  absl::Status ExchangeEntries(const layout::PartitionedCoo& coo, SparseStepBuffers* buf);
+  // One rank with fp32 exchanges: the values' exchanges are a buffer swap
+  // (owner and source layouts are one; a bf16 exchange still rounds).
+  bool Alone() const { return W_ == 1 && !bf16_exchange_; }
   // Backward's exchange: gradients of coo's groups to their owners
   // (buf->grads_in).
   absl::Status ExchangeGradients(const layout::PartitionedCoo& coo,
