@@ -252,12 +252,17 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
     RecordSpan(*buf, l, /*backward=*/false, begin);
   }
 
-  // 4. Partials back to the sources.
-  buf->source_offsets.assign(segs + 1, 0);
-  for (int64_t k = 0; k < segs; ++k) {
-    std::span<const CooEntry> seg(coo.entries.data() + coo.segment_offsets[k],
-                                  coo.segment_offsets[k + 1] - coo.segment_offsets[k]);
-    buf->source_offsets[k + 1] = buf->source_offsets[k] + device::PartialFloats(seg, table_dims_);
+  // 4. Partials back to the sources (on one rank the segments received are
+  // the segments sent: the same offsets).
+  if (W_ == 1) {
+    buf->source_offsets.assign(buf->owner_offsets.begin(), buf->owner_offsets.end());
+  } else {
+    buf->source_offsets.assign(segs + 1, 0);
+    for (int64_t k = 0; k < segs; ++k) {
+      std::span<const CooEntry> seg(coo.entries.data() + coo.segment_offsets[k],
+                                    coo.segment_offsets[k + 1] - coo.segment_offsets[k]);
+      buf->source_offsets[k + 1] = buf->source_offsets[k] + device::PartialFloats(seg, table_dims_);
+    }
   }
   buf->source_partials.resize(buf->source_offsets[segs]);
   if (Alone()) {
