@@ -80,6 +80,20 @@ struct PartitionedCoo {
   }
 };
 
+// The entries of each segment of `coo` per table: (*counts)[k * num_tables
+// + t] for segment k (segment_offsets order) and table t; keeps capacity.
+inline void CountSegmentTables(const PartitionedCoo& coo, int num_tables,
+                               std::vector<int64_t>* counts) {
+  const size_t segs = coo.segment_offsets.empty() ? 0 : coo.segment_offsets.size() - 1;
+  counts->assign(segs * num_tables, 0);
+  for (size_t k = 0; k < segs; ++k) {
+    int64_t* per_table = counts->data() + k * num_tables;
+    for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
+      ++per_table[coo.entries[i].table];
+    }
+  }
+}
+
 }  // namespace lemrt::layout
 
 #endif  // LEMRT_LAYOUT_COO_FORMAT_H_

@@ -108,8 +108,9 @@ absl::Status Trainer::HostAndForward(int64_t step, StepSlot& slot) {
   HostWork& work = prefetcher_->Take(step, &wait_ms);
   const bool inline_host = prefetcher_->depth() == 0;
   if (!inline_host) t0 = Clock::now();
-  // Finish moves the COO's entries into the minibatches.
-  if (work.status.ok()) recorder_->CountPartitions(work.coo);
+  if (work.status.ok()) {
+    recorder_->AddPartitionCounts(work.partition_counts, work.coo.local_sparse_cores);
+  }
   absl::Status st = host_->Finish(work, &slot.batch, &slot.minibatches, &slot.hot);
   if (st.ok()) {
     const Clock::time_point host_end = inline_host ? Clock::now() : work.end;

@@ -55,7 +55,6 @@ RunRecorder::RunRecorder(const config::RunConfig& config, int rank, int world_si
   table_unique_.assign(num_tables_, 0);
   table_max_partition_.assign(num_tables_, 0);
   partition_ids_.assign(num_tables_ * total_sparse_cores_, 0);
-  scratch_counts_.assign(num_tables_, 0);
   limit_ids_.assign(num_tables_, -1);
   limit_unique_.assign(num_tables_, -1);
   max_unique_.assign(num_tables_, -1);
@@ -134,20 +133,19 @@ void RunRecorder::HostDone(int64_t step, Clock::time_point begin, Clock::time_po
   }
 }
 
-void RunRecorder::CountPartitions(const layout::PartitionedCoo& coo) {
+void RunRecorder::AddPartitionCounts(std::span<const int64_t> segment_table_counts,
+                                     int local_sparse_cores) {
   TimedLock lock(*this);
   // A partition is (source local SC, destination SC, table): segment
   // d * S + s holds the entries from local SC s to SC d.
-  const int S = std::max(1, coo.local_sparse_cores);
-  for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
-    std::fill(scratch_counts_.begin(), scratch_counts_.end(), 0);
-    for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
-      ++scratch_counts_[coo.entries[i].table];
-    }
+  const int S = std::max(1, local_sparse_cores);
+  const size_t segs = segment_table_counts.size() / std::max(1, num_tables_);
+  for (size_t k = 0; k < segs; ++k) {
     const int64_t dest = static_cast<int64_t>(k) / S;
     for (int t = 0; t < num_tables_; ++t) {
-      table_max_partition_[t] = std::max(table_max_partition_[t], scratch_counts_[t]);
-      partition_ids_[t * total_sparse_cores_ + dest] += scratch_counts_[t];
+      const int64_t count = segment_table_counts[k * num_tables_ + t];
+      table_max_partition_[t] = std::max(table_max_partition_[t], count);
+      partition_ids_[t * total_sparse_cores_ + dest] += count;
     }
   }
 }

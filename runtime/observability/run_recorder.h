@@ -65,11 +65,11 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
                                                              int rank, int world_size);
 
   // --- Stage hooks (training steps only; `step` counts from 0). ---
-  // The whole COO of a training step, before any minibatch split: counts its
-  // ids per table and destination SparseCore and its largest partitions
-  // (the summary's partition skew). Reads the entries, so call it before
-  // HostStage::Finish moves them into the minibatches.
-  void CountPartitions(const layout::PartitionedCoo& coo);
+  // The whole COO of a training step, before any minibatch split, as
+  // layout::CountSegmentTables counted it (on a host worker): adds its ids
+  // per table and destination SparseCore and keeps its largest partitions
+  // (the summary's partition skew).
+  void AddPartitionCounts(std::span<const int64_t> segment_table_counts, int local_sparse_cores);
   // Host preprocessing of `step` ran [begin, end) and produced `coo` (its
   // counts are read: ids_total, ids_after_dedup) from `batch`.
   void HostDone(int64_t step, Clock::time_point begin, Clock::time_point end,
@@ -208,7 +208,6 @@ class RunRecorder : public ExchangeObserver, public HostQueueObserver {
   // Per table; partition_ids_ is [table][global SC].
   std::vector<int64_t> table_ids_, table_after_dedup_, table_unique_, table_max_partition_;
   std::vector<int64_t> partition_ids_;
-  std::vector<int64_t> scratch_counts_;
   std::vector<int64_t> limit_ids_, limit_unique_, max_unique_, padded_;  // -1 = not reported
   // Progress / CSV window: steps done since the last row, and the stage
   // times of the steps retired since then (with pipelining a step's update

@@ -84,6 +84,15 @@ struct StepInput {
   }
 };
 
+// What the trainer does with a training step's COO: counted on a host
+// worker, added by the SparseCore executor.
+void CountPartitions(const config::RunConfig& config, const layout::PartitionedCoo& coo,
+                     RunRecorder& r) {
+  std::vector<int64_t> counts;
+  layout::CountSegmentTables(coo, config.tables_size(), &counts);
+  r.AddPartitionCounts(counts, coo.local_sparse_cores);
+}
+
 TEST(RunRecorderTest, StageStatsTablesAndTraceAgainstPlainCounts) {
   const std::string trace = ::testing::TempDir() + "/run_recorder_test_trace.json";
   const config::RunConfig config = SmallConfig(trace, 3);
@@ -97,7 +106,7 @@ TEST(RunRecorderTest, StageStatsTablesAndTraceAgainstPlainCounts) {
   for (int step = 0; step < 3; ++step) {
     StepInput in(step);
     const double t = 10.0 * step;  // host 1 ms, forward 2, tc 3, backward 1: sequential
-    r.CountPartitions(in.coo);
+    CountPartitions(config, in.coo, r);
     r.HostDone(step, At(base, t), At(base, t + 1), in.batch, in.coo);
     r.HostQueueWait(step, 0.25 * step);  // 0, 0.25, 0.5 ms
     // An evaluation's exchange (before the forward began) is not the step's.
@@ -210,11 +219,11 @@ TEST(RunRecorderTest, OverlappingStagesCountAsOverlap) {
   const Clock::time_point base = Clock::now();
   // Step 1's host + lookup [4, 8) run while step 0's TensorCore works [4, 10).
   StepInput a(0), b(1);
-  r.CountPartitions(a.coo);
+  CountPartitions(config, a.coo, r);
   r.HostDone(0, At(base, 0), At(base, 2), a.batch, a.coo);
   r.ForwardDone(0, At(base, 2), At(base, 4), a.buffers);
   r.DenseDone(0, At(base, 4), At(base, 10), 4);
-  r.CountPartitions(b.coo);
+  CountPartitions(config, b.coo, r);
   r.HostDone(1, At(base, 4), At(base, 6), b.batch, b.coo);
   r.ForwardDone(1, At(base, 6), At(base, 8), b.buffers);
   r.BackwardDone(0, At(base, 10), At(base, 11), a.buffers);
@@ -258,7 +267,7 @@ TEST(RunRecorderTest, LongPipelinedRunInFlatMemoryMatchesPlainSort) {
   for (int step = 0; step <= kSteps; ++step) {
     if (step < kSteps) {
       const double host = len(), fwd = len(), wait = step % 4 == 0 ? 0 : len(), x = fwd / 4;
-      r.CountPartitions(in.coo);
+      CountPartitions(config, in.coo, r);
       r.HostDone(step, At(base, t), At(base, t + host), in.batch, in.coo);
       r.HostQueueWait(step, wait);
       r.OnExchange(At(base, t + host), At(base, t + host + x), {8, 8});

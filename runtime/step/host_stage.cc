@@ -76,6 +76,10 @@ void HostStage::BuildLocal(HostWork* work) const {
   if (st.ok()) st = work->builder.Build(work->batch, &work->coo);
   if (st.ok()) host::ExtractHotEntries(hot_rows_, &work->coo, &work->hot);
   if (st.ok() && limited_) work->boundaries = work->splitter.PlanLocal(work->coo);
+  if (st.ok() && work->train) {
+    layout::CountSegmentTables(work->coo, static_cast<int>(dropped_per_table_.size()),
+                               &work->partition_counts);
+  }
   if (!st.ok()) {
     st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", work->train ? "step" : "eval chunk",
                                                  work->index, st.message()));

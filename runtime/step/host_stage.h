@@ -64,6 +64,9 @@ struct HostWork {
   host::MinibatchSplitter splitter;
   host::SampleSplitter sample_splitter;
   uint64_t boundaries = 0;  // this chip's boundary bits (BuildLocal)
+  // Training: coo's entries per segment and table (layout::CountSegmentTables,
+  // BuildLocal), for RunRecorder::AddPartitionCounts.
+  std::vector<int64_t> partition_counts;
   absl::Status status;      // of the local half, prefixed "step N: "
   // Wall time of the local half (ReadLocal begin .. BuildLocal end).
   std::chrono::steady_clock::time_point begin, end;
@@ -160,7 +163,7 @@ class HostStage {
   std::unique_ptr<HostWork> inline_work_;  // PrepareTrain / PrepareEval
   std::vector<int64_t> boundary_flags_;
   std::vector<int64_t> dropped_scratch_;
-  std::vector<int64_t> dropped_per_table_;
+  std::vector<int64_t> dropped_per_table_;  // one per config table
   std::vector<int32_t> minibatches_per_step_;  // the first kListedSteps
   int64_t train_steps_ = 0;
   int64_t minibatches_sum_ = 0;
