@@ -32,8 +32,14 @@
 # count 2 bytes an element); VOCAB=N gives every table N rows instead of
 # 10^6 (a smaller workload for small machines).
 #
+# DATA=binary trains on the same rows from a binary file instead of the
+# synthetic source: lemrt_convert exports the run's STEPS x 512 rows first
+# (docs/data.md "The synthetic source as files"; not timed), and the run reads
+# them as a user's data is read, so the host stage holds no data generation
+# (same model bits as DATA=synthetic, the default).
+#
 #   LEMRT_BUILD=build-x STEPS=60 [WARMUP=10] [LOG_EVERY=5] [OVERRIDE='sparse_core { ... }'] \
-#     [DTYPE=BF16] [VOCAB=200000] scripts/multihot_bandwidth.sh
+#     [DTYPE=BF16] [VOCAB=200000] [DATA=binary] scripts/multihot_bandwidth.sh
 # Needs about 7 GB of memory (FP32, 10^6 rows). Not part of ctest.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -46,21 +52,32 @@ DTYPE="${DTYPE:-FP32}"
 mkdir -p "$OUT"
 sed -e "s/vocab_size: 1000000 dim: 64 combiner: SUM/vocab_size: ${VOCAB:-1000000} dim: 64 combiner: SUM dtype: $DTYPE/" \
   "$LEMRT_ROOT/examples/configs/multihot_large.pbtxt" > "$OUT/config.pbtxt"
-if [ ! -x "$BUILD/bin/lemrt_train" ] || [ ! -x "$BUILD/bin/bench_sparsecore" ]; then
+if [ ! -x "$BUILD/bin/lemrt_train" ] || [ ! -x "$BUILD/bin/bench_sparsecore" ] || [ ! -x "$BUILD/bin/lemrt_convert" ]; then
   lemrt_build "$BUILD"
 fi
+DATA_OVERRIDE=""
+case "${DATA:-synthetic}" in
+  synthetic) ;;
+  binary)
+    "$BUILD/bin/lemrt_convert" --config="$OUT/config.pbtxt" --override="training { steps: $STEPS }" \
+      --split=train --out="$OUT/train.bin" > "$OUT/convert.txt"
+    DATA_OVERRIDE="$(sed -n 's/^override: //p' "$OUT/convert.txt")"
+    [ -n "$DATA_OVERRIDE" ] || { cat "$OUT/convert.txt"; exit 1; } ;;
+  *) echo "DATA is '$DATA'; use synthetic or binary" >&2; exit 2 ;;
+esac
 "$BUILD/bin/bench_sparsecore" --benchmark_filter='BM_StreamCopy|BM_RandomRowGather' \
   --benchmark_format=json > "$OUT/stream.json"
 START_NS=$(date +%s%N)
 mpirun --oversubscribe --bind-to none -np 1 "$BUILD/bin/lemrt_train" \
   --config="$OUT/config.pbtxt" \
-  --override="training { steps: $STEPS log_every: ${LOG_EVERY:-5} } ${OVERRIDE:-}" --summary_json="$OUT/summary.json" \
+  --override="training { steps: $STEPS log_every: ${LOG_EVERY:-5} } $DATA_OVERRIDE ${OVERRIDE:-}" \
+  --summary_json="$OUT/summary.json" \
   --metrics_csv="$OUT/metrics.csv" > "$OUT/train.log" 2>&1 || { cat "$OUT/train.log"; exit 1; }
 PROCESS_S=$(( ($(date +%s%N) - START_NS) / 1000000 ))
 "$BUILD/bin/bench_sparsecore" --benchmark_filter='BM_StreamCopy|BM_RandomRowGather' \
   --benchmark_format=json > "$OUT/stream_after.json"
 "${LEMRT_PYTHON:-python3}" - "$OUT/stream.json" "$OUT/stream_after.json" "$OUT/summary.json" \
-  "$OUT/metrics.csv" "$WARMUP" "$OUT/train.log" "$PROCESS_S" "$DTYPE" <<'PY'
+  "$OUT/metrics.csv" "$WARMUP" "$OUT/train.log" "$PROCESS_S" "$DTYPE" "${DATA:-synthetic}" <<'PY'
 import csv, json, re, sys
 benches = [b for f in sys.argv[1:3] for b in json.load(open(f))["benchmarks"]]
 bw = max(b["copy_GBps"] for b in benches if b["name"].startswith("BM_StreamCopy")) * 1e9
@@ -90,6 +107,10 @@ for name, bytes_per_step, rate in (
     limit = rate / (bytes_per_step / batch)
     print(f"{name:30s}: {bytes_per_step / batch / 1e3:8.1f} KB/sample, limit {limit:8.0f} samples/s,"
           f" reached {steady / limit * 100:5.1f}% steady ({sps / limit * 100:4.1f}% whole run)")
+threads = s.get("threads", {})
+print(f"data: {sys.argv[9]}; threads: {threads.get('tile_threads', 1)} tile,"
+      f" {threads.get('host_worker_threads', 0)} host workers, {threads.get('gemm_threads', 1)} GEMM;"
+      f" model_checksum {s.get('model_checksum', '?')}")
 print(f"samples/s {steady:.0f} steady (steps {warmup + 1}-{steps}), {sps:.0f} whole run;"
       f"  memcpy bandwidth {bw / 1e9:.1f} GB/s (read + write),"
       f" random-row gather {gather / 1e9:.1f} GB/s ({row} B rows read)")
