@@ -51,12 +51,12 @@ for np in 1 2; do
 done
 NP=2 run stacked_ser2_np2 "$stacked" "sparse_core { xla_sc_num_serialized_tables_to_optimize_hbm: 2 }"
 if timeout 100 mpirun --oversubscribe --bind-to none -np 1 "$LEMRT_BIN/lemrt_train" --config="$small" \
-     --override="$narrow sparse_core { pack_narrow_tables: true }" --dry_run > "$work/dry.log" 2>&1 \
+     --override="$narrow sparse_core { pack_narrow_tables: true }" --dry_run > "$work/dry.log" 2> "$work/dry.err" \
    && grep -q "Narrow-table packing (pack_narrow_tables) saves" "$work/dry.log" \
    && grep -q "(packed, 4 rows per line)" "$work/dry.log"; then
   echo "ok   --dry_run shows the packed table and $(grep -o 'saves [0-9]* B' "$work/dry.log")"
 else
-  echo "FAIL --dry_run with pack_narrow_tables"; cat "$work/dry.log"; failed=$((failed + 1))
+  echo "FAIL --dry_run with pack_narrow_tables"; cat "$work/dry.log" "$work/dry.err"; failed=$((failed + 1))
 fi
 # bf16 dense products: twice the same run where the CPU has them; the
 # refusal with oneDNN held below avx512_bf16 (DNNL_MAX_CPU_ISA), on any CPU.

@@ -42,9 +42,11 @@ mpi -np 1 "$LEMRT_BIN/lemrt_train" --config="$config" \
 "$py" "$LEMRT_SRC/scripts/criteo_lr_baseline.py" --train train.tsv --eval eval.tsv \
   --lr 0.02 0.05 --epochs 1 2 3 4 > lr.log
 "$py" "$LEMRT_SRC/scripts/table_fields.py" --set 'dtype: BF16 slot_dtype: BF16' "$config" bf16.pbtxt
+# The plans (stdout) apart from the logs (stderr): mpirun forwards the two
+# streams as they come, so a log line could land inside a table line.
 for c in "$config" bf16.pbtxt; do
-  mpi -np 1 "$LEMRT_BIN/lemrt_train" --config="$c" --dry_run >> plans.txt 2>&1 \
-    || { cat plans.txt; echo "FAILED: --dry_run of $c"; exit 1; }
+  mpi -np 1 "$LEMRT_BIN/lemrt_train" --config="$c" --dry_run >> plans.txt 2>> plans.log \
+    || { cat plans.txt plans.log; echo "FAILED: --dry_run of $c"; exit 1; }
 done
 # scripts/bf16_quality.sh itself, 4 steps of the levers config: NAME@N on N
 # ranks, PERTURB's variant, OVERRIDE on every run; its refusals.
