@@ -36,6 +36,7 @@ HostStage::HostStage(const config::RunConfig& config, Communicator& comm, host::
                      layout::PartitionLimits limits, host::HotRowSet hot_rows)
     : comm_(comm),
       data_(data),
+      num_tables_(config.tables_size()),
       limits_(limits),
       limited_(limits.any_limited()),
       coo_options_(host::MakeCooOptions(config)),
@@ -77,8 +78,7 @@ void HostStage::BuildLocal(HostWork* work) const {
   if (st.ok()) host::ExtractHotEntries(hot_rows_, &work->coo, &work->hot);
   if (st.ok() && limited_) work->boundaries = work->splitter.PlanLocal(work->coo);
   if (st.ok() && work->train) {
-    layout::CountSegmentTables(work->coo, static_cast<int>(dropped_per_table_.size()),
-                               &work->partition_counts);
+    layout::CountSegmentTables(work->coo, num_tables_, &work->partition_counts);
   }
   if (!st.ok()) {
     st = absl::Status(st.code(), absl::StrFormat("%s %d: %s", work->train ? "step" : "eval chunk",

@@ -152,6 +152,7 @@ class HostStage {
 
   Communicator& comm_;
   host::DataSource& data_;
+  const int num_tables_;  // config.tables_size()
   std::mutex data_mu_;  // serialises data_ (ReadLocal from several threads)
   layout::PartitionLimits limits_;
   bool limited_;
@@ -163,7 +164,7 @@ class HostStage {
   std::unique_ptr<HostWork> inline_work_;  // PrepareTrain / PrepareEval
   std::vector<int64_t> boundary_flags_;
   std::vector<int64_t> dropped_scratch_;
-  std::vector<int64_t> dropped_per_table_;  // one per config table
+  std::vector<int64_t> dropped_per_table_;
   std::vector<int32_t> minibatches_per_step_;  // the first kListedSteps
   int64_t train_steps_ = 0;
   int64_t minibatches_sum_ = 0;

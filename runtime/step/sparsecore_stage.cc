@@ -35,6 +35,20 @@ inline void AddRow(float* __restrict out, const float* __restrict p, int dim) {
   for (; d < dim; ++d) out[d] += p[d];
 }
 
+// (*floats)[k] = the partial floats of segments [0, k) of `entries` (per
+// segment entry offsets `entry_offsets`): each segment's pooled groups x
+// their dims (device::PartialFloats).
+void PartialOffsets(const layout::CooEntry* entries, std::span<const int64_t> entry_offsets,
+                    std::span<const int> table_dims, std::vector<int64_t>* floats) {
+  const size_t segs = entry_offsets.size() - 1;
+  floats->assign(segs + 1, 0);
+  for (size_t k = 0; k < segs; ++k) {
+    const std::span<const layout::CooEntry> seg(entries + entry_offsets[k],
+                                                entry_offsets[k + 1] - entry_offsets[k]);
+    (*floats)[k + 1] = (*floats)[k] + device::PartialFloats(seg, table_dims);
+  }
+}
+
 // The elements of `buffer` that its per-segment `offsets` cover.
 template <typename T>
 std::span<T> Covered(T* buffer, std::span<const int64_t> offsets) {
@@ -225,12 +239,7 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
   if (!st.ok()) return st;
 
   // 3. Lookup on each local SparseCore; partials in received-segment order.
-  buf->owner_offsets.assign(segs + 1, 0);
-  for (int64_t k = 0; k < segs; ++k) {
-    std::span<const CooEntry> seg(buf->entries + buf->recv_offsets[k],
-                                  buf->recv_offsets[k + 1] - buf->recv_offsets[k]);
-    buf->owner_offsets[k + 1] = buf->owner_offsets[k] + device::PartialFloats(seg, table_dims_);
-  }
+  PartialOffsets(buf->entries, buf->recv_offsets, table_dims_, &buf->owner_offsets);
   buf->owner_partials.resize(buf->owner_offsets[segs]);
   buf->sc_states.resize(S_);
   buf->sc_spans.clear();
@@ -257,12 +266,7 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
   if (W_ == 1) {
     buf->source_offsets.assign(buf->owner_offsets.begin(), buf->owner_offsets.end());
   } else {
-    buf->source_offsets.assign(segs + 1, 0);
-    for (int64_t k = 0; k < segs; ++k) {
-      std::span<const CooEntry> seg(coo.entries.data() + coo.segment_offsets[k],
-                                    coo.segment_offsets[k + 1] - coo.segment_offsets[k]);
-      buf->source_offsets[k + 1] = buf->source_offsets[k] + device::PartialFloats(seg, table_dims_);
-    }
+    PartialOffsets(coo.entries.data(), coo.segment_offsets, table_dims_, &buf->source_offsets);
   }
   buf->source_partials.resize(buf->source_offsets[segs]);
   if (Alone()) {
