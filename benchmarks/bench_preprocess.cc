@@ -14,9 +14,21 @@
 // BM_CooBuildWeighted builds the same batch with a weight on every id.
 //
 //   build/bin/bench_preprocess [--benchmark_filter=...]
+//   build/bin/bench_preprocess --write_workload=FILE [--samples_per_sc=16384]
+//
+// --write_workload writes the workload's batch (the ids BM_Preprocess/N
+// preprocesses) to FILE and exits, for a peer fed the same ids
+// (scripts/compare_preprocess.sh). The file, little-endian int64 words:
+// features, samples, local SparseCores, total SparseCores, vocabulary; then
+// per feature its samples + 1 offsets and its offsets[samples] ids.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <string>
 #include <memory>
 
 #include <sys/resource.h>
@@ -428,7 +440,54 @@ BENCHMARK(BM_PreprocessWorkersForcedMinibatching)
     ->UseRealTime()
     ->Iterations(1);
 
+// The workload of `samples_per_sc` samples per SparseCore to `path` (the
+// format in the file comment); false with errno set when a write fails.
+bool WriteWorkload(const std::string& path, int64_t samples_per_sc) {
+  const Batch& batch = Workload(samples_per_sc);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  const int64_t header[] = {kFeatures, batch.num_samples, kLocalSc, kTotalSc, kVocab};
+  bool ok = std::fwrite(header, sizeof(header), 1, f) == 1;
+  for (int k = 0; ok && k < kFeatures; ++k) {
+    ok = std::fwrite(batch.offsets[k].data(), sizeof(int64_t), batch.offsets[k].size(), f) ==
+             batch.offsets[k].size() &&
+         std::fwrite(batch.ids[k].data(), sizeof(int64_t), batch.ids[k].size(), f) ==
+             batch.ids[k].size();
+  }
+  return std::fclose(f) == 0 && ok;
+}
+
+// The value of flag `--name=` in argv, or empty.
+std::string FlagValue(int argc, char** argv, const std::string& name) {
+  const std::string prefix = "--" + name + "=";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) return argv[i] + prefix.size();
+  }
+  return "";
+}
+
 }  // namespace
 }  // namespace lemrt::host
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  const std::string workload = lemrt::host::FlagValue(argc, argv, "write_workload");
+  if (!workload.empty()) {
+    const std::string samples = lemrt::host::FlagValue(argc, argv, "samples_per_sc");
+    const int64_t per_sc = samples.empty() ? 16384 : std::atoll(samples.c_str());
+    if (per_sc <= 0) {
+      std::fprintf(stderr, "--samples_per_sc is '%s'; give a positive number\n", samples.c_str());
+      return 2;
+    }
+    if (!lemrt::host::WriteWorkload(workload, per_sc)) {
+      std::fprintf(stderr, "cannot write the workload to %s: %s\n", workload.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
