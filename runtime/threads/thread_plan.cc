@@ -27,8 +27,13 @@ ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share) 
   // TensorCore and the executor each wait for the other part of every step,
   // and a worker fills those waits (docs/performance.md "Threads and cores").
   if (p.chose_host_workers && p.cores < 2) p.maximum_parallel_iterations = 0;
-  p.host_worker_threads =
-      sc.host_worker_threads() > 0 ? sc.host_worker_threads() : std::max(1, spare);
+  // Where the rank owns two cores, at least two workers: a data source's CPU
+  // (a parser, a generator) can exceed the device stages', and a worker
+  // blocks on a full queue, so the second runs only while the host stage is
+  // behind.
+  const int least_workers = p.cores >= 2 ? 2 : 1;
+  p.host_worker_threads = sc.host_worker_threads() > 0 ? sc.host_worker_threads()
+                                                       : std::max(least_workers, spare);
   const int gemm = config.tensor_core().gemm_threads();
   p.chose_gemm_threads = gemm == 0;
   p.gemm_threads = gemm > 0 ? gemm : p.cores;

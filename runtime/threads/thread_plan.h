@@ -3,10 +3,11 @@
 //
 //   host workers (sparse_core.maximum_parallel_iterations unset and
 //     host_worker_threads 0): where the rank owns 2 cores or more, the cores
-//     left after the TensorCore thread and the executor, at least one (the
-//     stages' waits leave room for it); with one core none (host work runs
-//     inline); with only host_worker_threads 0, that many workers at the
-//     configured depth;
+//     left after the TensorCore thread and the executor, at least two (the
+//     stages' waits leave room for them, and a worker blocks on a full
+//     queue, so the second runs only while a costly data source keeps the
+//     host stage behind); with one core none (host work runs inline); with
+//     only host_worker_threads 0, that many workers at the configured depth;
 //   the SparseCore executor thread (sparse_core.pipeline_without_threads
 //     unset, pipelining on): only where the rank owns two whole cores or
 //     more; with fewer the pipelined schedule runs on the TensorCore thread

@@ -82,9 +82,10 @@ TEST(ThreadPlanTest, OneRankOnTwoCoresPipelinesAndUsesBothForGemms) {
   EXPECT_TRUE(p.pipelining);
   EXPECT_TRUE(p.executor_thread);  // the second core overlaps the stages
   EXPECT_TRUE(p.chose_executor_thread);
-  // No core is spare, but one worker fills the stages' waits.
+  // No core is spare, but two workers fill the stages' waits (the second
+  // while the host stage is behind).
   EXPECT_EQ(p.maximum_parallel_iterations, 2);
-  EXPECT_EQ(p.host_worker_threads, 1);
+  EXPECT_EQ(p.host_worker_threads, 2);
   EXPECT_EQ(p.gemm_threads, 2);
   EXPECT_EQ(p.tile_threads, 2);  // the tiles take the core the host stage leaves
   EXPECT_TRUE(p.chose_host_workers && p.chose_gemm_threads && p.chose_tile_threads);
