@@ -21,7 +21,9 @@ JAX_SC_DEPS=(jax==0.10.2 jaxlib==0.10.2 flax==0.12.8 numpy==2.4.6)
 VENV="${JAX_SC_VENV:-$HOME/.cache/lemrt/jax-sc-$JAX_SC_VERSION}"
 PY="$VENV/bin/python"
 
+NAME=install_jax_sc
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+describe() { echo "jax-tpu-embedding $JAX_SC_VERSION"; }
 
 # Exit 0 when $PY imports the library's preprocessing binding at the pinned
 # version.
@@ -38,28 +40,13 @@ pybind_input_preprocessing.preprocess_sparse_dense_matmul_input
 PY
 }
 
-case "${1:-}" in
-  -h|--help) usage; exit 0 ;;
-  --python) installed && { echo "$PY"; exit 0; }; exit 1 ;;
-  "") ;;
-  *) echo "install_jax_sc: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
-esac
-
-if installed; then
-  echo "install_jax_sc: jax-tpu-embedding $JAX_SC_VERSION in $VENV"
-  echo "$PY"
-  exit 0
-fi
-
-"$(dirname "$0")/install_deps.sh" python3 python3-venv
+source "$(dirname "$0")/peer_venv.sh"
+peer_venv_start "$@"
 echo "install_jax_sc: installing into $VENV"
-mkdir -p "$(dirname "$VENV")"
-[ -x "$PY" ] || /usr/bin/python3 -m venv "$VENV"
 "$PY" -m pip install --quiet --disable-pip-version-check \
   "jax-tpu-embedding==$JAX_SC_VERSION" "${JAX_SC_DEPS[@]}"
 if ! installed; then
   echo "install_jax_sc: installed, but $PY cannot import jax_tpu_embedding $JAX_SC_VERSION's preprocessing" >&2
   exit 1
 fi
-echo "install_jax_sc: jax-tpu-embedding $JAX_SC_VERSION in $VENV"
-echo "$PY"
+peer_venv_done

@@ -37,7 +37,11 @@ TORCHREC_DEPS=(tensordict==0.15.3 torchmetrics==1.0.3 tqdm==4.70.1 pyre-extensio
 VENV="${TORCHREC_VENV:-$HOME/.cache/lemrt/torchrec-$TORCHREC_VERSION-fbgemm-$FBGEMM_VERSION-torch-$TORCH_VERSION}"
 PY="$VENV/bin/python"
 
+NAME=install_torchrec
 usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+describe() {
+  echo "TorchRec $TORCHREC_VERSION, FBGEMM (CPU) $FBGEMM_VERSION, torch $TORCH_VERSION"
+}
 
 # Exit 0 when $PY imports torch, fbgemm_gpu and torchrec at the pinned
 # versions and FBGEMM's CPU embedding operator is registered.
@@ -54,24 +58,9 @@ torch.ops.fbgemm.split_embedding_codegen_lookup_sgd_function_cpu  # FBGEMM's CPU
 PY
 }
 
-case "${1:-}" in
-  -h|--help) usage; exit 0 ;;
-  --python) installed && { echo "$PY"; exit 0; }; exit 1 ;;
-  "") ;;
-  *) echo "install_torchrec: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
-esac
-
-if installed; then
-  echo "install_torchrec: TorchRec $TORCHREC_VERSION, FBGEMM (CPU) $FBGEMM_VERSION, torch $TORCH_VERSION in $VENV"
-  echo "$PY"
-  exit 0
-fi
-
-# Debian's python with its venv module (not a pyenv or other interpreter).
-"$(dirname "$0")/install_deps.sh" python3 python3-venv
+source "$(dirname "$0")/peer_venv.sh"
+peer_venv_start "$@"
 echo "install_torchrec: installing into $VENV (about 5.5 GB; torch's CUDA build pulls NVIDIA libraries)"
-mkdir -p "$(dirname "$VENV")"
-[ -x "$PY" ] || /usr/bin/python3 -m venv "$VENV"
 PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
 "${PIP[@]}" "torch==$TORCH_VERSION" "fbgemm-gpu-cpu==$FBGEMM_VERSION" "${TORCHREC_DEPS[@]}"
 "${PIP[@]}" --no-deps "torchrec==$TORCHREC_VERSION"
@@ -80,5 +69,4 @@ if ! installed; then
   "$PY" -c "import torch, fbgemm_gpu, torchrec; print(torch.__version__, fbgemm_gpu.__version__, torchrec.__version__)" >&2 || true
   exit 1
 fi
-echo "install_torchrec: TorchRec $TORCHREC_VERSION, FBGEMM (CPU) $FBGEMM_VERSION, torch $TORCH_VERSION in $VENV"
-echo "$PY"
+peer_venv_done
