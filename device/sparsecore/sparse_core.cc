@@ -417,7 +417,8 @@ void SparseCore::UpdateRows(int64_t begin, int64_t end, int64_t step, float* acc
   const int dim = shard.dim();
   const float lr = table_lr_[table];
   const TableShard::RoundingKeys& rounding = table_keys_[table];
-  const int64_t ahead_rows = PrefetchRows(dim);
+  // As many bytes in flight for bf16 rows (half the bytes) as for fp32 ones.
+  const int64_t ahead_rows = PrefetchRows(shard.bf16() ? (dim + 1) / 2 : dim);
   // A single-entry id's gradient: here, or for wider rows in its own
   // (otherwise unused) accumulator.
   alignas(64) float single[kSingleRowFloats];
