@@ -23,9 +23,9 @@ ThreadPlan PlanThreads(const config::RunConfig& config, const CoreShare& share) 
   // worker count or queue depth is kept as it is.
   p.chose_host_workers = !sc.has_maximum_parallel_iterations() && sc.host_worker_threads() == 0;
   p.maximum_parallel_iterations = sc.maximum_parallel_iterations();
-  // With a second core, one worker even when no core is spare: the
-  // TensorCore and the executor each wait for the other part of every step,
-  // and a worker fills those waits (docs/performance.md "Threads and cores").
+  // With a second core, workers even when no core is spare: the TensorCore
+  // and the executor each wait for the other part of every step, and a
+  // worker fills those waits (docs/performance.md "Threads and cores").
   if (p.chose_host_workers && p.cores < 2) p.maximum_parallel_iterations = 0;
   // Where the rank owns two cores, at least two workers: a data source's CPU
   // (a parser, a generator) can exceed the device stages', and a worker
