@@ -17,7 +17,7 @@ Run by scripts/compare_preprocess.sh in the environment of
 scripts/install_jax_sc.sh; SPARSECORE_INPUT_PREPROCESSING_THREADS sets the
 library's thread count.
 
-  python jax_sc_preprocess.py WORKLOAD [--rounds 5] [--input ragged|coo]
+  python jax_sc_preprocess.py WORKLOAD [--rounds 5]
 """
 import argparse
 import json
@@ -64,7 +64,6 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("workload")
   parser.add_argument("--rounds", type=int, default=5)
-  parser.add_argument("--input", choices=["ragged", "coo"], default="ragged")
   args = parser.parse_args()
   features, samples, local_sc, total_sc, vocab, batch = read_workload(args.workload)
   chips = total_sc // local_sc
@@ -79,24 +78,15 @@ def main():
         name=f"f{f}", table_spec=table, input_shape=[samples * chips, 1],
         output_shape=[samples * chips, DIM]))
     values = ids.astype(np.int32)
-    if args.input == "ragged":
-      inputs.append(np.array(np.split(values, offsets[1:-1]), dtype=object))
-    else:
-      lengths = np.diff(offsets)
-      rows = np.repeat(np.arange(samples), lengths)
-      positions = np.arange(len(ids)) - np.repeat(offsets[:-1], lengths)
-      inputs.append((np.stack([rows, positions], 1).astype(np.int64), values,
-                     np.array([samples, max(1, int(lengths.max()))], np.int64)))
+    # Ragged: one array of ids per sample (the library's input for
+    # variable-length features).
+    inputs.append(np.array(np.split(values, offsets[1:-1]), dtype=object))
   embedding.prepare_feature_specs_for_training(specs, global_device_count=chips,
                                                num_sc_per_device=local_sc)
 
   def call():
-    options = dict(num_sc_per_device=local_sc, allow_id_dropping=False)
-    if args.input == "ragged":
-      return pre.preprocess_sparse_dense_matmul_input(inputs, None, specs, 1, chips, **options)
-    return pre.preprocess_sparse_dense_matmul_sparse_coo_input(
-        [i for i, _, _ in inputs], [v for _, v, _ in inputs], [s for _, _, s in inputs],
-        specs, 1, chips, **options)
+    return pre.preprocess_sparse_dense_matmul_input(
+        inputs, None, specs, 1, chips, num_sc_per_device=local_sc, allow_id_dropping=False)
 
   call()  # warm-up
   total_ids = int(sum(int(o[-1]) for o, _ in batch))
@@ -110,7 +100,7 @@ def main():
     rounds.append({"cpu_s": cpu, "wall_s": wall,
                    "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults})
   rates = [total_ids / r["cpu_s"] for r in rounds]
-  print(json.dumps({"ids": total_ids, "input": args.input, "rounds": rounds,
+  print(json.dumps({"ids": total_ids, "rounds": rounds,
                     "ids_per_cpu_s_median": statistics.median(rates),
                     "ids_per_cpu_s_best": max(rates)}))
 
