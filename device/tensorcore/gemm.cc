@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -59,13 +61,6 @@ void CallBackend(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
                              << " lda=" << lda << " ldb=" << ldb << " ldc=" << ldc;
 }
 
-// A block's operands rounded to bf16, one pair per thread that runs blocks:
-// they grow to the largest block the thread has run and stay (the steady
-// state allocates nothing).
-struct Bf16Operands {
-  std::vector<uint16_t> a, b;
-};
-
 // Rounds the [rows x cols] matrix at `src` (row stride ld) into `dst`, packed
 // (row stride cols), growing it as needed; returns dst's data.
 const uint16_t* RoundToBf16(const float* src, int64_t rows, int64_t cols, int64_t ld,
@@ -79,15 +74,59 @@ const uint16_t* RoundToBf16(const float* src, int64_t rows, int64_t cols, int64_
   return dst.data();
 }
 
+// The rounded operands of the blocks one thread runs. The operand that every
+// block of a call reads whole (B of row blocks, A of column blocks) is
+// rounded once per thread and call, into one of two slots (the layers'
+// backward runs two calls in one fork-join, whose blocks interleave); the
+// other operand's part is rounded per block. The buffers grow to the largest
+// seen and stay (the steady state allocates nothing).
+class Bf16Scratch {
+ public:
+  // op's rounding as `call` first rounded it on this thread, or a new one.
+  const uint16_t* Shared(uint64_t call, const float* src, int64_t rows, int64_t cols, int64_t ld) {
+    for (Slot& slot : shared_) {
+      if (slot.call == call) return slot.bits.data();
+    }
+    Slot& slot = shared_[replace_];
+    replace_ ^= 1;
+    slot.call = call;
+    return RoundToBf16(src, rows, cols, ld, slot.bits);
+  }
+  const uint16_t* Part(const float* src, int64_t rows, int64_t cols, int64_t ld) {
+    return RoundToBf16(src, rows, cols, ld, part_);
+  }
+
+ private:
+  struct Slot {
+    uint64_t call = 0;  // 0: empty
+    std::vector<uint16_t> bits;
+  };
+  std::vector<uint16_t> part_;
+  std::array<Slot, 2> shared_;
+  int replace_ = 0;
+};
+
+// A key no earlier GemmTasks of this process has had (the rounding cache's
+// key above; never 0).
+uint64_t NewCallKey() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 // CallBackend's contract with bf16 products: op(A) [m x k] and op(B) [k x n]
-// are rounded into this thread's scratch first.
-void CallBackendBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-                     int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  thread_local Bf16Operands scratch;
+// are rounded into this thread's scratch first, the one of them that every
+// block of call `call` reads whole (`shared_a`: A, else B) once per thread.
+void CallBackendBf16(uint64_t call, bool shared_a, bool trans_a, bool trans_b, int64_t m,
+                     int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                     int64_t ldb, float* c, int64_t ldc) {
+  thread_local Bf16Scratch scratch;
   // Stored shapes: A is [m x k], or [k x m] transposed; B [k x n] or [n x k].
-  const int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-  const uint16_t* a16 = RoundToBf16(a, trans_a ? k : m, a_cols, lda, scratch.a);
-  const uint16_t* b16 = RoundToBf16(b, trans_b ? n : k, b_cols, ldb, scratch.b);
+  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+  const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  const uint16_t* a16 = shared_a ? scratch.Shared(call, a, a_rows, a_cols, lda)
+                                 : scratch.Part(a, a_rows, a_cols, lda);
+  const uint16_t* b16 = shared_a ? scratch.Part(b, b_rows, b_cols, ldb)
+                                 : scratch.Shared(call, b, b_rows, b_cols, ldb);
   const dnnl_status_t st = LemrtDnnlGemmBf16(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k,
                                              1.0f, a16, a_cols, b16, b_cols, 0.0f, c, ldc);
   CHECK_EQ(st, dnnl_success) << "dnnl_gemm_bf16bf16f32 rejected m=" << m << " n=" << n << " k=" << k
@@ -197,6 +236,7 @@ GemmTasks::GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
   rows_ = g.rows;
   block_ = g.block;
   blocks_ = m == 0 || n == 0 ? 0 : g.blocks;
+  if (precision == GemmPrecision::kBf16) call_ = NewCallKey();
 }
 
 void GemmTasks::operator()(int i) const {
@@ -213,7 +253,8 @@ void GemmTasks::operator()(int i) const {
   if (k_ == 0) {
     for (int64_t r = 0; r < rows; ++r) std::memset(cb + r * ldc_, 0, sizeof(float) * cols);
   } else if (precision_ == GemmPrecision::kBf16) {
-    CallBackendBf16(trans_a_, trans_b_, rows, cols, k_, ab, lda_, bb, ldb_, cb, ldc_);
+    CallBackendBf16(call_, /*shared_a=*/!rows_, trans_a_, trans_b_, rows, cols, k_, ab, lda_, bb,
+                    ldb_, cb, ldc_);
   } else {
     CallBackend(trans_a_, trans_b_, rows, cols, k_, ab, lda_, bb, ldb_, cb, ldc_);
   }

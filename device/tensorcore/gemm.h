@@ -13,7 +13,8 @@
 //
 // Products in bf16 (GemmPrecision::kBf16, model.dense_dtype: BF16) run on
 // oneDNN's bf16 GEMM, blocked the same way: each block rounds its part of
-// op(A) and op(B) to bf16 into a scratch of the thread that runs it, then
+// the blocked operand to bf16 into a scratch of the thread that runs it (the
+// operand every block reads whole is rounded once per thread and call), then
 // accumulates in fp32.
 //
 // Thread-safety: Gemm may run concurrently on distinct teams (or with a null
@@ -87,7 +88,9 @@ void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, in
 // one fork-join (ParallelForGroups, thread_team.h): tasks() blocks, block i
 // run by (*this)(i) with exactly the bits it has under Gemm. Holds the
 // pointers it was given (they must outlive it); the arguments' contract is
-// Gemm's. Immutable.
+// Gemm's. Immutable; run once: with bf16 products a thread rounds the
+// operand that every block reads whole once per object, so its values must
+// not change between the object's first block and its last.
 class GemmTasks {
  public:
   GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
@@ -113,6 +116,7 @@ class GemmTasks {
   bool rows_;
   int64_t block_;
   int blocks_;
+  uint64_t call_ = 0;  // bf16: the key of the shared operand's rounding
 };
 
 // The backend alone, as one call with its own threading on `threads` threads

@@ -249,6 +249,43 @@ TEST(GemmTest, Bf16ProductsMatchTheRoundedOperandsProduct) {
   EXPECT_NE(GemmBackendName(GemmPrecision::kBf16).find("bf16 products"), std::string::npos);
 }
 
+// Each thread rounds the operand that every block reads whole once per call
+// and keeps it: two calls in one fork-join (their blocks interleave on the
+// threads), then the same buffers with new values in new calls, give the
+// products of the values each call was made with.
+TEST(GemmTest, Bf16RoundingIsNotReusedAcrossCalls) {
+  if (!CheckBf16Products().ok()) {
+    GTEST_SKIP() << CheckBf16Products();
+  }
+  ThreadTeam team(3);
+  // Several row blocks (B shared) and several column blocks (A shared).
+  const Case rows{false, false, 640, 64, 512, 3}, cols{false, true, 64, 640, 512, 2};
+  Operands r = Make(rows, 11), c = Make(cols, 12);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<float> out_r(static_cast<size_t>(rows.m * r.ldc)), out_c(static_cast<size_t>(cols.m * c.ldc));
+    const GemmTasks task_r(rows.ta, rows.tb, rows.m, rows.n, rows.k, r.a.data(), r.lda, r.b.data(),
+                           r.ldb, out_r.data(), r.ldc, {}, GemmPrecision::kBf16);
+    const GemmTasks task_c(cols.ta, cols.tb, cols.m, cols.n, cols.k, c.a.data(), c.lda, c.b.data(),
+                           c.ldb, out_c.data(), c.ldc, {}, GemmPrecision::kBf16);
+    ASSERT_GT(task_r.tasks(), 2);
+    ASSERT_GT(task_c.tasks(), 2);
+    const TaskGroup groups[] = {task_r.group(), task_c.group()};
+    ParallelForGroups(&team, groups);
+    for (const auto& [cs, o, out] : {std::tie(rows, r, out_r), std::tie(cols, c, out_c)}) {
+      const std::vector<double> want = Naive(cs, o, {}, /*bf16=*/true);
+      for (int64_t i = 0; i < cs.m; ++i) {
+        for (int64_t j = 0; j < cs.n; ++j) {
+          ASSERT_NEAR(out[i * o.ldc + j], want[i * cs.n + j], 1e-6 * (1 + cs.k))
+              << Name(cs) << " round " << round << " at " << i << "," << j;
+        }
+      }
+    }
+    // New values in the same buffers: the shared operands of both shapes.
+    for (float& x : r.b) x = -0.5f * x + 0.25f;
+    for (float& x : c.a) x = 0.75f * x - 0.125f;
+  }
+}
+
 TEST(GemmTest, BackendAloneMatchesNaiveProduct) {
   const Case c{false, true, 70, 50, 90, 0};
   const Operands o = Make(c, 3);
