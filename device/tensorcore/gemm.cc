@@ -115,20 +115,29 @@ uint64_t NewCallKey() {
 
 // CallBackend's contract with bf16 products: op(A) [m x k] and op(B) [k x n]
 // are rounded into this thread's scratch first, the one of them that every
-// block of call `call` reads whole (`shared_a`: A, else B) once per thread.
+// block of call `call` reads whole (`shared_a`: A, else B) once per thread;
+// an operand given rounded (`rounded`, in the stored layout) is not.
 void CallBackendBf16(uint64_t call, bool shared_a, bool trans_a, bool trans_b, int64_t m,
                      int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                     int64_t ldb, float* c, int64_t ldc) {
+                     int64_t ldb, const Bf16Operands& rounded, float* c, int64_t ldc) {
   thread_local Bf16Scratch scratch;
   // Stored shapes: A is [m x k], or [k x m] transposed; B [k x n] or [n x k].
   const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
   const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
-  const uint16_t* a16 = shared_a ? scratch.Shared(call, a, a_rows, a_cols, lda)
-                                 : scratch.Part(a, a_rows, a_cols, lda);
-  const uint16_t* b16 = shared_a ? scratch.Part(b, b_rows, b_cols, ldb)
-                                 : scratch.Shared(call, b, b_rows, b_cols, ldb);
+  const uint16_t* a16 = rounded.a;
+  const uint16_t* b16 = rounded.b;
+  if (a16 == nullptr) {
+    a16 = shared_a ? scratch.Shared(call, a, a_rows, a_cols, lda)
+                   : scratch.Part(a, a_rows, a_cols, lda);
+    lda = a_cols;
+  }
+  if (b16 == nullptr) {
+    b16 = shared_a ? scratch.Part(b, b_rows, b_cols, ldb)
+                   : scratch.Shared(call, b, b_rows, b_cols, ldb);
+    ldb = b_cols;
+  }
   const dnnl_status_t st = LemrtDnnlGemmBf16(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k,
-                                             1.0f, a16, a_cols, b16, b_cols, 0.0f, c, ldc);
+                                             1.0f, a16, lda, b16, ldb, 0.0f, c, ldc);
   CHECK_EQ(st, dnnl_success) << "dnnl_gemm_bf16bf16f32 rejected m=" << m << " n=" << n << " k=" << k
                              << " (was CheckBf16Products() OK?)";
 }
@@ -215,7 +224,8 @@ GemmBlocking GemmBlockingFor(int64_t m, int64_t n, int64_t k) {
 
 GemmTasks::GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
                      int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-                     const GemmEpilogue& epilogue, GemmPrecision precision)
+                     const GemmEpilogue& epilogue, GemmPrecision precision,
+                     const Bf16Operands& rounded)
     : trans_a_(trans_a),
       trans_b_(trans_b),
       m_(m),
@@ -228,7 +238,8 @@ GemmTasks::GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
       c_(c),
       ldc_(ldc),
       epilogue_(epilogue),
-      precision_(precision) {
+      precision_(precision),
+      rounded_(rounded) {
   CHECK_GE(m, 0);
   CHECK_GE(n, 0);
   CHECK_GE(k, 0);
@@ -236,6 +247,8 @@ GemmTasks::GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
   rows_ = g.rows;
   block_ = g.block;
   blocks_ = m == 0 || n == 0 ? 0 : g.blocks;
+  CHECK((rounded.a == nullptr && rounded.b == nullptr) || precision == GemmPrecision::kBf16)
+      << "rounded operands are for bf16 products";
   if (precision == GemmPrecision::kBf16) call_ = NewCallKey();
 }
 
@@ -253,8 +266,12 @@ void GemmTasks::operator()(int i) const {
   if (k_ == 0) {
     for (int64_t r = 0; r < rows; ++r) std::memset(cb + r * ldc_, 0, sizeof(float) * cols);
   } else if (precision_ == GemmPrecision::kBf16) {
+    // The rounded operands' blocks start where the fp32 ones' do.
+    const Bf16Operands block16{
+        rounded_.a == nullptr ? nullptr : rounded_.a + (ab - a_),
+        rounded_.b == nullptr ? nullptr : rounded_.b + (bb - b_)};
     CallBackendBf16(call_, /*shared_a=*/!rows_, trans_a_, trans_b_, rows, cols, k_, ab, lda_, bb,
-                    ldb_, cb, ldc_);
+                    ldb_, block16, cb, ldc_);
   } else {
     CallBackend(trans_a_, trans_b_, rows, cols, k_, ab, lda_, bb, ldb_, cb, ldc_);
   }
@@ -269,8 +286,9 @@ void GemmTasks::operator()(int i) const {
 
 void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-          const GemmEpilogue& epilogue, GemmPrecision precision) {
-  const GemmTasks tasks(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue, precision);
+          const GemmEpilogue& epilogue, GemmPrecision precision, const Bf16Operands& rounded) {
+  const GemmTasks tasks(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue, precision,
+                        rounded);
   const TaskGroup group = tasks.group();
   ParallelForGroups(team, {&group, 1});
 }

@@ -63,6 +63,16 @@ struct GemmEpilogue {
   float relu_scale = 1.0f;
 };
 
+// A product's operands already rounded to bf16, for kBf16 products only: where
+// not null, `a` holds FloatToBf16Nearest (base/bf16.h) of every element of A,
+// stored as A is (same layout and leading dimension), and the product reads it
+// instead of rounding A; likewise `b` for B. A caller that multiplies one
+// operand several times (a layer's X, W and deltas) rounds it once.
+struct Bf16Operands {
+  const uint16_t* a = nullptr;
+  const uint16_t* b = nullptr;
+};
+
 // Row-major, single precision:
 //
 //   C [m x n] = op(A) [m x k] * op(B) [k x n]   (then the epilogue)
@@ -79,10 +89,12 @@ struct GemmEpilogue {
 //
 // C must not overlap A, B or the bias. m, n, k >= 0 (CHECKed). team: the
 // threads to use; null runs every block on the calling thread. precision:
-// the products' number format (above).
+// the products' number format (above); rounded: operands given in bf16
+// (above; kBf16 only, CHECKed), the same bits as rounding them here.
 void Gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-          const GemmEpilogue& epilogue = {}, GemmPrecision precision = GemmPrecision::kFp32);
+          const GemmEpilogue& epilogue = {}, GemmPrecision precision = GemmPrecision::kFp32,
+          const Bf16Operands& rounded = {});
 
 // One Gemm call cut into its blocks, to run with other independent work in
 // one fork-join (ParallelForGroups, thread_team.h): tasks() blocks, block i
@@ -95,7 +107,8 @@ class GemmTasks {
  public:
   GemmTasks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
             int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-            const GemmEpilogue& epilogue = {}, GemmPrecision precision = GemmPrecision::kFp32);
+            const GemmEpilogue& epilogue = {}, GemmPrecision precision = GemmPrecision::kFp32,
+            const Bf16Operands& rounded = {});
   int tasks() const { return blocks_; }
   void operator()(int block) const;
   TaskGroup group() const {
@@ -113,6 +126,7 @@ class GemmTasks {
   int64_t ldc_;
   GemmEpilogue epilogue_;
   GemmPrecision precision_;
+  Bf16Operands rounded_;
   bool rows_;
   int64_t block_;
   int blocks_;

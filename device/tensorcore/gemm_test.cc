@@ -286,6 +286,39 @@ TEST(GemmTest, Bf16RoundingIsNotReusedAcrossCalls) {
   }
 }
 
+// Operands given already rounded (Bf16Operands, in the stored layout with its
+// padding) give the bits of rounding them inside, for every transposition,
+// row and column blocks, A, B or both given.
+TEST(GemmTest, Bf16OperandsGivenRoundedGiveTheSameBits) {
+  if (!CheckBf16Products().ok()) {
+    GTEST_SKIP() << CheckBf16Products();
+  }
+  ThreadTeam team(3);
+  auto rounded = [](const std::vector<float>& v) {
+    std::vector<uint16_t> r(v.size());
+    base::NarrowBf16Nearest(v, r.data());
+    return r;
+  };
+  for (const Case& c : Cases()) {
+    const Operands o = Make(c, 9);
+    const std::vector<uint16_t> a16 = rounded(o.a), b16 = rounded(o.b);
+    const GemmEpilogue e{.bias = o.bias.data(), .relu = true};
+    std::vector<float> want(static_cast<size_t>(c.m * o.ldc), -9.0f);
+    Gemm(&team, c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb, want.data(),
+         o.ldc, e, GemmPrecision::kBf16);
+    for (const Bf16Operands given : {Bf16Operands{a16.data(), nullptr},
+                                     Bf16Operands{nullptr, b16.data()},
+                                     Bf16Operands{a16.data(), b16.data()}}) {
+      std::vector<float> got(want.size(), -9.0f);
+      Gemm(&team, c.ta, c.tb, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb, got.data(),
+           o.ldc, e, GemmPrecision::kBf16, given);
+      ASSERT_TRUE(got.empty() ||
+                  std::memcmp(got.data(), want.data(), sizeof(float) * got.size()) == 0)
+          << Name(c) << " given " << (given.a != nullptr ? "A" : "") << (given.b != nullptr ? "B" : "");
+    }
+  }
+}
+
 TEST(GemmTest, BackendAloneMatchesNaiveProduct) {
   const Case c{false, true, 70, 50, 90, 0};
   const Operands o = Make(c, 3);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/bf16.h"
 #include "device/tensorcore/column_sums.h"
 #include "device/tensorcore/gemm.h"
 #include "device/tensorcore/relu_gradient.h"
@@ -11,8 +12,17 @@
 namespace lemrt::device {
 namespace {
 
-// Rows per task of the element-wise passes (ReLU backward).
+// Rows per task of the element-wise passes (ReLU backward, bf16 rounding).
 constexpr int64_t kRowsPerTask = 128;
+
+// dst = FloatToBf16Nearest of the packed [rows x cols] matrix at src.
+void RoundRows(ThreadTeam* team, int64_t rows, int64_t cols, const float* src, uint16_t* dst) {
+  ParallelRanges(team, rows, kRowsPerTask, [&](int64_t begin, int64_t end) {
+    base::NarrowBf16Nearest(
+        std::span<const float>(src + begin * cols, static_cast<size_t>((end - begin) * cols)),
+        dst + begin * cols);
+  });
+}
 
 }  // namespace
 
@@ -47,9 +57,14 @@ Mlp::Mlp(MlpShape shape, int64_t max_batch, ThreadTeam* team)
     layers_.push_back(layer);
     acts_.emplace_back(static_cast<size_t>(max_batch * layer.out));
     max_out = std::max(max_out, layer.out);
+    if (bf16()) {
+      x16_.emplace_back(static_cast<size_t>(max_batch * layer.in));
+      w16_.emplace_back(static_cast<size_t>(layer.in) * layer.out);
+    }
   }
   num_params_ = offset;
   for (auto& d : delta_) d.resize(static_cast<size_t>(max_batch * max_out));
+  if (bf16()) dz16_.resize(static_cast<size_t>(max_batch * max_out));
 }
 
 void Mlp::Forward(std::span<const float> params, int64_t batch, const float* in,
@@ -62,9 +77,16 @@ void Mlp::Forward(std::span<const float> params, int64_t batch, const float* in,
   for (int l = 0; l < num_layers(); ++l) {
     const Layer& layer = layers_[l];
     const GemmEpilogue bias_relu{.bias = params.data() + layer.bias_offset, .relu = HasRelu(l)};
-    Gemm(team_, false, false, batch, layer.out, layer.in, x, layer.in,
-         params.data() + layer.weight_offset, layer.out, acts_[l].data(), layer.out, bias_relu,
-         precision_);
+    const float* w = params.data() + layer.weight_offset;
+    Bf16Operands rounded;
+    if (bf16()) {
+      // Rounded once for the product here and Backward's two.
+      RoundRows(team_, batch, layer.in, x, x16_[l].data());
+      RoundRows(team_, layer.in, layer.out, w, w16_[l].data());
+      rounded = {x16_[l].data(), w16_[l].data()};
+    }
+    Gemm(team_, false, false, batch, layer.out, layer.in, x, layer.in, w, layer.out,
+         acts_[l].data(), layer.out, bias_relu, precision_, rounded);
     if (dropped_ && HasDropout(l)) {
       // Row blocks: a row's mask is keyed by its global sample, not its block.
       float* y = acts_[l].data();
@@ -132,13 +154,21 @@ void Mlp::Backward(std::span<const float> params, int64_t batch,
     } else {
       dx = d_in;
     }
+    // bf16: dz rounded once for both products; x and W as Forward rounded them.
+    Bf16Operands x_dz, dz_w;
+    if (bf16()) {
+      RoundRows(team_, batch, layer.out, dz, dz16_.data());
+      x_dz = {x16_[l].data(), dz16_.data()};
+      dz_w = {dz16_.data(), w16_[l].data()};
+    }
     // dW = x^T dz, db = the column sums of dz and dx = dz W^T read only dz,
     // x and W: one fork-join for the three.
     const GemmTasks d_weights(true, false, layer.in, layer.out, batch, x, layer.in, dz, layer.out,
-                              grads.data() + layer.weight_offset, layer.out, {}, precision_);
+                              grads.data() + layer.weight_offset, layer.out, {}, precision_, x_dz);
     // (No dx wanted, as for the first layer without d_in: m = 0, no blocks.)
     const GemmTasks d_in_tasks(false, true, dx != nullptr ? batch : 0, layer.in, layer.out, dz,
-                               layer.out, w, layer.out, dx, layer.in, dx_epilogue, precision_);
+                               layer.out, w, layer.out, dx, layer.in, dx_epilogue, precision_,
+                               dz_w);
     const ColumnSumTasks d_bias(dz, batch, layer.out, grads.data() + layer.bias_offset);
     const TaskGroup groups[] = {d_weights.group(), d_in_tasks.group(), d_bias.group()};
     ParallelForGroups(team_, groups);

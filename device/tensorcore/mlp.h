@@ -2,7 +2,8 @@
 // ReLU) applied to a row-major batch [batch x in]. The parameters and
 // gradients live in caller-owned flat buffers (so a whole model can keep all
 // of them in one vector); the Mlp owns only the activations kept from Forward
-// for Backward, allocated once for `max_batch` rows. Its products run on
+// for Backward (with bf16 products also their bf16 roundings), allocated once
+// for `max_batch` rows. Its products run on
 // device/tensorcore/gemm.h's Gemm, on the ThreadTeam given at construction
 // (the outputs do not depend on the team's size). Thread-compatible.
 #ifndef LEMRT_DEVICE_TENSORCORE_MLP_H_
@@ -101,6 +102,7 @@ class Mlp {
                 const float* d_out, std::span<float> grads, float* d_in);
 
  private:
+  bool bf16() const { return precision_ == GemmPrecision::kBf16; }
   bool HasRelu(int l) const { return l + 1 < num_layers() || relu_last_; }
   bool HasDropout(int l) const { return l + 1 < num_layers() && dropout_ > 0.0f; }
   // What the gradient through layer l's ReLU is multiplied by where the
@@ -121,6 +123,11 @@ class Mlp {
   std::vector<std::vector<float>> acts_;
   // Two [max_batch x max(out_l)] buffers for the backward deltas.
   std::vector<float> delta_[2];
+  // bf16 products only: layer l's input x and W_l as the last Forward rounded
+  // them (Backward multiplies them again), and the delta dz of the layer
+  // Backward is at, rounded once for its two products.
+  std::vector<std::vector<uint16_t>> x16_, w16_;
+  std::vector<uint16_t> dz16_;
 };
 
 }  // namespace lemrt::device

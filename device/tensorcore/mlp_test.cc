@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -135,6 +136,57 @@ TEST(MlpBf16Test, LayerMatchesTheRoundedReference) {
     EXPECT_EQ(y1, y);
     EXPECT_EQ(grads1, grads);
     EXPECT_EQ(dx1, dx);
+  }
+}
+
+// A bf16 stack is its layers chained, bit for bit: three layers against three
+// one-layer Mlps fed each other's outputs and deltas, and again with new
+// params, inputs and deltas on the same stack (what its Forward rounds for
+// Backward must be the round's own).
+TEST(MlpBf16Test, StackIsItsLayersChained) {
+  if (!CheckBf16Products().ok()) {
+    GTEST_SKIP() << CheckBf16Products();
+  }
+  const std::vector<int> widths = {48, 300, 130, 20};
+  const int64_t batch = 260;
+  ThreadTeam team(3);
+  Mlp stack(MlpShape{.widths = widths, .precision = GemmPrecision::kBf16}, batch, &team);
+  for (uint32_t round = 0; round < 2; ++round) {
+    // New layers each round: nothing of an earlier round to reuse.
+    std::vector<std::unique_ptr<Mlp>> layers;
+    for (size_t l = 1; l < widths.size(); ++l) {
+      layers.push_back(std::make_unique<Mlp>(
+          MlpShape{.widths = {widths[l - 1], widths[l]}, .precision = GemmPrecision::kBf16},
+          batch, &team));
+    }
+    const std::vector<float> params = RandomVector(stack.num_params(), 10 + round);
+    const std::vector<float> x = RandomVector(batch * widths[0], 20 + round);
+    const std::vector<float> dy = RandomVector(batch * widths.back(), 30 + round);
+    std::vector<float> y(batch * widths.back()), grads(stack.num_params()), dx(batch * widths[0]);
+    stack.Forward(params, batch, x.data(), y.data());
+    stack.Backward(params, batch, x.data(), dy.data(), grads, dx.data());
+    // Layer l's params are the stack's slice from its weight offset.
+    auto slice = [&](const std::vector<float>& v, int l) {
+      const int64_t at = stack.layer(l).weight_offset;
+      return std::span<const float>(v).subspan(at, layers[l]->num_params());
+    };
+    std::vector<std::vector<float>> ins = {x};
+    for (int l = 0; l < stack.num_layers(); ++l) {
+      ins.emplace_back(batch * widths[l + 1]);
+      layers[l]->Forward(slice(params, l), batch, ins[l].data(), ins[l + 1].data());
+    }
+    EXPECT_EQ(ins.back(), y) << "round " << round;
+    std::vector<float> d = dy;
+    for (int l = stack.num_layers() - 1; l >= 0; --l) {
+      std::vector<float> layer_grads(layers[l]->num_params()), d_in(batch * widths[l]);
+      layers[l]->Backward(slice(params, l), batch, ins[l].data(), d.data(), layer_grads,
+                          d_in.data());
+      const std::span<const float> got = slice(grads, l);
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), layer_grads.begin()))
+          << "layer " << l << " round " << round;
+      d = std::move(d_in);
+    }
+    EXPECT_EQ(d, dx) << "round " << round;
   }
 }
 
