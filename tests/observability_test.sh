@@ -67,6 +67,7 @@ for r in range(W):
         expected[(r, tid["Host"], "host", step)] = 1
         expected[(r, tid["TensorCore"], "tc", step)] = 1
         for l in range(S):
+            expected[(r, tid[f"SparseCore {l}"], "sc_dedup", step)] = 1
             expected[(r, tid[f"SparseCore {l}"], "sc_forward", step)] = 1
             expected[(r, tid[f"SparseCore {l}"], "sc_backward", step)] = 1
         for x in ["alltoall counts", "alltoallv ids", "alltoallv partials", "alltoallv gradients"]:

@@ -89,6 +89,12 @@ void SparseCore::RunTiles(int64_t n, Fn&& fn) const {
 
 void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segments,
                          std::span<float* const> partials, SparseCoreStepState* state) const {
+  NumberIds(segments, state);
+  Lookup(segments, partials, state);
+}
+
+void SparseCore::NumberIds(std::span<const std::span<const layout::CooEntry>> segments,
+                           SparseCoreStepState* state) const {
   state->debug_status = absl::OkStatus();
   if (checks_.bounds) {
     state->debug_status = CheckBounds(segments);
@@ -96,6 +102,11 @@ void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segm
   }
   DedupPartition(segments, dims_, shards_, state, feature_major_);
   ChooseStagedTables(state);
+}
+
+void SparseCore::Lookup(std::span<const std::span<const layout::CooEntry>> segments,
+                        std::span<float* const> partials, SparseCoreStepState* state) const {
+  if (!state->debug_status.ok()) return;  // a bounds failure: no row is read
   float* gathered = GatherStagedRows(state);
   RoundGatheredRows(gathered, state);
   Combine(segments, gathered, partials, state);

@@ -46,6 +46,15 @@ class SparseCore {
   // k's partials to partials[k] (PartialFloats(segments[k]) floats).
   void Forward(std::span<const std::span<const layout::CooEntry>> segments,
                std::span<float* const> partials, SparseCoreStepState* state) const;
+  // Forward in its two parts, NumberIds then Lookup with the same arguments,
+  // for a caller that numbers several SparseCores' ids at once on distinct
+  // threads: NumberIds checks bounds, numbers the unique ids (DedupPartition,
+  // one thread) and chooses the staged tables; Lookup gathers and combines
+  // on the tiles (nothing, after a bounds failure).
+  void NumberIds(std::span<const std::span<const layout::CooEntry>> segments,
+                 SparseCoreStepState* state) const;
+  void Lookup(std::span<const std::span<const layout::CooEntry>> segments,
+              std::span<float* const> partials, SparseCoreStepState* state) const;
 
   // Tiles: the unique ids are split over tiles_per_sparse_core tiles (tile t
   // gets the t-th contiguous share of the sorted unique ids), which gather
@@ -57,6 +66,7 @@ class SparseCore {
   // are bit-identical whatever the pool and its timing. `pool` (may be null:
   // tiles run inline) must outlive the SparseCore's use of it.
   void set_tile_pool(TilePool* pool) { pool_ = pool; }
+  TilePool* tile_pool() const { return pool_; }
 
   // The debug checks configured in sparse_core (debug_checks.h). Forward and
   // Backward leave the first failure in state->debug_status; a bounds

@@ -188,7 +188,8 @@ void RunRecorder::SparseDone(int64_t step, Stage stage, Clock::time_point begin,
     if (!traced) continue;
     for (const SparseCoreSpan& span : minibatches[m].sc_spans) {
       if (span.backward != backward) continue;
-      trace_->AddSpan(threads.sparse_core(span.local_sc), kStageNames[stage], step + 1,
+      trace_->AddSpan(threads.sparse_core(span.local_sc),
+                      span.numbering ? "sc_dedup" : kStageNames[stage], step + 1,
                       span.begin, span.end,
                       {{"minibatch", static_cast<int64_t>(m)},
                        {"ids", span.ids},

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/bf16.h"
+#include "device/sparsecore/tile_pool.h"
 #include "glog/logging.h"
 #include "proto/config_loader.h"
 
@@ -225,7 +226,7 @@ absl::Status SparseCoreStage::BackwardRowGroup(std::span<const layout::Partition
       absl::Status checked = AgreeOnStatus(comm_, first.sc_states[l].debug_status);
       if (!checked.ok()) return checked;
     }
-    RecordSpan(first, l, /*backward=*/true, begin);
+    RecordSpan(first, l, /*backward=*/true, begin, segs_);
   }
   return absl::OkStatus();
 }
@@ -243,8 +244,23 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
   buf->owner_partials.resize(buf->owner_offsets[segs]);
   buf->sc_states.resize(S_);
   buf->sc_spans.clear();
+  sc_segs_.resize(S_);
+  for (int l = 0; l < S_; ++l) SegmentsOf(*buf, l, &sc_segs_[l]);
+  // Each SparseCore numbers its unique ids on one thread, so the local
+  // SparseCores number theirs at once, one per thread of the tile pool; then
+  // each looks up its rows on all the tiles, one SparseCore after another.
+  const auto numbering = std::chrono::steady_clock::now();
+  auto number = [&](int l) { scs_[l]->NumberIds(sc_segs_[l], &buf->sc_states[l]); };
+  device::TilePool* pool = S_ > 0 ? scs_[0]->tile_pool() : nullptr;
+  if (pool != nullptr) {
+    pool->Run(S_, number);
+  } else {
+    for (int l = 0; l < S_; ++l) number(l);
+  }
   for (int l = 0; l < S_; ++l) {
-    SegmentsOf(*buf, l, &segs_);
+    RecordSpan(*buf, l, /*backward=*/false, numbering, sc_segs_[l], /*numbering=*/true);
+  }
+  for (int l = 0; l < S_; ++l) {
     outs_.clear();
     for (int q = 0; q < W_; ++q) {
       for (int s = 0; s < S_; ++s) {
@@ -253,12 +269,12 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
       }
     }
     const auto begin = std::chrono::steady_clock::now();
-    scs_[l]->Forward(segs_, outs_, &buf->sc_states[l]);
+    scs_[l]->Lookup(sc_segs_[l], outs_, &buf->sc_states[l]);
     if (scs_[l]->debug_checks().any()) {  // agreed, so no rank hangs
       absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
       if (!checked.ok()) return checked;
     }
-    RecordSpan(*buf, l, /*backward=*/false, begin);
+    RecordSpan(*buf, l, /*backward=*/false, begin, sc_segs_[l]);
   }
 
   // 4. Partials back to the sources (on one rank the segments received are
@@ -382,16 +398,18 @@ absl::Status SparseCoreStage::Backward(const layout::PartitionedCoo& coo,
       absl::Status checked = AgreeOnStatus(comm_, buf->sc_states[l].debug_status);
       if (!checked.ok()) return checked;
     }
-    RecordSpan(*buf, l, /*backward=*/true, begin);
+    RecordSpan(*buf, l, /*backward=*/true, begin, segs_);
   }
   return absl::OkStatus();
 }
 
 void SparseCoreStage::RecordSpan(SparseStepBuffers& buf, int l, bool backward,
-                                 std::chrono::steady_clock::time_point begin) const {
+                                 std::chrono::steady_clock::time_point begin,
+                                 std::span<const std::span<const layout::CooEntry>> segs,
+                                 bool numbering) const {
   SparseCoreSpan span{l, backward, begin, std::chrono::steady_clock::now(), 0,
-                      static_cast<int64_t>(buf.sc_states[l].unique_keys.size())};
-  for (const auto& seg : segs_) span.ids += static_cast<int64_t>(seg.size());
+                      static_cast<int64_t>(buf.sc_states[l].unique_keys.size()), numbering};
+  for (const auto& seg : segs) span.ids += static_cast<int64_t>(seg.size());
   buf.sc_spans.push_back(span);
 }
 

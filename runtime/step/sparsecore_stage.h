@@ -40,6 +40,9 @@ struct SparseCoreSpan {
   std::chrono::steady_clock::time_point begin, end;
   int64_t ids = 0;         // entries received (after per-sample dedup)
   int64_t unique_ids = 0;  // unique (table, row) of the partition
+  // The forward's numbering of the unique ids (SparseCore::NumberIds), which
+  // the local SparseCores run at once before their lookups.
+  bool numbering = false;
 };
 
 // Everything one step's SparseCore work keeps between forward and backward.
@@ -162,9 +165,11 @@ class SparseCoreStage {
   absl::Status ForwardAccumulate(const layout::PartitionedCoo& coo, SparseStepBuffers* buf,
                                  std::span<float> activations);
 
-  // Appends local SC l's kernel span (begin .. now, over segs_) to buf.sc_spans.
+  // Appends local SC l's kernel span (begin .. now, over `segs`) to buf.sc_spans.
   void RecordSpan(SparseStepBuffers& buf, int l, bool backward,
-                  std::chrono::steady_clock::time_point begin) const;
+                  std::chrono::steady_clock::time_point begin,
+                  std::span<const std::span<const layout::CooEntry>> segs,
+                  bool numbering = false) const;
 
   // Views of local SC l's received segments, in (source rank, source SC) order.
   void SegmentsOf(const SparseStepBuffers& buf, int l,
@@ -188,6 +193,7 @@ class SparseCoreStage {
   std::unique_ptr<HotRowReplicas> hot_;  // null: no hot rows
   // Scratch for per-SC views (no per-step allocation after the first steps).
   std::vector<std::span<const layout::CooEntry>> segs_;
+  std::vector<std::vector<std::span<const layout::CooEntry>>> sc_segs_;  // [S_]: Forward's
   std::vector<float*> outs_;
   std::vector<const float*> ins_;
   std::vector<std::span<const layout::CooEntry>> group_segs_;

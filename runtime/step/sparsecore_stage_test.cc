@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/random.h"
 #include "device/optimizers/optimizer.h"
+#include "device/sparsecore/tile_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "host/input/train_only_source.h"
@@ -223,7 +224,7 @@ class BatchSource : public host::TrainOnlySource {
 // times, as one COO or (`host_stage`) as HostStage's minibatches; its
 // activations and its SparseCores' rows land in `out` (under `mu`).
 absl::Status RunRank(const config::RunConfig& config, Communicator& comm, bool host_stage,
-                     std::mutex& mu, Result* out) {
+                     int tile_threads, std::mutex& mu, Result* out) {
   std::vector<std::unique_ptr<device::Optimizer>> optimizers;
   std::vector<const device::Optimizer*> optimizer_ptrs;
   for (int t = 0; t < config.tables_size(); ++t) {
@@ -231,6 +232,10 @@ absl::Status RunRank(const config::RunConfig& config, Communicator& comm, bool h
     optimizer_ptrs.push_back(optimizers.back().get());
   }
   SparseCoreStage stage(config, comm, optimizer_ptrs);
+  device::TilePool pool(tile_threads);
+  if (tile_threads > 0) {
+    for (const auto& sc : stage.sparse_cores()) sc->set_tile_pool(&pool);
+  }
   const int n = kGlobal / comm.size(), first = comm.rank() * n;
   BatchSource source(config, comm.rank(), n);
   absl::StatusOr<layout::PartitionLimits> limits = layout::ResolveLimits(config);
@@ -283,14 +288,16 @@ absl::Status RunRank(const config::RunConfig& config, Communicator& comm, bool h
 }
 
 // The stage on `world_size` ranks of `sparse_cores` SparseCores each (with
-// `extra` config text, through HostStage when `host_stage`).
+// `extra` config text, through HostStage when `host_stage`; with a tile pool
+// of `tile_threads` threads per rank when > 0, else none).
 Result RunStage(int world_size, int sparse_cores, const std::string& extra = "",
-                bool host_stage = false) {
+                bool host_stage = false, int tile_threads = 0) {
   const config::RunConfig config = Config(world_size, sparse_cores, extra);
   std::mutex mu;
   Result out;
-  const std::vector<absl::Status> status = RunLocalRanks(
-      world_size, [&](Communicator& comm) { return RunRank(config, comm, host_stage, mu, &out); });
+  const std::vector<absl::Status> status = RunLocalRanks(world_size, [&](Communicator& comm) {
+    return RunRank(config, comm, host_stage, tile_threads, mu, &out);
+  });
   for (int r = 0; r < world_size; ++r) {
     EXPECT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
   }
@@ -350,6 +357,21 @@ TEST_P(SparseCoreStageTest, HostStageMinibatchesGiveTheReferenceModel) {
   EXPECT_GT(got.most_minibatches, 1);
   EXPECT_TRUE(got.sample_split);
   ExpectReference(got, Config(W, 2, limit));
+}
+
+// A tile pool (the SparseCores number their ids at once on its threads, then
+// look up on its tiles) gives the bits of none.
+TEST_P(SparseCoreStageTest, TilePoolThreadsGiveTheBitsOfNone) {
+  const int W = GetParam();
+  const Result pooled = RunStage(W, 4, "", /*host_stage=*/false, /*tile_threads=*/3);
+  const Result alone = RunStage(W, 4);
+  EXPECT_EQ(pooled.activations, alone.activations);
+  EXPECT_EQ(pooled.rows, alone.rows);
+  ExpectReference(pooled, Config(W, 4));
+  const std::string limit = "sparse_core { max_ids_per_partition: 3 }";
+  const Result minibatches = RunStage(W, 4, limit, /*host_stage=*/true, /*tile_threads=*/3);
+  EXPECT_EQ(minibatches.activations, RunStage(W, 4, limit, /*host_stage=*/true).activations);
+  ExpectReference(minibatches, Config(W, 4, limit));
 }
 
 TEST_P(SparseCoreStageTest, RanksOfTwoSparseCoresEqualOneRankOfAllOfThem) {
