@@ -82,7 +82,8 @@ const uint16_t* RoundToBf16(const float* src, int64_t rows, int64_t cols, int64_
 // seen and stay (the steady state allocates nothing).
 class Bf16Scratch {
  public:
-  // op's rounding as `call` first rounded it on this thread, or a new one.
+  // The shared operand of product `call`: rounded by this thread's first
+  // block of the call, then kept for its other blocks.
   const uint16_t* Shared(uint64_t call, const float* src, int64_t rows, int64_t cols, int64_t ld) {
     for (Slot& slot : shared_) {
       if (slot.call == call) return slot.bits.data();
