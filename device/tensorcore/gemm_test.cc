@@ -262,7 +262,8 @@ TEST(GemmTest, Bf16RoundingIsNotReusedAcrossCalls) {
   const Case rows{false, false, 640, 64, 512, 3}, cols{false, true, 64, 640, 512, 2};
   Operands r = Make(rows, 11), c = Make(cols, 12);
   for (int round = 0; round < 3; ++round) {
-    std::vector<float> out_r(static_cast<size_t>(rows.m * r.ldc)), out_c(static_cast<size_t>(cols.m * c.ldc));
+    std::vector<float> out_r(static_cast<size_t>(rows.m * r.ldc));
+    std::vector<float> out_c(static_cast<size_t>(cols.m * c.ldc));
     const GemmTasks task_r(rows.ta, rows.tb, rows.m, rows.n, rows.k, r.a.data(), r.lda, r.b.data(),
                            r.ldb, out_r.data(), r.ldc, {}, GemmPrecision::kBf16);
     const GemmTasks task_c(cols.ta, cols.tb, cols.m, cols.n, cols.k, c.a.data(), c.lda, c.b.data(),
@@ -314,7 +315,8 @@ TEST(GemmTest, Bf16OperandsGivenRoundedGiveTheSameBits) {
            o.ldc, e, GemmPrecision::kBf16, given);
       ASSERT_TRUE(got.empty() ||
                   std::memcmp(got.data(), want.data(), sizeof(float) * got.size()) == 0)
-          << Name(c) << " given " << (given.a != nullptr ? "A" : "") << (given.b != nullptr ? "B" : "");
+          << Name(c) << " given " << (given.a != nullptr ? "A" : "")
+          << (given.b != nullptr ? "B" : "");
     }
   }
 }

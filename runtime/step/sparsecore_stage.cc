@@ -251,6 +251,7 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
   // each looks up its rows on all the tiles, one SparseCore after another.
   const auto numbering = std::chrono::steady_clock::now();
   auto number = [&](int l) { scs_[l]->NumberIds(sc_segs_[l], &buf->sc_states[l]); };
+  // The rank's SparseCores share one tile pool (trainer_setup gives each the same).
   device::TilePool* pool = S_ > 0 ? scs_[0]->tile_pool() : nullptr;
   if (pool != nullptr) {
     pool->Run(S_, number);
