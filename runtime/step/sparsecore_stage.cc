@@ -1,7 +1,9 @@
 #include "runtime/step/sparsecore_stage.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#include <utility>
 
 #include "base/bf16.h"
 #include "device/sparsecore/tile_pool.h"
@@ -59,17 +61,52 @@ std::span<T> Covered(T* buffer, std::span<const int64_t> offsets) {
 }  // namespace
 
 template <typename Fn>
-void SparseCoreStage::ForEachGroup(const layout::PartitionedCoo& coo, Fn&& fn) const {
+void SparseCoreStage::ForEachGroupBySource(const layout::PartitionedCoo& coo,
+                                           std::span<const int64_t> floats, Fn&& fn) const {
+  const int sources = coo.local_sparse_cores;
+  const int64_t dests = sources > 0 ? (static_cast<int64_t>(coo.segment_offsets.size()) - 1) / sources : 0;
+  DCHECK(SourceRowsAreDisjoint(coo));
   // Groups never span segments: two segments may hold the same (feature, row)
   // when S == 1, so walk segment by segment.
+  auto source = [&](int s) {
+    for (int64_t d = 0; d < dests; ++d) {
+      const int64_t k = d * sources + s;
+      int64_t at = floats[k];
+      for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1];) {
+        const CooEntry& e = coo.entries[i];
+        const int dim = feature_dims_[e.feature];
+        fn(e, dim, at);
+        at += dim;
+        ++i;
+        while (i < coo.segment_offsets[k + 1] && SameGroup(e, coo.entries[i])) ++i;
+      }
+    }
+  };
+  device::TilePool* pool = S_ > 0 ? scs_[0]->tile_pool() : nullptr;
+  if (pool != nullptr) {
+    pool->Run(sources, source);
+  } else {
+    for (int s = 0; s < sources; ++s) source(s);
+  }
+}
+
+bool SparseCoreStage::SourceRowsAreDisjoint(const layout::PartitionedCoo& coo) {
+  const int sources = coo.local_sparse_cores;
+  std::vector<std::pair<int32_t, int32_t>> range(sources, {INT32_MAX, INT32_MIN});
   for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
-    for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1];) {
-      const CooEntry& e = coo.entries[i];
-      fn(e, feature_dims_[e.feature]);
-      ++i;
-      while (i < coo.segment_offsets[k + 1] && SameGroup(e, coo.entries[i])) ++i;
+    auto& [lo, hi] = range[k % sources];
+    for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
+      lo = std::min(lo, coo.entries[i].row);
+      hi = std::max(hi, coo.entries[i].row);
     }
   }
+  int32_t last = INT32_MIN;
+  for (const auto& [lo, hi] : range) {
+    if (lo > hi) continue;  // no entries
+    if (lo <= last) return false;
+    last = hi;
+  }
+  return true;
 }
 
 SparseCoreStage::SparseCoreStage(const config::RunConfig& config, Communicator& comm,
@@ -296,10 +333,9 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
 
   // 5. Sum partials into activations, destination SparseCores in order.
   const float* p = buf->source_partials.data();
-  ForEachGroup(coo, [&](const CooEntry& e, int dim) {
+  ForEachGroupBySource(coo, buf->source_offsets, [&](const CooEntry& e, int dim, int64_t at) {
     float* out = activations.data() + int64_t{e.row} * activation_width_ + feature_offsets_[e.feature];
-    AddRow(out, p, dim);
-    p += dim;
+    AddRow(out, p + at, dim);
   });
   return absl::OkStatus();
 }
@@ -309,10 +345,9 @@ absl::Status SparseCoreStage::ExchangeGradients(const layout::PartitionedCoo& co
                                                 SparseStepBuffers* buf) {
   buf->grads_out.resize(buf->source_partials.size());
   float* g = buf->grads_out.data();
-  ForEachGroup(coo, [&](const CooEntry& e, int dim) {
-    std::memcpy(g, d_activations.data() + int64_t{e.row} * activation_width_ + feature_offsets_[e.feature],
+  ForEachGroupBySource(coo, buf->source_offsets, [&](const CooEntry& e, int dim, int64_t at) {
+    std::memcpy(g + at, d_activations.data() + int64_t{e.row} * activation_width_ + feature_offsets_[e.feature],
                 sizeof(float) * dim);
-    g += dim;
   });
   buf->grads_in.resize(buf->owner_partials.size());
   if (Alone()) {

@@ -175,10 +175,18 @@ class SparseCoreStage {
   void SegmentsOf(const SparseStepBuffers& buf, int l,
                   std::vector<std::span<const layout::CooEntry>>* segs) const;
 
-  // Calls fn(first entry, dim) for each (feature, row) group of coo, in the
-  // partial layout's order.
+  // Calls fn(first entry, dim, offset) for each (feature, row) group of coo,
+  // `offset` its partial's first float in the partial layout (floats[k]:
+  // segment k's). Each local source SparseCore's segments are walked in
+  // destination order, the sources at once on the tile pool: a source's
+  // samples are its own (host/preprocess/coo.h: contiguous row ranges), so
+  // no two sources touch one activation row, and each row sees its groups
+  // in the order of a walk of the whole layout.
   template <typename Fn>
-  void ForEachGroup(const layout::PartitionedCoo& coo, Fn&& fn) const;
+  void ForEachGroupBySource(const layout::PartitionedCoo& coo, std::span<const int64_t> floats,
+                            Fn&& fn) const;
+  // Whether the local sources' row ranges are disjoint (a DCHECK of the above).
+  static bool SourceRowsAreDisjoint(const layout::PartitionedCoo& coo);
 
   Communicator& comm_;
   bool bf16_exchange_;
