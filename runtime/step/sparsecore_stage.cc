@@ -62,19 +62,23 @@ std::span<T> Covered(T* buffer, std::span<const int64_t> offsets) {
 
 template <typename Fn>
 void SparseCoreStage::ForEachGroupBySource(const layout::PartitionedCoo& coo,
-                                           std::span<const int64_t> floats, Fn&& fn) const {
+                                           std::span<const int64_t> floats, Fn&& fn) {
   const int sources = coo.local_sparse_cores;
-  const int64_t dests = sources > 0 ? (static_cast<int64_t>(coo.segment_offsets.size()) - 1) / sources : 0;
-  DCHECK(SourceRowsAreDisjoint(coo));
+  const int64_t dests =
+      sources > 0 ? (static_cast<int64_t>(coo.segment_offsets.size()) - 1) / sources : 0;
+  source_rows_.assign(sources, {INT32_MAX, INT32_MIN});
   // Groups never span segments: two segments may hold the same (feature, row)
   // when S == 1, so walk segment by segment.
   auto source = [&](int s) {
+    auto& [lo, hi] = source_rows_[s];
     for (int64_t d = 0; d < dests; ++d) {
       const int64_t k = d * sources + s;
       int64_t at = floats[k];
       for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1];) {
         const CooEntry& e = coo.entries[i];
         const int dim = feature_dims_[e.feature];
+        lo = std::min(lo, e.row);
+        hi = std::max(hi, e.row);
         fn(e, dim, at);
         at += dim;
         ++i;
@@ -88,20 +92,14 @@ void SparseCoreStage::ForEachGroupBySource(const layout::PartitionedCoo& coo,
   } else {
     for (int s = 0; s < sources; ++s) source(s);
   }
+  CHECK(RangesAreDisjoint(source_rows_))
+      << "SparseCoreStage: two local SparseCores' segments hold one sample; the COO does not "
+         "split the samples into one contiguous range per SparseCore (host/preprocess/coo.h)";
 }
 
-bool SparseCoreStage::SourceRowsAreDisjoint(const layout::PartitionedCoo& coo) {
-  const int sources = coo.local_sparse_cores;
-  std::vector<std::pair<int32_t, int32_t>> range(sources, {INT32_MAX, INT32_MIN});
-  for (size_t k = 0; k + 1 < coo.segment_offsets.size(); ++k) {
-    auto& [lo, hi] = range[k % sources];
-    for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
-      lo = std::min(lo, coo.entries[i].row);
-      hi = std::max(hi, coo.entries[i].row);
-    }
-  }
+bool SparseCoreStage::RangesAreDisjoint(std::span<const std::pair<int32_t, int32_t>> ranges) {
   int32_t last = INT32_MIN;
-  for (const auto& [lo, hi] : range) {
+  for (const auto& [lo, hi] : ranges) {
     if (lo > hi) continue;  // no entries
     if (lo <= last) return false;
     last = hi;

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -181,12 +182,13 @@ class SparseCoreStage {
   // destination order, the sources at once on the tile pool: a source's
   // samples are its own (host/preprocess/coo.h: contiguous row ranges), so
   // no two sources touch one activation row, and each row sees its groups
-  // in the order of a walk of the whole layout.
+  // in the order of a walk of the whole layout. The walks note their rows'
+  // range, and a COO whose sources share a sample fails a CHECK.
   template <typename Fn>
   void ForEachGroupBySource(const layout::PartitionedCoo& coo, std::span<const int64_t> floats,
-                            Fn&& fn) const;
-  // Whether the local sources' row ranges are disjoint (a DCHECK of the above).
-  static bool SourceRowsAreDisjoint(const layout::PartitionedCoo& coo);
+                            Fn&& fn);
+  // Whether the nonempty [lo, hi] ranges are increasing and disjoint.
+  static bool RangesAreDisjoint(std::span<const std::pair<int32_t, int32_t>> ranges);
 
   Communicator& comm_;
   bool bf16_exchange_;
@@ -206,6 +208,7 @@ class SparseCoreStage {
   std::vector<const float*> ins_;
   std::vector<std::span<const layout::CooEntry>> group_segs_;
   std::vector<const float*> group_ins_;
+  std::vector<std::pair<int32_t, int32_t>> source_rows_;  // ForEachGroupBySource's [lo, hi] rows
   std::vector<char> group_done_;
   std::vector<size_t> group_members_;
 };

@@ -436,6 +436,39 @@ TEST_P(SparseCoreStageTest, ANanGradientOnOneRankStopsEveryRankWithItsSentence) 
   }
 }
 
+// The partials' sum runs one source SparseCore per thread, each on its own
+// samples (host/preprocess/coo.h); a COO whose sources share a sample stops
+// with a sentence instead of summing racily.
+TEST(SparseCoreStageDeathTest, SourcesSharingASampleFailACheck) {
+  testing::FLAGS_gtest_death_test_style = "threadsafe";
+  const config::RunConfig config = Config(1, 2);
+  auto run = [&] {
+    RunLocalRanks(1, [&](Communicator& comm) {
+      std::vector<std::unique_ptr<device::Optimizer>> optimizers;
+      std::vector<const device::Optimizer*> optimizer_ptrs;
+      for (int t = 0; t < config.tables_size(); ++t) {
+        optimizers.push_back(device::CreateTableOptimizer(config, t));
+        optimizer_ptrs.push_back(optimizers.back().get());
+      }
+      SparseCoreStage stage(config, comm, optimizer_ptrs);
+      host::CooBuilder builder(host::MakeCooOptions(config));
+      layout::PartitionedCoo coo;
+      absl::Status st = builder.Build(BatchOf(config, 0, 0, kGlobal), &coo);
+      if (!st.ok()) return st;
+      for (int dest = 0; dest < coo.total_sparse_cores; ++dest) {
+        const int64_t k = int64_t{dest} * coo.local_sparse_cores + 1;  // source 1
+        for (int64_t i = coo.segment_offsets[k]; i < coo.segment_offsets[k + 1]; ++i) {
+          coo.entries[i].row = 0;  // source 0's first sample
+        }
+      }
+      std::vector<float> act(kGlobal * stage.activation_width());
+      SparseStepBuffers buf;
+      return stage.Forward(coo, &buf, act);
+    });
+  };
+  EXPECT_DEATH(run(), "two local SparseCores' segments hold one sample");
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, SparseCoreStageTest, testing::Values(1, 2, 3, 4),
                          [](const auto& info) { return absl::StrCat(info.param, "_ranks"); });
 
