@@ -20,6 +20,12 @@ long='training { steps: 1000000 log_every: 10 eval_samples: 0 }'
 ready=20
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
 pass() { passed=$((passed + 1)); echo "ok   $*"; }
+# A failed case's log: the lines that name a crash (a CHECK's sentence, the
+# signal Open MPI caught), which a backtrace pushes out of the tail, then the tail.
+show_log() {
+  grep -E -m 8 'Check failed|Process received signal|Signal: |Signal code|Failing at address' "$1"
+  tail -n 15 "$1"
+}
 json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {"d": d}))' "$@"; }
 
 # start NAME MPI_ARGS...: starts a long run in the background ($job) and
@@ -54,7 +60,7 @@ if ended term_one_rank 143 \
   stop=$(json "$work/term_one_rank.json" 'd["stopped"]["steps_completed"]')
   pass "term_one_rank: every rank stopped after step $stop within ${secs}s, rc 143, summary written"
 else
-  fail "term_one_rank: rc=$rc"; tail -n 15 "$work/term_one_rank.log"; stop=""
+  fail "term_one_rank: rc=$rc"; show_log "$work/term_one_rank.log"; stop=""
 fi
 # The stop's checkpoint resumes to an uninterrupted run that drains there.
 if [ -n "$stop" ]; then
@@ -87,7 +93,7 @@ if grep -q "stopped by SIGTERM after step .*checkpoint saved: $work/ck2/step-" "
    && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && "$LEMRT_BIN/lemrt_ckpt" verify "$work/ck2" > "$work/verify2" 2>&1; then
   pass "term_mpirun: rc=$rc, $(head -n 1 "$work/verify2")"
 else
-  fail "term_mpirun: rc=$rc"; tail -n 15 "$work/term_mpirun.log"
+  fail "term_mpirun: rc=$rc"; show_log "$work/term_mpirun.log"
 fi
 
 # --- SIGUSR1 to mpirun: forwarded to every rank, without a SIGKILL after it.
@@ -98,7 +104,7 @@ if ended usr1_mpirun 138 \
    && grep -q "stopped by SIGUSR1 after step .*checkpoint saved: $work/ck4/step-" "$work/usr1_mpirun.log"; then
   pass "usr1_mpirun: every rank stopped and saved within ${secs}s, rc 138"
 else
-  fail "usr1_mpirun: rc=$rc"; tail -n 15 "$work/usr1_mpirun.log"
+  fail "usr1_mpirun: rc=$rc"; show_log "$work/usr1_mpirun.log"
 fi
 
 # --- A signal after the stop saved its checkpoint (mpirun sends SIGTERM to
@@ -117,7 +123,7 @@ if ended usr1_then_term 138 && [ "$secs" -le 10 ] \
    && "$LEMRT_BIN/lemrt_ckpt" verify "$work/ck5" > "$work/verify5" 2>&1; then
   pass "usr1_then_term: the late SIGTERM says the checkpoint was saved; rc 138 within ${secs}s"
 else
-  fail "usr1_then_term: rc=$rc after ${secs}s"; tail -n 15 "$work/usr1_then_term.log"
+  fail "usr1_then_term: rc=$rc after ${secs}s"; show_log "$work/usr1_then_term.log"
 fi
 
 # --- SIGINT without a checkpoint directory.
@@ -129,7 +135,7 @@ if ended int_no_checkpoint 130 \
    && [ "$(json "$work/int_no_checkpoint.json" 'd["eval"]["samples"]')" = 0 ]; then
   pass "int_no_checkpoint: rc 130 within ${secs}s, summary written without the final evaluation"
 else
-  fail "int_no_checkpoint: rc=$rc"; tail -n 15 "$work/int_no_checkpoint.log"
+  fail "int_no_checkpoint: rc=$rc"; show_log "$work/int_no_checkpoint.log"
 fi
 
 # --- A second signal exits at once. Both signals may be pending together
@@ -144,6 +150,6 @@ if ended second_signal '\(130\|143\)' && [ "$secs" -le 10 ] \
    && ! ls "$work/ck3" | grep -q "^step-"; then
   pass "second_signal: rank exited at once (rc $rc), no checkpoint, the job ended within ${secs}s"
 else
-  fail "second_signal: rc=$rc after ${secs}s"; tail -n 15 "$work/second_signal.log"; ls "$work/ck3"
+  fail "second_signal: rc=$rc after ${secs}s"; show_log "$work/second_signal.log"; ls "$work/ck3"
 fi
 finish
