@@ -24,6 +24,7 @@
 
 #include "device/optimizers/optimizer.h"
 #include "device/plan/memory_plan.h"
+#include "device/sparsecore/tile_pool.h"
 #include "device/tensorcore/gemm.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
@@ -152,9 +153,11 @@ struct HostRig {
 };
 
 // Runs the trainer's step (runtime/trainer.cc, without the recorder's hooks)
-// over 8 steps, then replays them counting operator new. Returns the most
-// minibatches a step had.
-size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serialized) {
+// over 8 steps, then replays them counting operator new; with `tile_threads`
+// > 1 the SparseCores share a tile pool of that many threads, as the
+// trainer's do. Returns the most minibatches a step had.
+size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serialized,
+                                          int tile_threads = 0) {
   HostRig rig(config_text);
   const int world = rig.world, rank = rig.rank;
   const config::RunConfig* config = &rig.config;
@@ -168,6 +171,10 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
     optimizers.push_back(owned.back().get());
   }
   SparseCoreStage sparse(*config, comm, optimizers);
+  device::TilePool pool(tile_threads);
+  if (tile_threads > 1) {
+    for (const auto& sc : sparse.sparse_cores()) sc->set_tile_pool(&pool);
+  }
   sparse.SetHotRows(rig.hot_rows, optimizers);
   CHECK(sparse.RefreshHotRows().ok());
   auto dense = TensorCoreStage::Create(*config, comm);
@@ -234,6 +241,13 @@ size_t ExpectReplayedStepsAllocateNothing(const char* config_text, bool serializ
 
 TEST(SteadyStateAllocTest, TrainingStepAllocatesNothing) {
   ExpectReplayedStepsAllocateNothing(kConfig, /*serialized=*/false);
+}
+
+// The tile pool's threads (device/sparsecore/tile_pool.h): every job the
+// stage and its SparseCores hand it (numbering, lookups, partial sums,
+// gradient copies, updates) runs without a call to the allocator.
+TEST(SteadyStateAllocTest, TilePoolStepAllocatesNothing) {
+  ExpectReplayedStepsAllocateNothing(kConfig, /*serialized=*/false, /*tile_threads=*/3);
 }
 
 // bf16 dense products (model.dense_dtype): each thread's bf16 operand

@@ -80,11 +80,7 @@ template <typename Fn>
 void SparseCore::RunTiles(int64_t n, Fn&& fn) const {
   const int tasks = static_cast<int>(std::min<int64_t>(tiles_, n));
   auto task = [&](int t) { fn(n * t / tasks, n * (t + 1) / tasks); };
-  if (pool_ != nullptr) {
-    pool_->Run(tasks, task);
-  } else {
-    for (int t = 0; t < tasks; ++t) task(t);
-  }
+  RunOnPool(pool_, tasks, task);
 }
 
 void SparseCore::Forward(std::span<const std::span<const layout::CooEntry>> segments,

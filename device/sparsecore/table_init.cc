@@ -151,11 +151,7 @@ void InitializeTables(const config::RunConfig& config, std::span<SparseCore* con
                         c.sc->mutable_shard(c.table));
       }
     };
-    if (pool != nullptr) {
-      pool->Run(tasks, task);
-    } else {
-      for (int k = 0; k < tasks; ++k) task(k);
-    }
+    RunOnPool(pool, tasks, task);
     return;
   }
   // kHost: host threads claim runs of kClaimBytes in turn, each building

@@ -19,7 +19,7 @@ void TilePool::Drain() {
   std::unique_lock<std::mutex> lock(mu_);
   while (job_ != nullptr && next_ < tasks_) {
     const int task = next_++;
-    const std::function<void(int)>* job = job_;
+    const absl::FunctionRef<void(int)>* job = job_;
     lock.unlock();
     (*job)(task);
     lock.lock();
@@ -40,7 +40,7 @@ void TilePool::WorkerLoop() {
   }
 }
 
-void TilePool::Run(int tasks, const std::function<void(int)>& fn) {
+void TilePool::Run(int tasks, absl::FunctionRef<void(int)> fn) {
   if (tasks <= 0) return;
   if (workers_.empty() || tasks == 1) {
     for (int i = 0; i < tasks; ++i) fn(i);
@@ -60,6 +60,14 @@ void TilePool::Run(int tasks, const std::function<void(int)>& fn) {
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return done_ == tasks_; });
   job_ = nullptr;
+}
+
+void RunOnPool(TilePool* pool, int tasks, absl::FunctionRef<void(int)> fn) {
+  if (pool != nullptr) {
+    pool->Run(tasks, fn);
+  } else {
+    for (int i = 0; i < tasks; ++i) fn(i);
+  }
 }
 
 }  // namespace lemrt::device

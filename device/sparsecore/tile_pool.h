@@ -1,15 +1,17 @@
 // The worker threads a chip's SparseCore tiles run on. Created by the trainer
 // (one per rank) and handed to the SparseCores; a SparseCore without a pool
 // runs its tiles inline. Thread-safe: concurrent Run calls are served one
-// after another.
+// after another. A job is passed by reference, never copied, so no Run call
+// allocates.
 #ifndef LEMRT_DEVICE_SPARSECORE_TILE_POOL_H_
 #define LEMRT_DEVICE_SPARSECORE_TILE_POOL_H_
 
 #include <condition_variable>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
 
 namespace lemrt::device {
 
@@ -24,7 +26,7 @@ class TilePool {
   // Runs fn(0) .. fn(tasks - 1), each exactly once, on the workers and the
   // calling thread; returns when all are done. Which thread runs which task
   // varies, so tasks must write disjoint outputs.
-  void Run(int tasks, const std::function<void(int)>& fn);
+  void Run(int tasks, absl::FunctionRef<void(int)> fn);
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
@@ -36,7 +38,7 @@ class TilePool {
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  const std::function<void(int)>* job_ = nullptr;
+  const absl::FunctionRef<void(int)>* job_ = nullptr;
   int tasks_ = 0;
   int next_ = 0;
   int done_ = 0;
@@ -44,6 +46,10 @@ class TilePool {
   bool stop_ = false;
   std::vector<std::thread> workers_;
 };
+
+// pool->Run(tasks, fn), or fn(0) .. fn(tasks - 1) on the calling thread when
+// `pool` is null.
+void RunOnPool(TilePool* pool, int tasks, absl::FunctionRef<void(int)> fn);
 
 }  // namespace lemrt::device
 

@@ -86,12 +86,7 @@ void SparseCoreStage::ForEachGroupBySource(const layout::PartitionedCoo& coo,
       }
     }
   };
-  device::TilePool* pool = S_ > 0 ? scs_[0]->tile_pool() : nullptr;
-  if (pool != nullptr) {
-    pool->Run(sources, source);
-  } else {
-    for (int s = 0; s < sources; ++s) source(s);
-  }
+  device::RunOnPool(tile_pool(), sources, source);
   CHECK(RangesAreDisjoint(source_rows_))
       << "SparseCoreStage: two local SparseCores' segments hold one sample; the COO does not "
          "split the samples into one contiguous range per SparseCore (host/preprocess/coo.h)";
@@ -286,13 +281,7 @@ absl::Status SparseCoreStage::ForwardAccumulate(const layout::PartitionedCoo& co
   // each looks up its rows on all the tiles, one SparseCore after another.
   const auto numbering = std::chrono::steady_clock::now();
   auto number = [&](int l) { scs_[l]->NumberIds(sc_segs_[l], &buf->sc_states[l]); };
-  // The rank's SparseCores share one tile pool (trainer_setup gives each the same).
-  device::TilePool* pool = S_ > 0 ? scs_[0]->tile_pool() : nullptr;
-  if (pool != nullptr) {
-    pool->Run(S_, number);
-  } else {
-    for (int l = 0; l < S_; ++l) number(l);
-  }
+  device::RunOnPool(tile_pool(), S_, number);
   for (int l = 0; l < S_; ++l) {
     RecordSpan(*buf, l, /*backward=*/false, numbering, sc_segs_[l], /*numbering=*/true);
   }

@@ -187,6 +187,9 @@ class SparseCoreStage {
   template <typename Fn>
   void ForEachGroupBySource(const layout::PartitionedCoo& coo, std::span<const int64_t> floats,
                             Fn&& fn);
+  // The rank's SparseCores share one tile pool (trainer_setup gives each the
+  // same): SparseCore 0's, or null.
+  device::TilePool* tile_pool() const { return S_ > 0 ? scs_[0]->tile_pool() : nullptr; }
   // Whether the nonempty [lo, hi] ranges are increasing and disjoint.
   static bool RangesAreDisjoint(std::span<const std::pair<int32_t, int32_t>> ranges);
 
