@@ -134,6 +134,18 @@ float GradientOf(int step, int g, int c) {
 // (table, original row) -> the row's values.
 using Rows = std::map<std::pair<int, int64_t>, std::vector<float>>;
 
+// The config's table optimizers and the pointers the stage takes.
+struct TableOptimizers {
+  explicit TableOptimizers(const config::RunConfig& config) {
+    for (int t = 0; t < config.tables_size(); ++t) {
+      owned.push_back(device::CreateTableOptimizer(config, t));
+      pointers.push_back(owned.back().get());
+    }
+  }
+  std::vector<std::unique_ptr<device::Optimizer>> owned;
+  std::vector<const device::Optimizer*> pointers;
+};
+
 // What one run (of any world size) produced, in global sample order.
 struct Result {
   std::vector<std::vector<float>> activations;  // per step, [kGlobal x width]
@@ -225,13 +237,8 @@ class BatchSource : public host::TrainOnlySource {
 // activations and its SparseCores' rows land in `out` (under `mu`).
 absl::Status RunRank(const config::RunConfig& config, Communicator& comm, bool host_stage,
                      int tile_threads, std::mutex& mu, Result* out) {
-  std::vector<std::unique_ptr<device::Optimizer>> optimizers;
-  std::vector<const device::Optimizer*> optimizer_ptrs;
-  for (int t = 0; t < config.tables_size(); ++t) {
-    optimizers.push_back(device::CreateTableOptimizer(config, t));
-    optimizer_ptrs.push_back(optimizers.back().get());
-  }
-  SparseCoreStage stage(config, comm, optimizer_ptrs);
+  const TableOptimizers optimizers(config);
+  SparseCoreStage stage(config, comm, optimizers.pointers);
   device::TilePool pool(tile_threads);
   if (tile_threads > 0) {
     for (const auto& sc : stage.sparse_cores()) sc->set_tile_pool(&pool);
@@ -388,13 +395,8 @@ TEST_P(SparseCoreStageTest, ANanGradientOnOneRankStopsEveryRankWithItsSentence) 
   std::mutex mu;
   int owner = -1;  // the rank owning the poisoned row
   const std::vector<absl::Status> status = RunLocalRanks(W, [&](Communicator& comm) {
-    std::vector<std::unique_ptr<device::Optimizer>> optimizers;
-    std::vector<const device::Optimizer*> optimizer_ptrs;
-    for (int t = 0; t < config.tables_size(); ++t) {
-      optimizers.push_back(device::CreateTableOptimizer(config, t));
-      optimizer_ptrs.push_back(optimizers.back().get());
-    }
-    SparseCoreStage stage(config, comm, optimizer_ptrs);
+    const TableOptimizers optimizers(config);
+    SparseCoreStage stage(config, comm, optimizers.pointers);
     host::CooBuilder builder(host::MakeCooOptions(config));
     const int n = kGlobal / W;
     const bool poisoned = comm.rank() == W - 1;
@@ -444,13 +446,8 @@ TEST(SparseCoreStageDeathTest, SourcesSharingASampleFailACheck) {
   const config::RunConfig config = Config(1, 2);
   auto run = [&] {
     RunLocalRanks(1, [&](Communicator& comm) {
-      std::vector<std::unique_ptr<device::Optimizer>> optimizers;
-      std::vector<const device::Optimizer*> optimizer_ptrs;
-      for (int t = 0; t < config.tables_size(); ++t) {
-        optimizers.push_back(device::CreateTableOptimizer(config, t));
-        optimizer_ptrs.push_back(optimizers.back().get());
-      }
-      SparseCoreStage stage(config, comm, optimizer_ptrs);
+      const TableOptimizers optimizers(config);
+      SparseCoreStage stage(config, comm, optimizers.pointers);
       host::CooBuilder builder(host::MakeCooOptions(config));
       layout::PartitionedCoo coo;
       absl::Status st = builder.Build(BatchOf(config, 0, 0, kGlobal), &coo);
