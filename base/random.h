@@ -38,10 +38,14 @@ class CounterRng {
   // Moves past the next n values (as n NextU64 calls would).
   void Skip(uint64_t n) { counter_ += n; }
   // Uniform in [0, 1) with 53 bits.
-  double NextDouble() { return (NextU64() >> 11) * 0x1.0p-53; }
+  double NextDouble() { return UnitDouble(NextU64()); }
   // Uniform integer in [0, n); n > 0.
-  uint64_t NextBelow(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(NextU64()) * n) >> 64);
+  uint64_t NextBelow(uint64_t n) { return Below(NextU64(), n); }
+  // What NextDouble and NextBelow make of a value of the stream, for callers
+  // that draw a value before they know which it will be.
+  static double UnitDouble(uint64_t value) { return (value >> 11) * 0x1.0p-53; }
+  static uint64_t Below(uint64_t value, uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(value) * n) >> 64);
   }
   // Standard normal (Box-Muller, one value per call).
   double NextNormal() {

@@ -75,6 +75,10 @@ absl::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::CreateWithCach
                       ? std::log(top)
                       : std::pow(top, 1 - exponent) - 1;
     f.zipf_power = std::abs(exponent - 1) < 1e-9 ? 0 : 1 / (1 - exponent);
+    if (f.zipf_power != 0) {
+      f.zipf_floor = base::PowerFloor(f.zipf_power, std::min(1.0, 1 + f.zipf_span),
+                                      std::max(1.0, 1 + f.zipf_span));
+    }
     features.push_back(f);
   }
   return std::unique_ptr<SyntheticSource>(new SyntheticSource(
@@ -176,7 +180,6 @@ void SyntheticSource::FillBatch(uint64_t first_g, Batch* batch) const {
 
 void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
   base::CounterRng rng(HashOn(sample_prefix_, g));
-  const double zipf_fraction = synthetic_.zipf_fraction();
   // Pooled hidden vectors of the features in pairs (0,1), (2,3).
   std::array<std::array<double, kHiddenDim>, 2 * kMaxPairs> pooled{};
   // Pooled cross scalars of the features in triples.
@@ -188,19 +191,11 @@ void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
     const bool in_pair = static_cast<int>(f) < 2 * num_pairs_;
     const bool in_cross = static_cast<int>(f) < 3 * num_crosses_;
     std::vector<int64_t>& ids = batch->ids[f];
-    // The ids first, then their teacher values: the draws (each waiting on
-    // libm's pow) then overlap instead of each lookup waiting on its draw.
-    // The same draws and sums in the same order as one loop.
+    // The ids first, then their teacher values: the draws then overlap
+    // instead of each lookup waiting on its draw. The same draws and sums in
+    // the same order as one loop.
     const size_t first = ids.size();
-    for (int j = 0; j < length; ++j) {
-      const double u = rng.NextDouble();
-      const int64_t id =
-          u < zipf_fraction
-              ? DrawZipfId(feature, rng.NextDouble())
-              : static_cast<int64_t>(rng.NextBelow(uint64_t(feature.vocab)));
-      DCHECK(id >= 0 && id < feature.vocab) << id;
-      ids.push_back(id);
-    }
+    for (int j = 0; j < length; j += kIdChunk) DrawIds(feature, std::min(kIdChunk, length - j), &rng, &ids);
     double weight_sum = 0;
     for (size_t j = first; j < ids.size(); ++j) {
       const int64_t id = ids[j];
@@ -247,14 +242,39 @@ void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
   batch->labels[row] = rng.NextDouble() < prob ? 1.0f : 0.0f;
 }
 
-int64_t SyntheticSource::DrawZipfId(const Feature& feature, double u) const {
-  // Inverse CDF of the density ~ x^-s on [1, V + 1).
-  const double x = feature.zipf_power == 0 ? std::exp(u * feature.zipf_span)
-                                           : std::pow(1 + u * feature.zipf_span, feature.zipf_power);
-  const double id = std::floor(x) - 1;
-  if (!(id > 0)) return 0;  // Also catches NaN.
-  return std::min(static_cast<int64_t>(std::min(id, 9.0e18)),
-                  feature.vocab - 1);
+void SyntheticSource::DrawIds(const Feature& feature, int count, base::CounterRng* rng,
+                              std::vector<int64_t>* ids) const {
+  // Each id takes two values of the stream: u, then the Zipf draw's
+  // NextDouble or the uniform draw's NextBelow. The Zipf draws' powers are
+  // computed after, all at once (base/power_floor.h).
+  std::array<double, kIdChunk> bases{};  // of the Zipf draws' powers
+  std::array<int, kIdChunk> slot{};      // their places among the chunk's ids
+  int zipfs = 0;
+  const double zipf_fraction = synthetic_.zipf_fraction();
+  const uint64_t vocab = static_cast<uint64_t>(feature.vocab);
+  const size_t first = ids->size();
+  for (int j = 0; j < count; ++j) {
+    const double u = rng->NextDouble();
+    const uint64_t value = rng->NextU64();
+    bases[zipfs] = base::CounterRng::UnitDouble(value) * feature.zipf_span;
+    slot[zipfs] = j;
+    zipfs += u < zipf_fraction;
+    ids->push_back(static_cast<int64_t>(base::CounterRng::Below(value, vocab)));
+  }
+  // Inverse CDF of the density ~ x^-s on [1, V + 1): id floor(x) - 1.
+  std::array<double, kIdChunk> floor_x{};
+  if (feature.zipf_power == 0) {
+    for (int k = 0; k < zipfs; ++k) floor_x[k] = std::floor(std::exp(bases[k]));
+  } else {
+    for (int k = 0; k < zipfs; ++k) bases[k] += 1;
+    feature.zipf_floor.FloorAll(bases.data(), floor_x.data(), zipfs);
+  }
+  for (int k = 0; k < zipfs; ++k) {
+    const double id = floor_x[k] - 1;
+    // !(id > 0) also catches NaN.
+    (*ids)[first + slot[k]] =
+        id > 0 ? std::min(static_cast<int64_t>(std::min(id, 9.0e18)), feature.vocab - 1) : 0;
+  }
 }
 
 double SyntheticSource::Weight(int table, int64_t id) const {

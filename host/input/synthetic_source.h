@@ -13,6 +13,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/power_floor.h"
+#include "base/random.h"
 #include "host/batch.h"
 #include "host/input/data_source.h"
 #include "proto/config.pb.h"
@@ -97,6 +99,8 @@ class SyntheticSource : public DataSource {
     int max_length = 1;     // Ids per sample, inclusive upper bound.
     double zipf_span = 0;   // (V + 1)^(1 - s) - 1, or log(V + 1) when s == 1.
     double zipf_power = 0;  // 1 / (1 - s), or 0 when s == 1 (the draw is exp).
+    // floor((1 + u x zipf_span)^zipf_power) for u in [0, 1), when s != 1.
+    base::PowerFloor zipf_floor;
   };
 
   SyntheticSource(const config::RunConfig& config, int rank, int world_size,
@@ -108,7 +112,10 @@ class SyntheticSource : public DataSource {
   void FillBatch(uint64_t first_g, Batch* batch) const;
   // Writes sample `g` as row `row` of `batch` (rows are filled in order).
   void FillSample(uint64_t g, int64_t row, Batch* batch) const;
-  int64_t DrawZipfId(const Feature& feature, double u) const;
+  // Appends `count` <= kIdChunk ids of `feature` drawn from `rng`.
+  static constexpr int kIdChunk = 64;
+  void DrawIds(const Feature& feature, int count, base::CounterRng* rng,
+               std::vector<int64_t>* ids) const;
   // w(t, id), u(t, id) and h(t, id) of the teacher (see above).
   double Weight(int table, int64_t id) const;
   double CrossWeight(int table, int64_t id) const;

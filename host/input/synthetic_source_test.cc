@@ -350,6 +350,34 @@ TEST(SyntheticSourceTest, MatchesAPlainTranscriptionOfTheFormulas) {
   }
 }
 
+// The ids of long features (the draws go in chunks of 64), for exponents
+// above and below 1, near it (1 / (1 - s) about -1000) and at it (exp),
+// match the transcription's pow.
+TEST(SyntheticSourceTest, LongFeaturesMatchTheTranscriptionForEveryExponent) {
+  for (const float s : {1.05f, 1.0f, 0.5f, 2.0f, 1.2f, 1.001f}) {
+    config::RunConfig config = TestConfig(/*global_batch=*/8);
+    config.mutable_features(1)->set_max_sequence_length(200);
+    config.mutable_features(2)->set_max_sequence_length(129);
+    config.mutable_tables(1)->set_vocab_size(1000000);
+    config.mutable_data()->mutable_synthetic()->set_zipf_fraction(0.7);
+    config.mutable_data()->mutable_synthetic()->set_zipf_exponent(s);
+    auto source = MakeSource(config, /*rank=*/0, /*world_size=*/1);
+    for (int64_t step : {0, 5}) {
+      Batch batch;
+      ASSERT_TRUE(source->TrainBatch(step, &batch).ok());
+      for (int64_t i = 0; i < batch.num_samples; ++i) {
+        const ReferenceSample ref = Reference(config, step * 8 + i);
+        for (int f = 0; f < batch.num_features(); ++f) {
+          const std::vector<int64_t> ids(batch.ids[f].begin() + batch.offsets[f][i],
+                                         batch.ids[f].begin() + batch.offsets[f][i + 1]);
+          EXPECT_EQ(ids, ref.ids[f]) << "s " << s << " sample " << i << " feature " << f;
+        }
+        EXPECT_EQ(batch.labels[i], ref.label) << "s " << s << " sample " << i;
+      }
+    }
+  }
+}
+
 // The cross terms change the teacher only (ids, dense features and the
 // other terms are the same draws) and are off by default; with hot ids they
 // move the logits of most samples.
