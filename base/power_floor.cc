@@ -19,23 +19,16 @@ PowerFloor::PowerFloor(double p, double b_min, double b_max) : p_(p) {
   // |log2 b^p| over the interval, and b's largest binary exponent.
   const double z_max = std::abs(p) * std::max(std::abs(std::log2(b_min)), std::abs(std::log2(b_max)));
   if (!(z_max <= 1000)) return;
-  const double e_max = std::max(std::abs(std::ilogb(b_min)), std::abs(std::ilogb(b_max)));
-  for (int i = 0; i < kLogCells; ++i) {
-    const double c = 1 + (i + 0.5) / kLogCells;
-    log_c_[i] = std::log(c);
-    inv_c_[i] = 1 / c;
-  }
+  const int e_max = std::max(std::abs(std::ilogb(b_min)), std::abs(std::ilogb(b_max)));
   for (int j = 0; j < kExpCells; ++j) exp2_j_[j] = std::exp2(static_cast<double>(j) / kExpCells);
   approximates_ = true;
-  // Errors, in roundoffs u. log b: e log 2, log c and the series' sum each
-  // within (|e| + 2) u of |log b|'s scale, the series' truncation
-  // (|t|^7 / 7 < 2^-58) and t's rounding below u: under (4 e_max + 8) u
-  // absolute. z = p log b / log 2: |p| / log 2 times that, plus 3 u |z|.
+  // Errors, in roundoffs u. log b: TableLog's absolute bound. z = p log b /
+  // log 2: |p| / log 2 times that, plus 3 u |z|.
   // 2^z: j / kExpCells and z - j / kExpCells exact, the series (truncation
   // |g|^7 / 5040 < 2^-60) and the three products under 8 u relative. A
   // relative error of x is log 2 times z's absolute one; pow's own result
   // is within 2 u; the band's products add 1 u each.
-  const double z_error = std::abs(p) / std::log(2.0) * (4 * e_max + 8) + 3 * z_max;
+  const double z_error = std::abs(p) / std::log(2.0) * TableLog::AbsoluteBoundUlps(e_max) + 3 * z_max;
   bound_ = kMargin * (std::log(2.0) * z_error + 12) * kRoundoff;
 }
 

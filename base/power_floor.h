@@ -16,6 +16,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/table_log.h"
+
 namespace lemrt::base {
 
 class PowerFloor {
@@ -40,10 +42,6 @@ class PowerFloor {
   double bound() const { return bound_; }
 
  private:
-  // log b = e log 2 + log c + log(1 + t) for b = 2^e m, m in [1, 2), c the
-  // centre of m's 1/kLogCells-wide cell and t = (m - c) / c, |t| <= 2^-8.
-  static constexpr int kLogBits = 7;
-  static constexpr int kLogCells = 1 << kLogBits;
   // 2^z = 2^k 2^(j / kExpCells) e^(f log 2), |f| <= 1 / (2 kExpCells).
   static constexpr int kExpBits = 5;
   static constexpr int kExpCells = 1 << kExpBits;
@@ -61,23 +59,14 @@ class PowerFloor {
   double p_ = 1;
   bool approximates_ = false;
   double bound_ = 0;
-  std::array<double, kLogCells> log_c_{};
-  std::array<double, kLogCells> inv_c_{};
+  TableLog log_;
   std::array<double, kExpCells> exp2_j_{};
 };
 
 inline double PowerFloor::Approximate(double b) const {
   constexpr double kLn2 = 0x1.62e42fefa39efp-1;
   constexpr double kInvLn2 = 0x1.71547652b82fep0;
-  const uint64_t bits = std::bit_cast<uint64_t>(b);
-  const int e = static_cast<int>(bits >> 52) - 1023;  // b > 0: no sign bit
-  const int cell = static_cast<int>(bits >> (52 - kLogBits)) & (kLogCells - 1);
-  const double m = std::bit_cast<double>((bits & ((uint64_t{1} << 52) - 1)) | (uint64_t{1023} << 52));
-  const double c = 1 + (cell + 0.5) / kLogCells;
-  const double t = (m - c) * inv_c_[cell];
-  const double log1p_t =
-      t - t * t * (0.5 - t * (1.0 / 3 - t * (0.25 - t * (0.2 - t * (1.0 / 6)))));
-  const double z = p_ * (e * kLn2 + log_c_[cell] + log1p_t) * kInvLn2;  // log2 of b^p
+  const double z = p_ * log_(b) * kInvLn2;  // log2 of b^p
   const double j = std::nearbyint(z * kExpCells);
   const double g = (z - j / kExpCells) * kLn2;
   const double exp_g =

@@ -196,12 +196,14 @@ void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
     // the same order as one loop.
     const size_t first = ids.size();
     for (int j = 0; j < length; j += kIdChunk) DrawIds(feature, std::min(kIdChunk, length - j), &rng, &ids);
-    double weight_sum = 0;
-    for (size_t j = first; j < ids.size(); ++j) {
-      const int64_t id = ids[j];
-      weight_sum += Weight(feature.table, id);
-      if (in_pair) AddHidden(feature.table, id, pooled[f].data());
-      if (in_cross) crossed[f] += CrossWeight(feature.table, id);
+    const int drawn = static_cast<int>(ids.size() - first);
+    const double weight_sum =
+        SumTeacherFloats(hot_w_[feature.table], weight_prefix_[feature.table], &ids[first], drawn);
+    if (in_pair) {
+      for (size_t j = first; j < ids.size(); ++j) AddHidden(feature.table, ids[j], pooled[f].data());
+    }
+    if (in_cross) {
+      crossed[f] = SumTeacherFloats(hot_u_[feature.table], cross_prefix_[feature.table], &ids[first], drawn);
     }
     batch->offsets[f][row + 1] = static_cast<int64_t>(ids.size());
     id_term += weight_sum / length;
@@ -277,16 +279,33 @@ void SyntheticSource::DrawIds(const Feature& feature, int count, base::CounterRn
   }
 }
 
-double SyntheticSource::Weight(int table, int64_t id) const {
-  if (id < static_cast<int64_t>(hot_w_[table].size())) return hot_w_[table][id];
-  base::CounterRng rng(HashOn(weight_prefix_[table], uint64_t(id)));
-  return static_cast<float>(rng.NextNormal() * Damping(id));  // As cached.
-}
-
-double SyntheticSource::CrossWeight(int table, int64_t id) const {
-  if (id < static_cast<int64_t>(hot_u_[table].size())) return hot_u_[table][id];
-  base::CounterRng rng(HashOn(cross_prefix_[table], uint64_t(id)));
-  return static_cast<float>(rng.NextNormal() * Damping(id));  // As cached.
+double SyntheticSource::SumTeacherFloats(const std::vector<float>& cache, uint64_t prefix,
+                                         const int64_t* ids, int count) const {
+  double sum = 0;
+  std::array<float, kIdChunk> value{};
+  std::array<uint64_t, kIdChunk> key{};  // of the ids past the cache
+  std::array<double, kIdChunk> damping{};
+  std::array<float, kIdChunk> computed{};
+  std::array<int, kIdChunk> slot{};
+  const int64_t cached = static_cast<int64_t>(cache.size());
+  for (int first = 0; first < count; first += kIdChunk) {
+    const int n = std::min(kIdChunk, count - first);
+    int uncached = 0;
+    for (int j = 0; j < n; ++j) {
+      const int64_t id = ids[first + j];
+      if (id < cached) {
+        value[j] = cache[id];
+      } else {
+        key[uncached] = HashOn(prefix, uint64_t(id));
+        damping[uncached] = Damping(id);
+        slot[uncached++] = j;
+      }
+    }
+    normals_(key.data(), damping.data(), computed.data(), uncached);
+    for (int k = 0; k < uncached; ++k) value[slot[k]] = computed[k];
+    for (int j = 0; j < n; ++j) sum += value[j];
+  }
+  return sum;
 }
 
 void SyntheticSource::AddHidden(int table, int64_t id, double* acc) const {

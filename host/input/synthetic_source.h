@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/normal_floats.h"
 #include "base/power_floor.h"
 #include "base/random.h"
 #include "host/batch.h"
@@ -116,9 +117,12 @@ class SyntheticSource : public DataSource {
   static constexpr int kIdChunk = 64;
   void DrawIds(const Feature& feature, int count, base::CounterRng* rng,
                std::vector<int64_t>* ids) const;
-  // w(t, id), u(t, id) and h(t, id) of the teacher (see above).
-  double Weight(int table, int64_t id) const;
-  double CrossWeight(int table, int64_t id) const;
+  // The sum over `ids`, in order, of the teacher's w(t, id) (cache hot_w_[t],
+  // prefix weight_prefix_[t]) or u(t, id) (hot_u_[t], cross_prefix_[t]):
+  // float(N(0, 1) x damp(id)) with the normal keyed by HashOn(prefix, id).
+  double SumTeacherFloats(const std::vector<float>& cache, uint64_t prefix, const int64_t* ids,
+                          int count) const;
+  // acc += h(t, id) of the teacher (see above).
   void AddHidden(int table, int64_t id, double* acc) const;
 
   const config::SyntheticSourceConfig& synthetic_;
@@ -139,6 +143,7 @@ class SyntheticSource : public DataSource {
   std::vector<uint64_t> weight_prefix_;
   std::vector<uint64_t> hidden_prefix_;
   std::vector<uint64_t> cross_prefix_;     // (seed, "cross", t)
+  base::NormalFloats normals_;
   std::vector<std::vector<float>> hot_w_;  // Per table: w(t, id) for small ids.
   std::vector<std::vector<float>> hot_u_;  // Per table of a crossed feature: u(t, id).
   // Per table of a paired feature, for small ids: the kHiddenDim normals of

@@ -1,0 +1,76 @@
+#include "base/normal_floats.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "base/random.h"
+
+namespace lemrt::base {
+namespace {
+
+// pi / 2 = kHalfPiHi + kHalfPiLo to about 2^-107.
+constexpr double kHalfPiHi = 0x1.921fb54442d18p0;
+constexpr double kHalfPiLo = 0x1.1a62633145c07p-54;
+constexpr double kTwoOverPi = 0x1.45f306dc9c883p-1;
+// An odd quadrant's reduced argument this close to 0 (a zero of the
+// cosine) is not trusted.
+constexpr double kSmallestReduced = 1e-6;
+constexpr int kChunk = 64;
+
+}  // namespace
+
+double NormalFloats::Approximate(double u1, double u2) const {
+  if (u1 < 1e-300) u1 = 1e-300;  // as NextNormal
+  const double radius = std::sqrt(-2.0 * log_(u1));
+  // cos theta, theta = r + k pi / 2 with |r| <= pi / 4: fma(-k, hi, theta)
+  // is exact (theta and k hi agree in their leading bits).
+  const double theta = 6.283185307179586 * u2;
+  const double k = std::nearbyint(theta * kTwoOverPi);
+  const double r = std::fma(-k, kHalfPiHi, theta) - k * kHalfPiLo;
+  const double r2 = r * r;
+  // Taylor series to r^15 and r^16: truncation under 7e-17 relative.
+  const double sin_r =
+      r + r * r2 *
+              (-1.0 / 6 +
+               r2 * (1.0 / 120 +
+                     r2 * (-1.0 / 5040 +
+                           r2 * (1.0 / 362880 +
+                                 r2 * (-1.0 / 39916800 +
+                                       r2 * (1.0 / 6227020800 + r2 * (-1.0 / 1307674368000)))))));
+  const double cos_r =
+      1 + r2 * (-0.5 +
+                r2 * (1.0 / 24 +
+                      r2 * (-1.0 / 720 +
+                            r2 * (1.0 / 40320 +
+                                  r2 * (-1.0 / 3628800 +
+                                        r2 * (1.0 / 479001600 +
+                                              r2 * (-1.0 / 87178291200 + r2 * (1.0 / 20922789888000))))))));
+  const int quadrant = static_cast<int>(k) & 3;
+  const double cosine = quadrant == 0 ? cos_r : quadrant == 1 ? -sin_r : quadrant == 2 ? -cos_r : sin_r;
+  const bool trusted = u1 <= kLargestU1 && (quadrant % 2 == 0 || std::abs(r) >= kSmallestReduced);
+  return trusted ? radius * cosine : std::numeric_limits<double>::quiet_NaN();
+}
+
+void NormalFloats::operator()(const uint64_t* keys, const double* scales, float* out, int n) const {
+  std::array<double, kChunk> u1, u2, x;
+  for (int first = 0; first < n; first += kChunk) {
+    const int count = std::min(kChunk, n - first);
+    for (int i = 0; i < count; ++i) {
+      CounterRng rng(keys[first + i]);
+      u1[i] = rng.NextDouble();
+      u2[i] = rng.NextDouble();
+    }
+    for (int i = 0; i < count; ++i) x[i] = Approximate(u1[i], u2[i]) * scales[first + i];
+    for (int i = 0; i < count; ++i) {
+      const float lo = static_cast<float>(x[i] * (1 - kBound));
+      const float hi = static_cast<float>(x[i] * (1 + kBound));
+      out[first + i] = lo == hi ? lo
+                                : static_cast<float>(CounterRng(keys[first + i]).NextNormal() *
+                                                     scales[first + i]);
+    }
+  }
+}
+
+}  // namespace lemrt::base
