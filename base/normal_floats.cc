@@ -42,13 +42,16 @@ double NormalFloats::Approximate(double u1, double u2) const {
   const double cos_r =
       1 + r2 * (-0.5 +
                 r2 * (1.0 / 24 +
-                      r2 * (-1.0 / 720 +
-                            r2 * (1.0 / 40320 +
-                                  r2 * (-1.0 / 3628800 +
-                                        r2 * (1.0 / 479001600 +
-                                              r2 * (-1.0 / 87178291200 + r2 * (1.0 / 20922789888000))))))));
+                      r2 * (-1.0 / 720 + r2 * (1.0 / 40320 +
+                                               r2 * (-1.0 / 3628800 +
+                                                     r2 * (1.0 / 479001600 +
+                                                           r2 * (-1.0 / 87178291200 +
+                                                                 r2 * (1.0 / 20922789888000))))))));
   const int quadrant = static_cast<int>(k) & 3;
-  const double cosine = quadrant == 0 ? cos_r : quadrant == 1 ? -sin_r : quadrant == 2 ? -cos_r : sin_r;
+  const double cosine = quadrant == 0   ? cos_r
+                        : quadrant == 1 ? -sin_r
+                        : quadrant == 2 ? -cos_r
+                                        : sin_r;
   const bool trusted = u1 <= kLargestU1 && (quadrant % 2 == 0 || std::abs(r) >= kSmallestReduced);
   return trusted ? radius * cosine : std::numeric_limits<double>::quiet_NaN();
 }
@@ -66,9 +69,10 @@ void NormalFloats::operator()(const uint64_t* keys, const double* scales, float*
     for (int i = 0; i < count; ++i) {
       const float lo = static_cast<float>(x[i] * (1 - kBound));
       const float hi = static_cast<float>(x[i] * (1 + kBound));
-      out[first + i] = lo == hi ? lo
-                                : static_cast<float>(CounterRng(keys[first + i]).NextNormal() *
-                                                     scales[first + i]);
+      out[first + i] =
+          lo == hi
+              ? lo
+              : static_cast<float>(CounterRng(keys[first + i]).NextNormal() * scales[first + i]);
     }
   }
 }

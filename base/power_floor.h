@@ -28,7 +28,9 @@ class PowerFloor {
   PowerFloor(double p, double b_min, double b_max);
 
   // std::floor(std::pow(b, p)), for b in [b_min, b_max].
-  double operator()(double b) const { return approximates_ ? FloorOf(b, Approximate(b)) : Exact(b); }
+  double operator()(double b) const {
+    return approximates_ ? FloorOf(b, Approximate(b)) : Exact(b);
+  }
 
   // floors[i] = (*this)(bases[i]) for i < n, the approximations first in a
   // loop of their own, which the compiler vectorises: several times the

@@ -82,7 +82,8 @@ TEST(PowerFloorTest, MatchesPowOnZipfDraws) {
 // band straddles it and pow decides: a few ulps either side of the root, and
 // relative steps of 1e-14 of the base (about 20 x that of the power).
 TEST(PowerFloorTest, MatchesPowAtIntegerBoundaries) {
-  for (double p : {-20.0, ZipfOf(1.05f, 1e6).power, ZipfOf(1.2f, 1e6).power, 2.0, 3.5, -1.0, 10.0}) {
+  for (double p :
+       {-20.0, ZipfOf(1.05f, 1e6).power, ZipfOf(1.2f, 1e6).power, 2.0, 3.5, -1.0, 10.0}) {
     const double b_min = p < 0 ? 0.4 : 1.0;
     const double b_max = p < 0 ? 1.0 : 6.0;
     const PowerFloor floor_of(p, b_min, b_max);

@@ -25,7 +25,8 @@ class TableLog {
     const uint64_t bits = std::bit_cast<uint64_t>(b);
     const int e = static_cast<int>(bits >> 52) - 1023;
     const int cell = static_cast<int>(bits >> (52 - kCellBits)) & (kCells - 1);
-    const double m = std::bit_cast<double>((bits & ((uint64_t{1} << 52) - 1)) | (uint64_t{1023} << 52));
+    const double m =
+        std::bit_cast<double>((bits & ((uint64_t{1} << 52) - 1)) | (uint64_t{1023} << 52));
     const double c = 1 + (cell + 0.5) / kCells;
     const double t = (m - c) * inv_c_[cell];
     const double log1p_t =
