@@ -18,12 +18,12 @@ constexpr double kTwoOverPi = 0x1.45f306dc9c883p-1;
 // cosine) is not trusted.
 constexpr double kSmallestReduced = 1e-6;
 constexpr int kChunk = 64;
+constexpr int kLanes = 8;  // doubles in an AVX-512 vector; whole AVX2 vectors too
 
-}  // namespace
-
-double NormalFloats::Approximate(double u1, double u2) const {
-  if (u1 < 1e-300) u1 = 1e-300;  // as NextNormal
-  const double radius = std::sqrt(-2.0 * log_(u1));
+// Inlined into the loop below, which the compiler then vectorises.
+[[gnu::always_inline]] inline double ApproximateNormal(const TableLog& log, double u1, double u2) {
+  const double clamped = std::max(u1, 1e-300);  // as NextNormal
+  const double radius = std::sqrt(-2.0 * log(clamped));
   // cos theta, theta = r + k pi / 2 with |r| <= pi / 4: fma(-k, hi, theta)
   // is exact (theta and k hi agree in their leading bits).
   const double theta = 6.283185307179586 * u2;
@@ -47,28 +47,49 @@ double NormalFloats::Approximate(double u1, double u2) const {
                                                      r2 * (1.0 / 479001600 +
                                                            r2 * (-1.0 / 87178291200 +
                                                                  r2 * (1.0 / 20922789888000))))))));
-  const int quadrant = static_cast<int>(k) & 3;
-  const double cosine = quadrant == 0   ? cos_r
-                        : quadrant == 1 ? -sin_r
-                        : quadrant == 2 ? -cos_r
-                                        : sin_r;
-  const bool trusted = u1 <= kLargestU1 && (quadrant % 2 == 0 || std::abs(r) >= kSmallestReduced);
-  return trusted ? radius * cosine : std::numeric_limits<double>::quiet_NaN();
+  // cos theta = cos r, -sin r, -cos r, sin r in quadrants 0 .. 3 (a sign
+  // change is exact). Selections on doubles, so that the loop vectorises.
+  const int64_t quadrant = static_cast<int64_t>(k) & 3;
+  const double odd = static_cast<double>(quadrant & 1);
+  const double negative = static_cast<double>(((quadrant + 1) >> 1) & 1);
+  const double cosine = (1 - 2 * negative) * (odd != 0 ? sin_r : cos_r);
+  const bool untrusted =
+      (u1 > NormalFloats::kLargestU1) | ((odd != 0) & (std::abs(r) < kSmallestReduced));
+  return untrusted ? std::numeric_limits<double>::quiet_NaN() : radius * cosine;
+}
+
+// x[i] = the approximation of normal i, i < n. Arrays that do not overlap
+// (__restrict) and the options base/CMakeLists.txt gives this file let the
+// compiler vectorise the loop; the caller pads n to whole vectors (kLanes),
+// so that no element goes to the scalar remainder loop.
+void ApproximateChunk(const TableLog& log, const double* __restrict u1, const double* __restrict u2,
+                      double* __restrict x, int n) {
+  for (int i = 0; i < n; ++i) x[i] = ApproximateNormal(log, u1[i], u2[i]);
+}
+
+}  // namespace
+
+double NormalFloats::Approximate(double u1, double u2) const {
+  return ApproximateNormal(log_, u1, u2);
 }
 
 void NormalFloats::operator()(const uint64_t* keys, const double* scales, float* out, int n) const {
   std::array<double, kChunk> u1, u2, x;
   for (int first = 0; first < n; first += kChunk) {
     const int count = std::min(kChunk, n - first);
+    const int padded = (count + kLanes - 1) / kLanes * kLanes;
     for (int i = 0; i < count; ++i) {
       CounterRng rng(keys[first + i]);
       u1[i] = rng.NextDouble();
       u2[i] = rng.NextDouble();
     }
-    for (int i = 0; i < count; ++i) x[i] = Approximate(u1[i], u2[i]) * scales[first + i];
+    std::fill(u1.begin() + count, u1.begin() + padded, 0.5);
+    std::fill(u2.begin() + count, u2.begin() + padded, 0.5);
+    ApproximateChunk(log_, u1.data(), u2.data(), x.data(), padded);
     for (int i = 0; i < count; ++i) {
-      const float lo = static_cast<float>(x[i] * (1 - kBound));
-      const float hi = static_cast<float>(x[i] * (1 + kBound));
+      const double scaled = x[i] * scales[first + i];
+      const float lo = static_cast<float>(scaled * (1 - kBound));
+      const float hi = static_cast<float>(scaled * (1 + kBound));
       out[first + i] =
           lo == hi
               ? lo

@@ -50,6 +50,10 @@ class PowerFloor {
   // Powers at or above this go to pow (their floors need every bit).
   static constexpr double kLargest = 0x1p50;
 
+  // x[i] = Approximate(bases[i]), i < n: arrays that do not overlap
+  // (__restrict) and the options base/CMakeLists.txt gives power_floor.cc let
+  // the compiler vectorise the loop.
+  void ApproximateAll(const double* __restrict bases, double* __restrict x, int n) const;
   // pow's floor of b, given x = Approximate(b).
   double FloorOf(double b, double x) const {
     const double lo = std::floor(x * (1 - bound_));

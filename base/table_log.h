@@ -23,15 +23,16 @@ class TableLog {
   double operator()(double b) const {
     constexpr double kLn2 = 0x1.62e42fefa39efp-1;
     const uint64_t bits = std::bit_cast<uint64_t>(b);
-    const int e = static_cast<int>(bits >> 52) - 1023;
-    const int cell = static_cast<int>(bits >> (52 - kCellBits)) & (kCells - 1);
+    // 64-bit integers throughout: their conversions vectorise (AVX-512).
+    const int64_t e = static_cast<int64_t>(bits >> 52) - 1023;
+    const int64_t cell = static_cast<int64_t>(bits >> (52 - kCellBits)) & (kCells - 1);
     const double m =
         std::bit_cast<double>((bits & ((uint64_t{1} << 52) - 1)) | (uint64_t{1023} << 52));
     const double c = 1 + (cell + 0.5) / kCells;
     const double t = (m - c) * inv_c_[cell];
     const double log1p_t =
         t - t * t * (0.5 - t * (1.0 / 3 - t * (0.25 - t * (0.2 - t * (1.0 / 6)))));
-    return e * kLn2 + log_c_[cell] + log1p_t;
+    return static_cast<double>(e) * kLn2 + log_c_[cell] + log1p_t;
   }
 
   // A bound on |(*this)(b) - log b| for b = 2^e m, m in [1, 2), in units of
