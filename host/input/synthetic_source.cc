@@ -195,15 +195,16 @@ void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
     // instead of each lookup waiting on its draw. The same draws and sums in
     // the same order as one loop.
     const size_t first = ids.size();
-    for (int j = 0; j < length; j += kIdChunk) DrawIds(feature, std::min(kIdChunk, length - j), &rng, &ids);
-    const int drawn = static_cast<int>(ids.size() - first);
-    const double weight_sum =
-        SumTeacherFloats(hot_w_[feature.table], weight_prefix_[feature.table], &ids[first], drawn);
+    for (int j = 0; j < length; j += kIdChunk) {
+      DrawIds(feature, std::min(kIdChunk, length - j), &rng, &ids);
+    }
+    const int t = feature.table;
+    const double weight_sum = SumTeacherFloats(hot_w_[t], weight_prefix_[t], &ids[first], length);
     if (in_pair) {
-      for (size_t j = first; j < ids.size(); ++j) AddHidden(feature.table, ids[j], pooled[f].data());
+      for (size_t j = first; j < ids.size(); ++j) AddHidden(t, ids[j], pooled[f].data());
     }
     if (in_cross) {
-      crossed[f] = SumTeacherFloats(hot_u_[feature.table], cross_prefix_[feature.table], &ids[first], drawn);
+      crossed[f] = SumTeacherFloats(hot_u_[t], cross_prefix_[t], &ids[first], length);
     }
     batch->offsets[f][row + 1] = static_cast<int64_t>(ids.size());
     id_term += weight_sum / length;
