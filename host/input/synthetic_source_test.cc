@@ -319,6 +319,26 @@ ReferenceSample Reference(const config::RunConfig& config, uint64_t g) {
   return out;
 }
 
+// Row `row` of `batch` against the transcription of sample `g`.
+void ExpectRowMatchesReference(const config::RunConfig& config, const Batch& batch, int64_t row,
+                               uint64_t g) {
+  const ReferenceSample ref = Reference(config, g);
+  for (int f = 0; f < batch.num_features(); ++f) {
+    const std::vector<int64_t> ids(batch.ids[f].begin() + batch.offsets[f][row],
+                                   batch.ids[f].begin() + batch.offsets[f][row + 1]);
+    EXPECT_EQ(ids, ref.ids[f]) << "sample " << g << " feature " << f;
+  }
+  const int num_dense = config.model().num_dense_features();
+  for (int k = 0; k < num_dense; ++k) {
+    EXPECT_EQ(batch.dense[row * num_dense + k], ref.dense[k]) << "sample " << g;
+  }
+  // The teacher to rounding (the compiler may fuse multiply-adds
+  // differently in the two transcriptions); a wrong hashed key would
+  // change it completely.
+  EXPECT_NEAR(batch.teacher_prob[row], ref.prob, 1e-6) << "sample " << g;
+  EXPECT_EQ(batch.labels[row], ref.label) << "sample " << g;
+}
+
 TEST(SyntheticSourceTest, MatchesAPlainTranscriptionOfTheFormulas) {
   for (const float cross_scale : {0.0f, 1.5f}) {
     config::RunConfig config = TestConfig(/*global_batch=*/32);
@@ -332,47 +352,31 @@ TEST(SyntheticSourceTest, MatchesAPlainTranscriptionOfTheFormulas) {
       Batch batch;
       ASSERT_TRUE(source->TrainBatch(step, &batch).ok());
       for (int64_t i = 0; i < batch.num_samples; ++i) {
-        const uint64_t g = step * 32 + 16 + i;  // rank 1 of 2, local batch 16
-        const ReferenceSample ref = Reference(config, g);
-        for (int f = 0; f < batch.num_features(); ++f) {
-          const std::vector<int64_t> ids(batch.ids[f].begin() + batch.offsets[f][i],
-                                         batch.ids[f].begin() + batch.offsets[f][i + 1]);
-          EXPECT_EQ(ids, ref.ids[f]) << "sample " << g << " feature " << f;
-        }
-        for (int k = 0; k < 3; ++k) EXPECT_EQ(batch.dense[i * 3 + k], ref.dense[k]) << g;
-        // The teacher to rounding (the compiler may fuse multiply-adds
-        // differently in the two transcriptions); a wrong hashed key would
-        // change it completely.
-        EXPECT_NEAR(batch.teacher_prob[i], ref.prob, 1e-6) << "sample " << g;
-        EXPECT_EQ(batch.labels[i], ref.label) << "sample " << g;
+        ExpectRowMatchesReference(config, batch, i, step * 32 + 16 + i);  // rank 1 of 2
       }
     }
   }
 }
 
-// The ids of long features (the draws go in chunks of 64), for exponents
-// above and below 1, near it (1 / (1 - s) about -1000) and at it (exp),
-// match the transcription's pow.
+// Long features (the draws go in chunks of 64, the teacher's values too),
+// for exponents above and below 1, near it (1 / (1 - s) about -1000) and at
+// it (exp), with the cross terms on: the transcription's libm throughout.
 TEST(SyntheticSourceTest, LongFeaturesMatchTheTranscriptionForEveryExponent) {
   for (const float s : {1.05f, 1.0f, 0.5f, 2.0f, 1.2f, 1.001f}) {
     config::RunConfig config = TestConfig(/*global_batch=*/8);
     config.mutable_features(1)->set_max_sequence_length(200);
     config.mutable_features(2)->set_max_sequence_length(129);
     config.mutable_tables(1)->set_vocab_size(1000000);
+    config.mutable_model()->set_num_dense_features(2);
     config.mutable_data()->mutable_synthetic()->set_zipf_fraction(0.7);
     config.mutable_data()->mutable_synthetic()->set_zipf_exponent(s);
+    config.mutable_data()->mutable_synthetic()->set_teacher_cross_scale(1.5);
     auto source = MakeSource(config, /*rank=*/0, /*world_size=*/1);
     for (int64_t step : {0, 5}) {
       Batch batch;
       ASSERT_TRUE(source->TrainBatch(step, &batch).ok());
       for (int64_t i = 0; i < batch.num_samples; ++i) {
-        const ReferenceSample ref = Reference(config, step * 8 + i);
-        for (int f = 0; f < batch.num_features(); ++f) {
-          const std::vector<int64_t> ids(batch.ids[f].begin() + batch.offsets[f][i],
-                                         batch.ids[f].begin() + batch.offsets[f][i + 1]);
-          EXPECT_EQ(ids, ref.ids[f]) << "s " << s << " sample " << i << " feature " << f;
-        }
-        EXPECT_EQ(batch.labels[i], ref.label) << "s " << s << " sample " << i;
+        ExpectRowMatchesReference(config, batch, i, step * 8 + i);
       }
     }
   }
