@@ -27,14 +27,9 @@ class PowerFloor {
   // normal doubles, or b^p could leave [2^-1000, 2^1000]: always pow.
   PowerFloor(double p, double b_min, double b_max);
 
-  // std::floor(std::pow(b, p)), for b in [b_min, b_max].
-  double operator()(double b) const {
-    return approximates_ ? FloorOf(b, Approximate(b)) : Exact(b);
-  }
-
-  // floors[i] = (*this)(bases[i]) for i < n, the approximations first in a
-  // loop of their own, which the compiler vectorises: several times the
-  // throughput of n calls. bases and floors must not overlap.
+  // floors[i] = std::floor(std::pow(bases[i], p)) for i < n, bases in
+  // [b_min, b_max]: the approximations first, in a loop the compiler
+  // vectorises, then the floors. bases and floors must not overlap.
   void FloorAll(const double* bases, double* floors, int n) const;
 
   // Whether draws take the approximation (tests).

@@ -113,8 +113,10 @@ class SyntheticSource : public DataSource {
   void FillBatch(uint64_t first_g, Batch* batch) const;
   // Writes sample `g` as row `row` of `batch` (rows are filled in order).
   void FillSample(uint64_t g, int64_t row, Batch* batch) const;
-  // Appends `count` <= kIdChunk ids of `feature` drawn from `rng`.
+  // The most ids a DrawIds call draws, and the most teacher values a
+  // SumTeacherFloats pass computes at once.
   static constexpr int kIdChunk = 64;
+  // Appends `count` <= kIdChunk ids of `feature` drawn from `rng`.
   void DrawIds(const Feature& feature, int count, base::CounterRng* rng,
                std::vector<int64_t>* ids) const;
   // The sum over `ids`, in order, of the teacher's w(t, id) (cache hot_w_[t],
