@@ -18,7 +18,7 @@ constexpr double kTwoOverPi = 0x1.45f306dc9c883p-1;
 // cosine) is not trusted.
 constexpr double kSmallestReduced = 1e-6;
 constexpr int kChunk = 64;
-constexpr int kLanes = 8;  // doubles in an AVX-512 vector; whole AVX2 vectors too
+constexpr int kLanes = NormalFloats::kLanes;
 
 // Inlined into the loop below, which the compiler then vectorises.
 [[gnu::always_inline]] inline double ApproximateNormal(const TableLog& log, double u1, double u2) {
@@ -71,6 +71,10 @@ void ApproximateChunk(const TableLog& log, const double* __restrict u1, const do
 
 double NormalFloats::Approximate(double u1, double u2) const {
   return ApproximateNormal(log_, u1, u2);
+}
+
+void NormalFloats::ApproximateAll(const double* u1, const double* u2, double* x, int n) const {
+  ApproximateChunk(log_, u1, u2, x, n);
 }
 
 void NormalFloats::operator()(const uint64_t* keys, const double* scales, float* out, int n) const {

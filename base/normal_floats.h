@@ -28,6 +28,12 @@ class NormalFloats {
   // draws them), or NaN where it is not trusted (tests).
   double Approximate(double u1, double u2) const;
 
+  // x[i] = Approximate(u1[i], u2[i]) for i < n, n a multiple of kLanes, in
+  // vectors: within kBound x |x[i]| of CounterRng::NormalFrom(u1[i], u2[i]),
+  // or NaN. For callers that need the normal as a double and carry the bound.
+  static constexpr int kLanes = 8;  // doubles in an AVX-512 vector; whole AVX2 vectors too
+  void ApproximateAll(const double* u1, const double* u2, double* x, int n) const;
+
   // Past this u1, log u1 is too close to 0 for TableLog's absolute error.
   static constexpr double kLargestU1 = 0.99;
   // The relative bound: TableLog's 12 roundoffs absolute at |log u1| >=

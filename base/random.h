@@ -25,6 +25,11 @@ inline uint64_t HashKeys(std::initializer_list<uint64_t> keys) {
   return h;
 }
 
+// HashKeys of the keys behind `prefix` (HashKeys of the leading keys) and
+// then `key`: HashKeys({a, b, key}) == HashOn(HashKeys({a, b}), key), so
+// leading keys shared by many hashes are hashed once.
+inline uint64_t HashOn(uint64_t prefix, uint64_t key) { return Mix64(prefix ^ Mix64(key)); }
+
 // A stream of random values derived from one key: value i = Mix64(key + i).
 // Thread-compatible; cheap to create (one per row / sample).
 class CounterRng {
@@ -49,8 +54,12 @@ class CounterRng {
   }
   // Standard normal (Box-Muller, one value per call).
   double NextNormal() {
-    double u1 = NextDouble();
-    double u2 = NextDouble();
+    const double u1 = NextDouble();
+    return NormalFrom(u1, NextDouble());
+  }
+  // The normal NextNormal makes of its two uniforms, for callers that draw
+  // them first.
+  static double NormalFrom(double u1, double u2) {
     if (u1 < 1e-300) u1 = 1e-300;
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   }

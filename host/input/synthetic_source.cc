@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "base/random.h"
 #include "glog/logging.h"
+#include "host/input/teacher_hidden.h"
 
 namespace lemrt::host {
 namespace {
@@ -15,28 +16,13 @@ namespace {
 // Stream tags keep the hashed key spaces of samples and teacher apart.
 constexpr uint64_t kSampleTag = 0x73616d706c65ULL;  // "sample"
 constexpr uint64_t kWeightTag = 0x776569676874ULL;  // "weight"
-constexpr uint64_t kHiddenTag = 0x68696464656eULL;  // "hidden"
 constexpr uint64_t kDenseTag = 0x64656e7365ULL;     // "dense"
 constexpr uint64_t kCrossTag = 0x63726f7373ULL;     // "cross"
 constexpr int kMaxPairs = 2;
+constexpr double kRoundoff = 0x1p-53;
 
-double Damping(int64_t id) {
-  return 1.0 /
-         std::sqrt(1.0 + static_cast<double>(id) / SyntheticSource::kHotScale);
-}
-
-// base::HashKeys of the keys behind `prefix` (HashKeys of the leading keys)
-// and then `key`: HashKeys({a, b, c, key}) == HashOn(HashKeys({a, b, c}),
-// key), so the per-table and per-tag leading keys are hashed once.
-inline uint64_t HashOn(uint64_t prefix, uint64_t key) {
-  return base::Mix64(prefix ^ base::Mix64(key));
-}
-
-// acc += normals x scale: one expression for cached and computed normals, so
-// both round alike (also where the compiler fuses the multiply-add).
-void AccumulateHidden(const double* normals, double scale, double* acc) {
-  for (int d = 0; d < SyntheticSource::kHiddenDim; ++d) acc[d] += normals[d] * scale;
-}
+double Damping(int64_t id) { return TeacherHidden::Damping(id); }
+using base::HashOn;
 
 }  // namespace
 
@@ -46,7 +32,8 @@ absl::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::Create(
 }
 
 absl::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::CreateWithCachedIds(
-    const config::RunConfig& config, int rank, int world_size, int64_t cached_ids) {
+    const config::RunConfig& config, int rank, int world_size, int64_t cached_ids,
+    bool exact_hidden) {
   CHECK_GT(world_size, 0);
   CHECK(rank >= 0 && rank < world_size) << rank << " of " << world_size;
   const double exponent = config.data().synthetic().zipf_exponent();
@@ -82,12 +69,12 @@ absl::StatusOr<std::unique_ptr<SyntheticSource>> SyntheticSource::CreateWithCach
     features.push_back(f);
   }
   return std::unique_ptr<SyntheticSource>(new SyntheticSource(
-      config, rank, world_size, std::move(features), cached_ids));
+      config, rank, world_size, std::move(features), cached_ids, exact_hidden));
 }
 
 SyntheticSource::SyntheticSource(const config::RunConfig& config, int rank,
                                  int world_size, std::vector<Feature> features,
-                                 int64_t cached_ids)
+                                 int64_t cached_ids, bool exact_hidden)
     : synthetic_(config.data().synthetic()),
       seed_(config.training().seed()),
       global_batch_(config.training().global_batch()),
@@ -96,7 +83,8 @@ SyntheticSource::SyntheticSource(const config::RunConfig& config, int rank,
       num_dense_(config.model().num_dense_features()),
       num_eval_samples_(config.training().eval_samples()),
       num_eval_chunks_((num_eval_samples_ + global_batch_ - 1) / global_batch_),
-      features_(std::move(features)) {
+      features_(std::move(features)),
+      exact_hidden_(exact_hidden) {
   const int num_features = static_cast<int>(features_.size());
   num_pairs_ = std::min(kMaxPairs, num_features / 2);
   if (synthetic_.teacher_cross_scale() != 0) num_crosses_ = std::min(kMaxCrosses, num_features / 3);
@@ -112,7 +100,6 @@ void SyntheticSource::FillCaches(const config::RunConfig& config, int64_t cached
   sample_prefix_ = base::HashKeys({seed_, kSampleTag});
   for (int t = 0; t < num_tables; ++t) {
     weight_prefix_.push_back(base::HashKeys({seed_, kWeightTag, uint64_t(t)}));
-    hidden_prefix_.push_back(base::HashKeys({seed_, kHiddenTag, uint64_t(t)}));
     cross_prefix_.push_back(base::HashKeys({seed_, kCrossTag, uint64_t(t)}));
   }
   hot_u_.resize(num_tables);
@@ -126,7 +113,6 @@ void SyntheticSource::FillCaches(const config::RunConfig& config, int64_t cached
     }
   }
   hot_w_.resize(num_tables);
-  hot_h_.resize(num_tables);
   for (int t = 0; t < num_tables; ++t) {
     hot_w_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
     for (int64_t id = 0; id < static_cast<int64_t>(hot_w_[t].size()); ++id) {
@@ -134,17 +120,11 @@ void SyntheticSource::FillCaches(const config::RunConfig& config, int64_t cached
       hot_w_[t][id] = static_cast<float>(rng.NextNormal() * Damping(id));
     }
   }
-  for (int f = 0; f < 2 * num_pairs_; ++f) {
-    const int t = features_[f].table;
-    if (!hot_h_[t].empty()) continue;
-    hot_h_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
-    for (int64_t id = 0; id < static_cast<int64_t>(hot_h_[t].size()); ++id) {
-      base::CounterRng rng(base::HashKeys({seed_, kHiddenTag, uint64_t(t), uint64_t(id)}));
-      std::array<double, kHiddenDim + 1>& h = hot_h_[t][id];
-      for (int d = 0; d < kHiddenDim; ++d) h[d] = rng.NextNormal();
-      h[kHiddenDim] = 0.5 * Damping(id);
-    }
-  }
+  std::vector<int64_t> vocab;
+  std::vector<bool> paired(num_tables, false);
+  for (int t = 0; t < num_tables; ++t) vocab.push_back(config.tables(t).vocab_size());
+  for (int f = 0; f < 2 * num_pairs_; ++f) paired[features_[f].table] = true;
+  hidden_.emplace(seed_, vocab, paired, cached_ids);
 }
 
 absl::Status SyntheticSource::TrainBatch(int64_t step, Batch* batch) {
@@ -180,8 +160,9 @@ void SyntheticSource::FillBatch(uint64_t first_g, Batch* batch) const {
 
 void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
   base::CounterRng rng(HashOn(sample_prefix_, g));
-  // Pooled hidden vectors of the features in pairs (0,1), (2,3).
-  std::array<std::array<double, kHiddenDim>, 2 * kMaxPairs> pooled{};
+  // Pooled hidden vectors of the features in pairs (0,1), (2,3), each
+  // coordinate within pooled_bound of the exact one (teacher_hidden.h).
+  std::array<TeacherHidden::Vector, 2 * kMaxPairs> pooled{}, pooled_bound{};
   // Pooled cross scalars of the features in triples.
   std::array<double, 3 * kMaxCrosses> crossed{};
   double id_term = 0;
@@ -200,49 +181,83 @@ void SyntheticSource::FillSample(uint64_t g, int64_t row, Batch* batch) const {
     }
     const int t = feature.table;
     const double weight_sum = SumTeacherFloats(hot_w_[t], weight_prefix_[t], &ids[first], length);
-    if (in_pair) {
-      for (size_t j = first; j < ids.size(); ++j) AddHidden(t, ids[j], pooled[f].data());
+    if (in_pair && !exact_hidden_) {
+      hidden_->MeanApproximate(t, &ids[first], length, pooled[f].data(), pooled_bound[f].data());
     }
     if (in_cross) {
       crossed[f] = SumTeacherFloats(hot_u_[t], cross_prefix_[t], &ids[first], length);
     }
     batch->offsets[f][row + 1] = static_cast<int64_t>(ids.size());
     id_term += weight_sum / length;
-    if (in_pair) {
-      for (double& x : pooled[f]) x /= length;
-    }
     if (in_cross) crossed[f] /= length;
   }
   double dense_term = 0;
   float* dense = batch->dense.data() + row * num_dense_;
   for (int k = 0; k < num_dense_; ++k) {
     // 1 - u is in (0, 1], so the log is finite.
-    dense[k] =
-        static_cast<float>(std::log1p(-std::log(1 - rng.NextDouble()) * 10));
+    dense[k] = static_cast<float>(std::log1p(-std::log(1 - rng.NextDouble()) * 10));
     dense_term += dense_weight_[k] * (dense[k] - kDenseMean);
   }
-  double pair_term = 0;
-  for (int p = 0; p < num_pairs_; ++p) {
-    for (int d = 0; d < kHiddenDim; ++d) {
-      pair_term += pooled[2 * p][d] * pooled[2 * p + 1][d];
+  const double pair_term = exact_hidden_ ? ExactPairTerm(*batch, row)
+                                         : TeacherHidden::PairTerm(pooled.data(), num_pairs_);
+  const Logit logit = TeacherLogit(id_term, dense_term, pair_term, crossed);
+  double prob = 1 / (1 + std::exp(-logit.value));
+  const double u = rng.NextDouble();
+  if (!exact_hidden_) {
+    // The exact logit is within logit_bound; the sigmoid's slope is at most
+    // 1/4, and each prob rounds within 8 roundoffs (libm's exp counted as an
+    // ulp). Where the float or the label could differ, the exact vectors.
+    const double logit_bound =
+        std::abs(synthetic_.teacher_pair_scale()) *
+            TeacherHidden::PairTermBound(pooled.data(), pooled_bound.data(), num_pairs_) +
+        16 * kRoundoff * logit.magnitude;
+    const double prob_bound = 0.25 * logit_bound * (1 + 1e-6) + 16 * kRoundoff;
+    if (!TeacherIsDecided(prob, prob_bound, u)) {
+      const double exact = ExactPairTerm(*batch, row);
+      prob = 1 / (1 + std::exp(-TeacherLogit(id_term, dense_term, exact, crossed).value));
     }
   }
-  const double id_norm =
-      features_.empty() ? 0 : kIdGain / std::sqrt(double(features_.size()));
-  double logit = kBias +
-                 synthetic_.teacher_id_scale() * id_norm * id_term +
+  batch->teacher_prob[row] = static_cast<float>(prob);
+  batch->labels[row] = u < prob ? 1.0f : 0.0f;
+}
+
+double SyntheticSource::ExactPairTerm(const Batch& batch, int64_t row) const {
+  std::array<TeacherHidden::Vector, 2 * kMaxPairs> pooled{};
+  for (int f = 0; f < 2 * num_pairs_; ++f) {
+    const int64_t begin = batch.offsets[f][row];
+    const int length = static_cast<int>(batch.offsets[f][row + 1] - begin);
+    hidden_->MeanExact(features_[f].table, &batch.ids[f][begin], length, pooled[f].data());
+  }
+  return TeacherHidden::PairTerm(pooled.data(), num_pairs_);
+}
+
+bool SyntheticSource::TeacherIsDecided(double prob, double bound, double u) {
+  const double low = prob - bound, high = prob + bound;
+  return static_cast<float>(low) == static_cast<float>(high) && (u < low || u >= high);
+}
+
+SyntheticSource::Logit SyntheticSource::TeacherLogit(
+    double id_term, double dense_term, double pair_term,
+    const std::array<double, 3 * kMaxCrosses>& crossed) const {
+  const double id_norm = features_.empty() ? 0 : kIdGain / std::sqrt(double(features_.size()));
+  double logit = kBias + synthetic_.teacher_id_scale() * id_norm * id_term +
                  synthetic_.teacher_dense_scale() * dense_term +
                  synthetic_.teacher_pair_scale() * pair_term;
+  double cross_part = 0;
   if (num_crosses_ > 0) {
     double cross_term = 0;
     for (int c = 0; c < num_crosses_; ++c) {
       cross_term += crossed[3 * c] * crossed[3 * c + 1] * crossed[3 * c + 2];
     }
-    logit += synthetic_.teacher_cross_scale() / std::sqrt(double(num_crosses_)) * cross_term;
+    cross_part = synthetic_.teacher_cross_scale() / std::sqrt(double(num_crosses_)) * cross_term;
+    logit += cross_part;
   }
-  const double prob = 1 / (1 + std::exp(-logit));
-  batch->teacher_prob[row] = static_cast<float>(prob);
-  batch->labels[row] = rng.NextDouble() < prob ? 1.0f : 0.0f;
+  // Each of the sums' four roundings is within a roundoff of this.
+  const double magnitude =
+      std::abs(kBias) + std::abs(synthetic_.teacher_id_scale() * id_norm * id_term) +
+      std::abs(synthetic_.teacher_dense_scale() * dense_term) +
+      std::abs(synthetic_.teacher_pair_scale() * pair_term) + std::abs(cross_part);
+  return {logit, magnitude * (1 + 1e-6)};
 }
 
 void SyntheticSource::DrawIds(const Feature& feature, int count, base::CounterRng* rng,
@@ -307,18 +322,6 @@ double SyntheticSource::SumTeacherFloats(const std::vector<float>& cache, uint64
     for (int j = 0; j < n; ++j) sum += value[j];
   }
   return sum;
-}
-
-void SyntheticSource::AddHidden(int table, int64_t id, double* acc) const {
-  if (id < static_cast<int64_t>(hot_h_[table].size())) {
-    const std::array<double, kHiddenDim + 1>& h = hot_h_[table][id];
-    AccumulateHidden(h.data(), h[kHiddenDim], acc);
-    return;
-  }
-  base::CounterRng rng(HashOn(hidden_prefix_[table], uint64_t(id)));
-  std::array<double, kHiddenDim> normals;
-  for (double& n : normals) n = rng.NextNormal();
-  AccumulateHidden(normals.data(), 0.5 * Damping(id), acc);
 }
 
 }  // namespace lemrt::host

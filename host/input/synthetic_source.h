@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,6 +19,7 @@
 #include "base/random.h"
 #include "host/batch.h"
 #include "host/input/data_source.h"
+#include "host/input/teacher_hidden.h"
 #include "proto/config.pb.h"
 
 namespace lemrt::host {
@@ -58,11 +60,11 @@ namespace lemrt::host {
 class SyntheticSource : public DataSource {
  public:
   static constexpr uint64_t kEvalSampleBase = uint64_t{1} << 40;
-  static constexpr double kHotScale = 100.0;  // ids
+  static constexpr double kHotScale = TeacherHidden::kHotScale;  // ids
   static constexpr double kIdGain = 2.0;
   static constexpr double kBias = -0.7;
   static constexpr double kDenseMean = 2.0146;  // E[log1p(10 Exp(1))]
-  static constexpr int kHiddenDim = 4;
+  static constexpr int kHiddenDim = TeacherHidden::kDim;
   static constexpr int kMaxCrosses = 8;  // three-way cross terms
 
   // Creates rank `rank` of `world_size`'s source. `config` must outlive it and
@@ -75,10 +77,17 @@ class SyntheticSource : public DataSource {
   // precomputed (the Zipf head, where most draws land; h only for the tables
   // of paired features). Caching never changes a value.
   static constexpr int64_t kCachedIds = 4096;
-  // Create with another cache size; 0 turns the caches off (tests and
-  // bench_synthetic: the batches are identical for every size).
+  // Create with another cache size; 0 turns the caches off. exact_hidden:
+  // the pair term from libm's hidden vectors for every sample, not only where
+  // the approximate ones leave teacher_prob's float or the label in doubt.
+  // For tests and bench_synthetic: the batches are identical either way.
   static absl::StatusOr<std::unique_ptr<SyntheticSource>> CreateWithCachedIds(
-      const config::RunConfig& config, int rank, int world_size, int64_t cached_ids);
+      const config::RunConfig& config, int rank, int world_size, int64_t cached_ids,
+      bool exact_hidden = false);
+
+  // Whether every probability within `bound` of `prob` gives the same float
+  // and, against the uniform u, the same label (u < probability).
+  static bool TeacherIsDecided(double prob, double bound, double u);
 
   SyntheticSource(const SyntheticSource&) = delete;
   SyntheticSource& operator=(const SyntheticSource&) = delete;
@@ -105,8 +114,8 @@ class SyntheticSource : public DataSource {
   };
 
   SyntheticSource(const config::RunConfig& config, int rank, int world_size,
-                  std::vector<Feature> features, int64_t cached_ids);
-  // Fills hot_w_[t] and hot_h_[t] for ids below `cached_ids`.
+                  std::vector<Feature> features, int64_t cached_ids, bool exact_hidden);
+  // Fills hot_w_[t], hot_u_[t] and hidden_ for ids below `cached_ids`.
   void FillCaches(const config::RunConfig& config, int64_t cached_ids);
 
   // Fills `batch` with samples first_g .. first_g + LB - 1.
@@ -124,8 +133,18 @@ class SyntheticSource : public DataSource {
   // float(N(0, 1) x damp(id)) with the normal keyed by HashOn(prefix, id).
   double SumTeacherFloats(const std::vector<float>& cache, uint64_t prefix, const int64_t* ids,
                           int count) const;
-  // acc += h(t, id) of the teacher (see above).
-  void AddHidden(int table, int64_t id, double* acc) const;
+  // The pair term of row `row` of `batch` (whose ids are drawn) from libm's
+  // hidden vectors.
+  double ExactPairTerm(const Batch& batch, int64_t row) const;
+  // The logit from the teacher's terms as the class comment sums them, and
+  // a bound on the sum of their absolute values (each of its roundings is
+  // within a roundoff of it).
+  struct Logit {
+    double value = 0;
+    double magnitude = 0;
+  };
+  Logit TeacherLogit(double id_term, double dense_term, double pair_term,
+                     const std::array<double, 3 * kMaxCrosses>& crossed) const;
 
   const config::SyntheticSourceConfig& synthetic_;
   const uint64_t seed_;
@@ -140,17 +159,15 @@ class SyntheticSource : public DataSource {
   int num_crosses_ = 0;                    // Triples (0,1,2), (3,4,5), ...; 0 without them.
   std::vector<double> dense_weight_;       // v_k, [num_dense].
   // base::HashKeys of the leading keys of the hashed streams: (seed,
-  // "sample") and, per table, (seed, "weight", t) and (seed, "hidden", t).
+  // "sample") and, per table, (seed, "weight", t).
   uint64_t sample_prefix_ = 0;
   std::vector<uint64_t> weight_prefix_;
-  std::vector<uint64_t> hidden_prefix_;
   std::vector<uint64_t> cross_prefix_;     // (seed, "cross", t)
   base::NormalFloats normals_;
   std::vector<std::vector<float>> hot_w_;  // Per table: w(t, id) for small ids.
   std::vector<std::vector<float>> hot_u_;  // Per table of a crossed feature: u(t, id).
-  // Per table of a paired feature, for small ids: the kHiddenDim normals of
-  // h(t, id) and their scale 0.5 x damp(id).
-  std::vector<std::vector<std::array<double, kHiddenDim + 1>>> hot_h_;
+  std::optional<TeacherHidden> hidden_;     // h(t, id) of the paired features' tables
+  const bool exact_hidden_;
 };
 
 }  // namespace lemrt::host

@@ -449,6 +449,51 @@ TEST(SyntheticSourceTest, CachesChangeNoValue) {
   }
 }
 
+// The pair term from approximate hidden vectors, libm's where the float or
+// the label is in doubt: every bit as from libm's alone, over long paired
+// features of ids past the caches.
+TEST(SyntheticSourceTest, ApproximateHiddenVectorsChangeNoValue) {
+  config::RunConfig config = TestConfig(/*global_batch=*/512);
+  config.mutable_features(0)->set_max_sequence_length(40);
+  config.mutable_features(1)->set_max_sequence_length(60);
+  config.mutable_features(2)->set_max_sequence_length(30);
+  config.mutable_features(3)->set_max_sequence_length(40);
+  config.mutable_data()->mutable_synthetic()->set_teacher_pair_scale(8.0f);
+  for (const int64_t cached_ids : {int64_t{0}, SyntheticSource::kCachedIds}) {
+    auto bounded = SyntheticSource::CreateWithCachedIds(config, 0, 1, cached_ids);
+    auto exact =
+        SyntheticSource::CreateWithCachedIds(config, 0, 1, cached_ids, /*exact_hidden=*/true);
+    ASSERT_TRUE(bounded.ok() && exact.ok());
+    for (int64_t step = 0; step < 8; ++step) {
+      Batch a, b;
+      ASSERT_TRUE((*bounded)->TrainBatch(step, &a).ok());
+      ASSERT_TRUE((*exact)->TrainBatch(step, &b).ok());
+      EXPECT_EQ(a.ids, b.ids);
+      EXPECT_EQ(a.labels, b.labels);
+      for (size_t i = 0; i < a.teacher_prob.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(a.teacher_prob[i]),
+                  std::bit_cast<uint32_t>(b.teacher_prob[i]))
+            << "cached ids " << cached_ids << ", step " << step << ", sample " << i;
+      }
+    }
+  }
+}
+
+TEST(SyntheticSourceTest, TeacherIsDecidedOnlyWhenNoProbabilityInTheBandDiffers) {
+  const double p = 0.3;
+  EXPECT_TRUE(SyntheticSource::TeacherIsDecided(p, 1e-13, 0.2));
+  EXPECT_TRUE(SyntheticSource::TeacherIsDecided(p, 1e-13, 0.4));
+  EXPECT_TRUE(SyntheticSource::TeacherIsDecided(p, 0, p));  // u < p is false either way
+  // The label: u within the band.
+  EXPECT_FALSE(SyntheticSource::TeacherIsDecided(p, 1e-13, p + 5e-14));
+  EXPECT_FALSE(SyntheticSource::TeacherIsDecided(p, 1e-13, p - 1e-13));
+  // The float: a band across the midpoint of two floats.
+  const float f = static_cast<float>(p);
+  const double midpoint = (double(f) + double(std::nextafter(f, 1.0f))) / 2;
+  EXPECT_FALSE(SyntheticSource::TeacherIsDecided(midpoint, 1e-13, 0.9));
+  EXPECT_TRUE(SyntheticSource::TeacherIsDecided(midpoint - 1e-12, 1e-13, 0.9));
+}
+
 TEST(SyntheticSourceTest, UnknownTableIsAnError) {
   config::RunConfig config = TestConfig();
   config.mutable_features(2)->set_table("missing");
