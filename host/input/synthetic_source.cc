@@ -299,7 +299,8 @@ double SyntheticSource::SumTeacherFloats(const std::vector<float>& cache, uint64
                                          const int64_t* ids, int count) const {
   double sum = 0;
   std::array<float, kIdChunk> value{};
-  std::array<uint64_t, kIdChunk> key{};  // of the ids past the cache
+  std::array<int64_t, kIdChunk> past{};  // the ids past the cache
+  std::array<uint64_t, kIdChunk> key{};   // theirs
   std::array<double, kIdChunk> damping{};
   std::array<float, kIdChunk> computed{};
   std::array<int, kIdChunk> slot{};
@@ -312,10 +313,14 @@ double SyntheticSource::SumTeacherFloats(const std::vector<float>& cache, uint64
       if (id < cached) {
         value[j] = cache[id];
       } else {
-        key[uncached] = HashOn(prefix, uint64_t(id));
-        damping[uncached] = Damping(id);
+        past[uncached] = id;
         slot[uncached++] = j;
       }
+    }
+    // Apart, so that this loop vectorises (the file's options).
+    for (int k = 0; k < uncached; ++k) {
+      key[k] = HashOn(prefix, uint64_t(past[k]));
+      damping[k] = Damping(past[k]);
     }
     normals_(key.data(), damping.data(), computed.data(), uncached);
     for (int k = 0; k < uncached; ++k) value[slot[k]] = computed[k];

@@ -19,10 +19,6 @@ void Accumulate(const double* normals, double scale, double* acc) {
 
 }  // namespace
 
-double TeacherHidden::Damping(int64_t id) {
-  return 1.0 / std::sqrt(1.0 + static_cast<double>(id) / kHotScale);
-}
-
 TeacherHidden::TeacherHidden(uint64_t seed, const std::vector<int64_t>& vocab,
                              const std::vector<bool>& cache, int64_t cached_ids) {
   const int num_tables = static_cast<int>(vocab.size());
@@ -62,6 +58,7 @@ void TeacherHidden::MeanApproximate(int table, const int64_t* ids, int count, do
   constexpr int kNormals = kChunkIds * kDim;  // a multiple of NormalFloats::kLanes
   static_assert(kNormals % base::NormalFloats::kLanes == 0);
   std::array<double, kNormals> u1, u2, x, relative;
+  std::array<int64_t, kChunkIds> past;  // the ids past the cache
   std::array<double, kChunkIds> scale;
   std::array<int, kChunkIds> slot;  // -1: cached
   // The sum, the approximations' error and the terms' absolute sum.
@@ -79,8 +76,10 @@ void TeacherHidden::MeanApproximate(int table, const int64_t* ids, int count, do
         u1[kDim * drawn + d] = rng.NextDouble();
         u2[kDim * drawn + d] = rng.NextDouble();
       }
-      scale[drawn++] = 0.5 * Damping(id);
+      past[drawn++] = id;
     }
+    // Apart, so that this loop vectorises (the file's options).
+    for (int k = 0; k < drawn; ++k) scale[k] = 0.5 * Damping(past[k]);
     const int normals = kDim * drawn;
     const int padded = (normals + base::NormalFloats::kLanes - 1) / base::NormalFloats::kLanes *
                        base::NormalFloats::kLanes;

@@ -12,6 +12,7 @@
 #define LEMRT_HOST_INPUT_TEACHER_HIDDEN_H_
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -25,7 +26,9 @@ class TeacherHidden {
   static constexpr double kHotScale = 100.0;  // ids
 
   // damp(id) = 1 / sqrt(1 + id / kHotScale): the teacher's weight on an id.
-  static double Damping(int64_t id);
+  static double Damping(int64_t id) {
+    return 1.0 / std::sqrt(1.0 + static_cast<double>(id) / kHotScale);
+  }
 
   // Hidden vectors of tables [0, vocab.size()) under `seed`; ids below
   // min(vocab[t], cached_ids) of the tables with cache[t] set are precomputed.
