@@ -18,7 +18,6 @@ constexpr double kTwoOverPi = 0x1.45f306dc9c883p-1;
 // cosine) is not trusted.
 constexpr double kSmallestReduced = 1e-6;
 constexpr int kChunk = 64;
-constexpr int kLanes = NormalFloats::kLanes;
 
 // Inlined into the loop below, which the compiler then vectorises.
 [[gnu::always_inline]] inline double ApproximateNormal(const TableLog& log, double u1, double u2) {
