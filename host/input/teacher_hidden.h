@@ -1,11 +1,12 @@
 // TeacherHidden: the synthetic teacher's hidden vectors (synthetic_source.h)
 //   h(t, id) = N(0, I_4) / 2 x damp(id),
 // the kDim normals drawn with CounterRng(HashKeys({seed, "hidden", t, id})),
-// summed over a feature's ids. SumExact is the definition (libm's normals);
-// SumApproximate computes the same sum mostly without libm (NormalFloats'
-// vectorised approximation) and bounds its distance from SumExact's, so that
-// a caller can decide whether the difference matters. Ids below the cache
-// size read precomputed normals (the Zipf head); caching changes no value.
+// averaged over a feature's ids. MeanExact is the definition (libm's
+// normals); MeanApproximate computes the same mean mostly without libm
+// (NormalFloats' vectorised approximation) and bounds its distance from
+// MeanExact's, so that a caller can decide whether the difference matters.
+// Ids below the cache size read precomputed normals (the Zipf head); caching
+// changes no value.
 //
 // Thread-compatible; immutable after construction.
 #ifndef LEMRT_HOST_INPUT_TEACHER_HIDDEN_H_
@@ -53,7 +54,7 @@ class TeacherHidden {
   static double PairTermBound(const Vector* means, const Vector* bounds, int num_pairs);
 
  private:
-  // Ids a SumApproximate pass draws at once: kDim normals each.
+  // Ids a MeanApproximate pass draws at once: kDim normals each.
   static constexpr int kChunkIds = 16;
   // An id's kDim normals and their scale 0.5 damp(id).
   using Normals = std::array<double, kDim + 1>;
