@@ -29,7 +29,9 @@
 // in one process; bf16_x = fp32 step time / bf16 step time (median over
 // the rounds, bf16_x_min / bf16_x_max: the range), and gemm_bf16_x the same
 // ratio for the step's GEMMs alone (the blocked Gemm on the calling thread,
-// GemmPrecision kFp32 vs kBf16): what the products' number format allows.
+// GemmPrecision kFp32 vs kBf16): what the products' number format allows;
+// gemm_rounded_bf16_x with the operands given rounded (Bf16Operands, as the
+// MLP layers give theirs): the products' gain without the rounding.
 // One thread: thread CPU time (robust to other load); more: wall time.
 // BM_ProductPeak (x86-64 with avx512_bf16): one core's peak of the two
 // instructions the kernels are made of, 28 independent chains each, thread
@@ -49,6 +51,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "base/bf16.h"
 #include "benchmarks/thread_cpu_timer.h"
 #include "device/tensorcore/dense_model.h"
 #include "device/tensorcore/gemm.h"
@@ -243,15 +246,24 @@ class StepProducts {
  public:
   StepProducts(const DenseModelSpec& spec, int64_t batch) : calls_(StepGemms(spec, batch)) {
     for (const GemmCall& c : calls_) {
-      bufs_.push_back({std::vector<float>(c.m * c.k, 0.01f), std::vector<float>(c.k * c.n, 0.02f),
-                       std::vector<float>(c.m * c.n)});
+      Buffers& b = bufs_.emplace_back();
+      b.a.assign(c.m * c.k, 0.01f);
+      b.b.assign(c.k * c.n, 0.02f);
+      b.c.resize(c.m * c.n);
+      b.a16.resize(b.a.size());
+      b.b16.resize(b.b.size());
+      base::NarrowBf16Nearest(b.a, b.a16.data());
+      base::NarrowBf16Nearest(b.b, b.b16.data());
     }
   }
-  void Run(GemmPrecision precision) {
+  // rounded (kBf16 only): the operands given rounded.
+  void Run(GemmPrecision precision, bool rounded = false) {
     for (size_t i = 0; i < calls_.size(); ++i) {
       const GemmCall& c = calls_[i];
+      const Bf16Operands given = rounded ? Bf16Operands{bufs_[i].a16.data(), bufs_[i].b16.data()}
+                                         : Bf16Operands{};
       Gemm(nullptr, c.ta, c.tb, c.m, c.n, c.k, bufs_[i].a.data(), c.ta ? c.m : c.k,
-           bufs_[i].b.data(), c.tb ? c.k : c.n, bufs_[i].c.data(), c.n, {}, precision);
+           bufs_[i].b.data(), c.tb ? c.k : c.n, bufs_[i].c.data(), c.n, {}, precision, given);
     }
     benchmark::ClobberMemory();
   }
@@ -259,6 +271,7 @@ class StepProducts {
  private:
   struct Buffers {
     std::vector<float> a, b, c;
+    std::vector<uint16_t> a16, b16;
   };
   std::vector<GemmCall> calls_;
   std::vector<Buffers> bufs_;
@@ -287,10 +300,12 @@ void BM_DenseBf16(benchmark::State& state, DenseModelSpec spec, int64_t batch, i
   StepProducts products(spec, batch);
   auto gemm32 = [&] { products.Run(GemmPrecision::kFp32); };
   auto gemm16 = [&] { products.Run(GemmPrecision::kBf16); };
+  auto gemm16_rounded = [&] { products.Run(GemmPrecision::kBf16, /*rounded=*/true); };
   for (auto _ : state) step16();
   step32();
   gemm32();
   gemm16();
+  gemm16_rounded();
   auto seconds = [threads](int reps, auto&& fn) {
     if (threads > 1) return WallSecondsPerCall(reps, fn);
     const double t0 = bench::ThreadCpuSeconds();
@@ -299,13 +314,14 @@ void BM_DenseBf16(benchmark::State& state, DenseModelSpec spec, int64_t batch, i
   };
   const double one = std::max(1e-6, seconds(1, step32));
   const int reps = std::max(1, static_cast<int>(0.2 / one));
-  std::vector<double> ms32, ms16, ratio, gemm_ratio;
+  std::vector<double> ms32, ms16, ratio, gemm_ratio, rounded_ratio;
   for (int r = 0; r < g_rounds; ++r) {
     ms32.push_back(seconds(reps, step32) * 1e3);
     ms16.push_back(seconds(reps, step16) * 1e3);
     ratio.push_back(ms32.back() / ms16.back());
     const double g32 = seconds(reps, gemm32);
     gemm_ratio.push_back(g32 / seconds(reps, gemm16));
+    rounded_ratio.push_back(g32 / seconds(reps, gemm16_rounded));
   }
   state.counters["threads"] = threads;
   state.counters["fp32_ms"] = Median(ms32);
@@ -314,6 +330,7 @@ void BM_DenseBf16(benchmark::State& state, DenseModelSpec spec, int64_t batch, i
   state.counters["bf16_x_min"] = *std::min_element(ratio.begin(), ratio.end());
   state.counters["bf16_x_max"] = *std::max_element(ratio.begin(), ratio.end());
   state.counters["gemm_bf16_x"] = Median(gemm_ratio);
+  state.counters["gemm_rounded_bf16_x"] = Median(rounded_ratio);
 }
 
 #if defined(__x86_64__)
