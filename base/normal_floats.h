@@ -39,7 +39,7 @@ class NormalFloats {
   // The relative bound: TableLog's 12 roundoffs absolute at |log u1| >=
   // 0.01 (1,194 relative, halved by the square root), the cosine's series
   // and reduction (8), libm's log, cos and the products (6); 16x margin.
-  static constexpr double kBound = 16 * (597 + 8 + 6) * 0x1p-53;
+  static constexpr double kBound = 16 * (597 + 8 + 6) * kRoundoff;
 
  private:
   TableLog log_;

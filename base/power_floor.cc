@@ -9,7 +9,6 @@ namespace lemrt::base {
 namespace {
 
 // The unit roundoff of double.
-constexpr double kRoundoff = 0x1p-53;
 // Margin over the error analysis below.
 constexpr double kMargin = 16;
 constexpr int kBlock = 64;

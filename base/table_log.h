@@ -15,6 +15,10 @@
 
 namespace lemrt::base {
 
+// The unit roundoff of doubles (2^-53): the unit in which the bounded
+// approximations here and their callers count their errors.
+inline constexpr double kRoundoff = 0x1p-53;
+
 class TableLog {
  public:
   TableLog();

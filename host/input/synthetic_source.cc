@@ -19,7 +19,7 @@ constexpr uint64_t kWeightTag = 0x776569676874ULL;  // "weight"
 constexpr uint64_t kDenseTag = 0x64656e7365ULL;     // "dense"
 constexpr uint64_t kCrossTag = 0x63726f7373ULL;     // "cross"
 constexpr int kMaxPairs = 2;
-constexpr double kRoundoff = 0x1p-53;
+using base::kRoundoff;
 
 double Damping(int64_t id) { return TeacherHidden::Damping(id); }
 using base::HashOn;
@@ -102,23 +102,16 @@ void SyntheticSource::FillCaches(const config::RunConfig& config, int64_t cached
     weight_prefix_.push_back(base::HashKeys({seed_, kWeightTag, uint64_t(t)}));
     cross_prefix_.push_back(base::HashKeys({seed_, kCrossTag, uint64_t(t)}));
   }
+  auto cached = [&](int t) {
+    return std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids);
+  };
   hot_u_.resize(num_tables);
   for (int f = 0; f < 3 * num_crosses_; ++f) {
     const int t = features_[f].table;
-    if (!hot_u_[t].empty()) continue;
-    hot_u_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
-    for (int64_t id = 0; id < static_cast<int64_t>(hot_u_[t].size()); ++id) {
-      base::CounterRng rng(base::HashKeys({seed_, kCrossTag, uint64_t(t), uint64_t(id)}));
-      hot_u_[t][id] = static_cast<float>(rng.NextNormal() * Damping(id));
-    }
+    if (hot_u_[t].empty()) hot_u_[t] = TeacherFloats(cross_prefix_[t], cached(t));
   }
-  hot_w_.resize(num_tables);
   for (int t = 0; t < num_tables; ++t) {
-    hot_w_[t].resize(std::clamp<int64_t>(config.tables(t).vocab_size(), 0, cached_ids));
-    for (int64_t id = 0; id < static_cast<int64_t>(hot_w_[t].size()); ++id) {
-      base::CounterRng rng(base::HashKeys({seed_, kWeightTag, uint64_t(t), uint64_t(id)}));
-      hot_w_[t][id] = static_cast<float>(rng.NextNormal() * Damping(id));
-    }
+    hot_w_.push_back(TeacherFloats(weight_prefix_[t], cached(t)));
   }
   std::vector<int64_t> vocab;
   std::vector<bool> paired(num_tables, false);
@@ -293,6 +286,15 @@ void SyntheticSource::DrawIds(const Feature& feature, int count, base::CounterRn
     (*ids)[first + slot[k]] =
         id > 0 ? std::min(static_cast<int64_t>(std::min(id, 9.0e18)), feature.vocab - 1) : 0;
   }
+}
+
+std::vector<float> SyntheticSource::TeacherFloats(uint64_t prefix, int64_t count) const {
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t id = 0; id < count; ++id) {
+    base::CounterRng rng(HashOn(prefix, uint64_t(id)));
+    values[id] = static_cast<float>(rng.NextNormal() * Damping(id));
+  }
+  return values;
 }
 
 double SyntheticSource::SumTeacherFloats(const std::vector<float>& cache, uint64_t prefix,

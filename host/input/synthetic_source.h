@@ -128,6 +128,9 @@ class SyntheticSource : public DataSource {
   // Appends `count` <= kIdChunk ids of `feature` drawn from `rng`.
   void DrawIds(const Feature& feature, int count, base::CounterRng* rng,
                std::vector<int64_t>* ids) const;
+  // float(N(0, 1) x damp(id)) for ids [0, count), the normal keyed by
+  // HashOn(prefix, id): the caches of SumTeacherFloats.
+  std::vector<float> TeacherFloats(uint64_t prefix, int64_t count) const;
   // The sum over `ids`, in order, of the teacher's w(t, id) (cache hot_w_[t],
   // prefix weight_prefix_[t]) or u(t, id) (hot_u_[t], cross_prefix_[t]):
   // float(N(0, 1) x damp(id)) with the normal keyed by HashOn(prefix, id).

@@ -9,7 +9,7 @@ namespace lemrt::host {
 namespace {
 
 constexpr uint64_t kHiddenTag = 0x68696464656eULL;  // "hidden"
-constexpr double kRoundoff = 0x1p-53;
+using base::kRoundoff;
 
 // acc += normals x scale: one expression for every path, so that they round
 // alike (also where the compiler fuses the multiply-add).
