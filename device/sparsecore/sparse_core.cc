@@ -52,7 +52,6 @@ SparseCore::SparseCore(const config::RunConfig& config, int global_sc,
                        std::span<const Optimizer* const> optimizers, bool initialize_tables)
     : global_sc_(global_sc),
       tiles_(std::max(1, config.topology().tiles_per_sparse_core())),
-      simd_width_(std::max(1, config.topology().simd_width())),
       checks_(DebugChecks::FromConfig(config.sparse_core())),
       quantization_(TableQuantization::FromConfig(config)) {
   // This SparseCore holds each table's placed rows of one residue mod N

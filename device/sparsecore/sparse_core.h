@@ -58,7 +58,9 @@ class SparseCore {
 
   // Tiles: the unique ids are split over tiles_per_sparse_core tiles (tile t
   // gets the t-th contiguous share of the sorted unique ids), which gather
-  // their rows simd_width rows at a time; the combine splits the partition's
+  // their rows one run of same-table rows at a time (topology.simd_width
+  // sizes the SPMEM row buffers of the memory plan only: the rows a vector
+  // step takes change no value); the combine splits the partition's
   // table-major runs (table_major_runs.h) over the tiles, and Backward its
   // tables (each tile sums and updates whole tables: fewer tables than tiles
   // leave tiles idle).
@@ -156,7 +158,6 @@ class SparseCore {
 
   int global_sc_;
   int tiles_ = 1;
-  int simd_width_ = 1;
   TilePool* pool_ = nullptr;
   DebugChecks checks_;
   // Simulated quantization of the gathered rows (quantization.h).
