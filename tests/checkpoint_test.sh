@@ -63,6 +63,11 @@ train 3 continue3 --restore_from="$ck/step-00000020"
 # checkpoint is a drain point.
 train 2 continue2 --restore_from="$ck/step-00000020" --override='topology { sparse_cores_per_chip: 8 }' \
   --checkpoint_dir="$work/ck_c2" --checkpoint_every=20
+# Each restored what it was given (a run that trained from step 0 instead
+# would reach the same checksums: training is deterministic).
+source "$LEMRT_SRC/tests/summary_lib.sh"
+for name in resumed continue3 continue2; do expect_resumed "$work/$name.log" "$work/$name.json" 20; done
+for n in 1 2 3; do expect_resumed "$work/reshard$n.log" "$work/reshard$n.json" 50; done
 
 python3 - "$work" "$ck/step-00000050/manifest.pbtxt" <<'PY'
 import json, re, sys
