@@ -52,6 +52,7 @@ struct Result {
   std::vector<float> tables;       // every shard's weights after the steps
   int moved = 0;                   // reserved buffers that moved
   size_t max_minibatches = 0;
+  bool serialized = false;         // whether the stacks ran in serialized groups
 };
 
 Result Train(const std::string& config_text, bool reserve) {
@@ -78,7 +79,9 @@ Result Train(const std::string& config_text, bool reserve) {
   CHECK(dense.ok()) << dense.status();
   auto plan = device::BuildMemoryPlan(*config);
   CHECK(plan.ok()) << plan.status();
+  Result r;
   const TableSerializer serializer(*plan);
+  r.serialized = serializer.active();
   const StepBufferBounds bounds = StepBufferBoundsFromPlan(*config, *plan);
 
   std::vector<SparseStepBuffers> bufs(1);
@@ -89,7 +92,6 @@ Result Train(const std::string& config_text, bool reserve) {
   layout::PartitionedCoo coo;
   std::vector<layout::PartitionedCoo> minibatches, groups;
   std::vector<float> act(local_batch * sparse.activation_width()), d_act(act.size());
-  Result r;
   for (int s = 0; s < 6; ++s) {
     absl::Status st = host.PrepareTrain(s, &batch, &coo, &minibatches);
     CHECK(st.ok()) << st;
@@ -113,11 +115,12 @@ Result Train(const std::string& config_text, bool reserve) {
 }
 
 void ExpectReservedRunMatches(const std::string& config_text, const char* what,
-                              size_t min_minibatches = 1) {
+                              size_t min_minibatches = 1, bool serialized = false) {
   const Result grown = Train(config_text, /*reserve=*/false);
   const Result reserved = Train(config_text, /*reserve=*/true);
   EXPECT_EQ(reserved.moved, 0) << what << ": buffers outgrew the plan's bounds";
   EXPECT_GE(reserved.max_minibatches, min_minibatches) << what;
+  EXPECT_EQ(reserved.serialized, serialized) << what << ": serialized stacks";
   ASSERT_EQ(grown.activations.size(), reserved.activations.size());
   EXPECT_EQ(std::memcmp(grown.activations.data(), reserved.activations.data(),
                         sizeof(float) * grown.activations.size()),
@@ -152,7 +155,7 @@ TEST(StepBufferReserveTest, SerializedStacksFit) {
   ExpectReservedRunMatches(
       WithSparseCore("xla_sc_num_serialized_tables_to_optimize_hbm: 2 "
                      "max_unique_ids_per_partition: 10"),
-      "serialized stacks");
+      "serialized stacks", /*min_minibatches=*/1, /*serialized=*/true);
 }
 
 // Limits make the bounds smaller than the conservative ones.

@@ -5,9 +5,11 @@
 
 #include <fstream>
 #include <string>
+#include <string_view>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "host/input/value_key.h"
 
 namespace lemrt::host {
 namespace {
@@ -27,9 +29,22 @@ std::string Write(const std::string& dir, const std::string& name, const std::st
 
 TEST(VocabularyTest, ReadsOneValueALineWithCountsAndCrlf) {
   const std::string dir = TempDir();
-  auto v = Vocabulary::Load(Write(dir, "v.txt", "b\t10\r\na\t3\nc"), ValueType::kString, 0);
+  auto v = Vocabulary::Load(Write(dir, "v.txt", "b\t10\r\na\t3\nd\r\nc"), ValueType::kString,
+                            0);
   ASSERT_TRUE(v.ok()) << v.status();
-  EXPECT_EQ((*v)->size(), 3);
+  EXPECT_EQ((*v)->size(), 4);
+  // Each value is the text before the tab or the line break, at its line.
+  auto entry = [&](std::string_view value) {
+    uint64_t key = 0;
+    EXPECT_TRUE(ParseValueKey(value, ValueType::kString, 0, &key));
+    return (*v)->Find(key);
+  };
+  EXPECT_EQ(entry("b"), 0);
+  EXPECT_EQ(entry("a"), 1);
+  EXPECT_EQ(entry("d"), 2);
+  EXPECT_EQ(entry("c"), 3);
+  EXPECT_EQ(entry("d\r"), -1);
+  EXPECT_EQ(entry("b\t10"), -1);
 }
 
 TEST(VocabularyTest, RefusesBinaryFilesLongLinesAndNonRegularFiles) {
