@@ -8,7 +8,8 @@
 #     (busiest destination SparseCore / mean) drops;
 #  2. the same config and world size give the same model_checksum twice, and
 #     a run resumed from its step-6 checkpoint reaches the model of the run
-#     that saved it (the replicas are rebuilt from the restored rows);
+#     that saved it (the replicas are rebuilt from the restored rows), having
+#     logged that restore and trained only steps 7-12 (tests/summary_lib.sh);
 #  3. lemrt_limits reports the hot rows and writes them as hot_row_ids; the
 #     config listing them trains the counted run's model bit for bit;
 #  4. a listed row outside the table is a config error naming file:line;
@@ -43,6 +44,9 @@ done
 train 2 hot2_again "$hot"
 train 2 hot2_ck "$hot" --checkpoint_dir="$work/ck" --checkpoint_every=6
 train 2 hot2_resumed "$hot" --restore_from="$work/ck/step-00000006"
+# It restored step 6 (from step 0 it would reach the same checksum too).
+source "$LEMRT_SRC/tests/summary_lib.sh"
+expect_resumed "$work/hot2_resumed.log" "$work/hot2_resumed.json" 6
 
 timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$LEMRT_BIN/lemrt_limits" \
   --config="$hot" --batches=12 --out="$work/limits.pbtxt" --hot_rows_out="$work/rows.txt" \

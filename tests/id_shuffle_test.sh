@@ -12,7 +12,8 @@
 #  3. checkpoints stay layout-free: a shuffled checkpoint saved on 2 ranks
 #     restores unshuffled on 4 ranks, and an unshuffled one saved on 1 rank
 #     restores shuffled (another id_shuffle_seed, one table opting out) on
-#     2 ranks, each reaching the saved model_checksum.
+#     2 ranks, each reaching the saved model_checksum, logging the restore
+#     of step 12 and training no further step (tests/summary_lib.sh).
 # It prints table a's partition skew with and without shuffling (4 ranks)
 # for information: whether shuffling lowers it depends on the ids
 # (docs/preprocessing.md#id-shuffling).
@@ -58,6 +59,10 @@ export_table "$work/ck_mh_shuffled" a "$work/mh_shuffled-a.npy"
 train "$onehot" 4 restore_unshuffled "" --restore_from="$work/ck_shuffled2"
 train "$work/onehot_b_unshuffled.pbtxt" 2 restore_shuffled \
   "sparse_core { shuffle_ids: true id_shuffle_seed: 5 }" --restore_from="$work/ck_plain1"
+# Each restored the final checkpoint (a run that trained from step 0 instead
+# would reach the same checksum: training is deterministic).
+source "$LEMRT_SRC/tests/summary_lib.sh"
+for name in restore_unshuffled restore_shuffled; do expect_resumed "$work/$name.log" "$work/$name.json" 12; done
 
 python3 - "$work" <<'PY'
 import json, struct, sys

@@ -9,7 +9,8 @@
 #  2. checkpoints are per original table and layout-free: saved stacked on 2
 #     ranks and restored unstacked on 3 ranks (and saved unstacked on 1 rank,
 #     restored stacked on 2 ranks with another rotation) give the saved
-#     model_checksum;
+#     model_checksum, each logging the restore of step 16 and training no
+#     further step (tests/summary_lib.sh);
 #  3. lemrt_limits measures per stacked table (report rows per stack, every
 #     member in the file): fed back at headroom 1.0 the run has one minibatch
 #     per step and no drops; halved, more minibatches and the same model.
@@ -38,6 +39,10 @@ train 3 restore_unstacked "$off" --restore_from="$work/ck_stacked"
 train 1 save_unstacked "$off" --checkpoint_dir="$work/ck_unstacked"
 train 2 restore_stacked "sparse_core { table_stacking_rotation: 3 }" \
   --restore_from="$work/ck_unstacked"
+# Each restored the final checkpoint (a run that trained from step 0 instead
+# would reach the same checksum: training is deterministic).
+source "$LEMRT_SRC/tests/summary_lib.sh"
+for name in restore_unstacked restore_stacked; do expect_resumed "$work/$name.log" "$work/$name.json" 16; done
 
 timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$LEMRT_BIN/lemrt_limits" \
   --config="$config" --batches=16 --headroom=1.0 --out="$work/limits.pbtxt" \

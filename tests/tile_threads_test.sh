@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SparseCore tiles on the trainer's tile pool: the same run with
 # sparse_core.tile_threads 1 and 4 ends with the same model checksum (results
-# never depend on thread timing). Needs LEMRT_BIN and LEMRT_SRC.
+# never depend on thread timing); each summary holds a checksum (16 hex
+# digits, tests/summary_lib.sh) and records the tile_threads it ran with.
+# Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
+source "$LEMRT_SRC/tests/summary_lib.sh"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 sums=()
@@ -14,7 +17,12 @@ for tt in 1 4; do
        --summary_json="$work/s$tt.json" > "$work/out$tt" 2>&1; then
     echo "FAIL run with tile_threads $tt"; cat "$work/out$tt"; exit 1
   fi
-  sums+=("$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['model_checksum'])" "$work/s$tt.json")")
+  got="$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['threads'].get('tile_threads', ''))" "$work/s$tt.json")"
+  if [ "$got" != "$tt" ]; then
+    echo "FAIL run with tile_threads $tt: the summary's threads.tile_threads is '$got'"; exit 1
+  fi
+  sum="$(checksum_of "$work/s$tt.json")" || exit 1
+  sums+=("$sum")
 done
 if [ "${sums[0]}" != "${sums[1]}" ]; then
   echo "FAIL checksums differ: ${sums[0]} (1 thread) vs ${sums[1]} (4 threads)"; exit 1

@@ -14,7 +14,8 @@
 #     dense Adam; dense FTRL does not exist), one-hot, pipelined, on 1, 2,
 #     3, 4 and 8 ranks x 2 SparseCores, with a checkpoint every 15 steps; the
 #     2-rank run's step-15 checkpoint continued on 4 ranks reaches the same
-#     model as the uninterrupted runs;
+#     model as the uninterrupted runs (and logs that restore and trains only
+#     steps 16-30: tests/summary_lib.sh);
 #   - one-hot with steps split along the sample dimension (no hot rows, a
 #     partition limit of 4) on 1 and 3 ranks;
 #   - small_dlrm (multi-hot) with vocabulary-dimension minibatches (a
@@ -138,6 +139,9 @@ for np in 1 2 3 4 8; do
 done
 train 4 resume4 "$work/opt.pbtxt" "" --restore_from="$work/ck_opt2/step-00000015" \
   --checkpoint_dir="$work/ck_resume4" --checkpoint_every=15
+# It restored step 15 (from step 0 it would reach the same checksum too).
+source "$LEMRT_SRC/tests/summary_lib.sh"
+expect_resumed "$work/resume4.log" "$work/resume4.json" 15
 
 train 1 long1 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 4 } $(pipe true) training { world_size_independent: true }"
 train 2 long2 "$work/long.pbtxt" "topology { sparse_cores_per_chip: 2 } $(pipe true) training { world_size_independent: true }"

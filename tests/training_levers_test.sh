@@ -10,8 +10,9 @@
 #  - a run resumed from its step-10 checkpoint reaches the uninterrupted
 #    run's model_checksum; the final checkpoint saved on 4 ranks restores on
 #    2 and 3 ranks with the saved checksum (the row-wise accumulators
-#    re-sharded); lemrt_ckpt exports the row-wise table's slots as
-#    [vocab x 1];
+#    re-sharded); each such run logs the restore of its step and trains only
+#    the steps after it (tests/summary_lib.sh); lemrt_ckpt exports the
+#    row-wise table's slots as [vocab x 1];
 #  - the metrics CSV shows the scheduled rates;
 #  - the DCN-v2 and concat interactions train through the same pipelining,
 #    minibatching and checkpoint checks, and the summary names the model;
@@ -64,6 +65,11 @@ train 2 drop_inline "$drop sparse_core { pipeline_without_threads: true }"
 train 1 drop_np1 "$drop"
 train 4 drop_np4 "$drop" --checkpoint_dir="$work/ck_drop" --checkpoint_every=10
 train 4 drop_resumed "$drop" --restore_from="$work/ck_drop/step-00000010"
+# Each restored what it was given (a run that trained from step 0 instead
+# would reach the same checksums: training is deterministic).
+source "$LEMRT_SRC/tests/summary_lib.sh"
+for name in resumed {dcn,concat,drop}_resumed; do expect_resumed "$work/$name.log" "$work/$name.json" 10; done
+for name in reshard2 reshard3 {dcn,concat}_reshard2; do expect_resumed "$work/$name.log" "$work/$name.json" 20; done
 
 python3 - "$work" "$ck/step-00000020/manifest.pbtxt" <<'PY'
 import csv, json, math, re, sys
