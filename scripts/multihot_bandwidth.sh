@@ -7,7 +7,7 @@
 #
 # The limit: a step must at least read every unique row it touches once
 # (lookup) and read and write it once more (SGD update), 3 x unique x dim x 4
-# bytes per step (unique = ids_unique_per_partition of the summary, which
+# bytes per step (unique = ids.unique_per_partition of the summary, which
 # over all partitions counts each (table, row) once). The "per-id" line counts
 # lemrt's own traffic instead: every id's row gathered in the lookup plus the
 # unique rows updated. The "random rows" line counts the unique rows' three
