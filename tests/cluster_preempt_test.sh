@@ -4,7 +4,8 @@
 #  - one SIGTERM: every rank finishes the same step and saves it (lemrt's
 #    stop sentence, `stopped` in the summary, `lemrt_ckpt verify` passes),
 #    lemrt_run exits 143, no process is left on either host, and the run
-#    resumed from that checkpoint on the hosts ends with the checksum of an
+#    resumed from that checkpoint on the hosts logs the restore of that step,
+#    trains only the steps after it and ends with the checksum of an
 #    uninterrupted run that drains at the same step;
 #  - a second SIGTERM: the job ends at once (within 10 s), without a
 #    checkpoint. (The launcher runs in the background here, where bash
@@ -19,6 +20,7 @@
 # and LEMRT_SRC.
 set -uo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
+source "$LEMRT_SRC/tests/summary_lib.sh"
 config="$LEMRT_SRC/${LEMRT_PREEMPT_CONFIG:-tests/testdata/small_dlrm.pbtxt}"
 extra="${LEMRT_PREEMPT_OVERRIDE:-}"
 long="training { steps: 1000000 log_every: 10 eval_samples: 0 } $extra"
@@ -61,12 +63,14 @@ if [ -n "$stop" ]; then
     --summary_json="$work/ref.json" > "$work/ref.log" 2>&1
   cluster_run -- "$LEMRT_BIN/lemrt_train" --config="$config" --override="$over" \
     --restore_from="$work/ck" --summary_json="$work/resumed.json" > "$work/resumed.log" 2>&1
-  want="$(json "$work/ref.json" 'd["model_checksum"]' 2>/dev/null)"
-  got="$(json "$work/resumed.json" 'd["model_checksum"]' 2>/dev/null)"
-  if [ -n "$want" ] && [ "$got" = "$want" ]; then
+  # (expect_resumed and checksum_of exit their subshell with a FAILED line.)
+  want="" got=""
+  if (expect_resumed "$work/resumed.log" "$work/resumed.json" "$stop") \
+     && want=$(checksum_of "$work/ref.json") && got=$(checksum_of "$work/resumed.json") \
+     && [ "$got" = "$want" ]; then
     pass "resume: step $stop resumed on the hosts to step $((stop + 8)) with the uninterrupted checksum $want"
   else
-    fail "resume: checksum '$got', uninterrupted '$want'"; tail -n 5 "$work/resumed.log" "$work/ref.log"
+    fail "resume: want the restore of step $stop, checksum '$got', uninterrupted '$want'"; tail -n 5 "$work/resumed.log" "$work/ref.log"
   fi
 fi
 

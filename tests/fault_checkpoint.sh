@@ -4,17 +4,20 @@
 # uninterrupted run; so does a resume after a rank crashed in the middle of
 # writing the next checkpoint; a full disk and a checkpoint directory that
 # cannot be created are an error sentence on every rank, within 30 s, and
-# leave the previous checkpoint intact. Needs LEMRT_BIN and LEMRT_SRC.
+# leave the previous checkpoint intact. Each resume must log the restore of
+# its step and train only the steps after it (a run that ignored
+# --restore_from would reach the same checksum). Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
 source "$(dirname "$0")/fault_lib.sh"
+source "$LEMRT_SRC/tests/summary_lib.sh"
 override='training { steps: 300 log_every: 0 eval_samples: 0 }'
-checksum() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model_checksum"])' "$1"; }
 
 # Checkpoints are pipeline drain points, so the uninterrupted reference saves
 # on the same schedule as the killed and the resumed runs.
 timeout 120 "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" --override="$override" \
   --checkpoint_dir="$work/refckpt" --checkpoint_every=100 \
   --summary_json="$work/ref.json" > "$work/out" 2>&1 || { echo "FAIL reference run"; tail "$work/out"; exit 1; }
+ref=$(checksum_of "$work/ref.json") || exit 1
 
 # Kill rank 1 once the step-100 checkpoint is complete (its manifest is last).
 timeout 120 "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" --override="$override" \
@@ -30,15 +33,22 @@ victim=$(pgrep -P "$mpirun_pid" -x lemrt_train | sort -n | sed -n 2p)
 if [ -n "$victim" ] && kill -KILL "$victim"; then
   wait "$job"; rc=$?
   if [ "$rc" -eq 0 ]; then echo "FAIL kill_resume: the killed job exited 0"; failed=$((failed + 1)); fi
+  # The newest published step (100, or 200 if the job got that far before
+  # the kill) is the one the resume must restore.
+  newest=$(ls -d "$work/ckpt"/step-* 2>/dev/null | tail -n 1); newest=${newest##*step-}
+  newest=$((10#${newest:-0}))
   timeout 120 "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" --override="$override" \
     --checkpoint_dir="$work/ckpt" --checkpoint_every=100 --restore_from="$work/ckpt" \
     --summary_json="$work/resumed.json" \
-    > "$work/out" 2>&1
-  if [ $? -eq 0 ] && [ "$(checksum "$work/resumed.json")" = "$(checksum "$work/ref.json")" ]; then
+    > "$work/resumed.log" 2>&1
+  # (expect_resumed and checksum_of exit their subshell with a FAILED line.)
+  if [ $? -eq 0 ] && (expect_resumed "$work/resumed.log" "$work/resumed.json" "$newest") \
+     && got=$(checksum_of "$work/resumed.json") && [ "$got" = "$ref" ]; then
     passed=$((passed + 1))
-    echo "ok   kill_resume: killed rc=$rc, resumed from the newest checkpoint, checksum $(checksum "$work/ref.json") as uninterrupted"
+    echo "ok   kill_resume: killed rc=$rc, resumed from the newest checkpoint (step $newest), checksum $ref as uninterrupted"
   else
-    failed=$((failed + 1)); echo "FAIL kill_resume: checksums differ or resume failed"; tail -n 20 "$work/out"
+    failed=$((failed + 1)); echo "FAIL kill_resume: no restore of step $newest, checksums differ or resume failed"
+    tail -n 20 "$work/resumed.log"
   fi
 else
   wait "$job"
@@ -73,15 +83,16 @@ elif ! "$LEMRT_BIN/lemrt_ckpt" verify "$work/crash" > "$work/verify" 2>&1 \
 else
   timeout 120 "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" \
     --override="$override" --checkpoint_dir="$work/crash" --checkpoint_every=100 \
-    --restore_from="$work/crash" --summary_json="$work/crash.json" > "$work/out" 2>&1
-  if [ $? -eq 0 ] && grep -q "restored .*step-00000100" "$work/out" \
-     && grep -q "removed '$work/crash/incomplete-step-00000200'" "$work/out" \
-     && [ "$(checksum "$work/crash.json")" = "$(checksum "$work/ref.json")" ]; then
+    --restore_from="$work/crash" --summary_json="$work/crash.json" > "$work/crash.log" 2>&1
+  if [ $? -eq 0 ] && grep -q "restored .*step-00000100" "$work/crash.log" \
+     && (expect_resumed "$work/crash.log" "$work/crash.json" 100) \
+     && grep -q "removed '$work/crash/incomplete-step-00000200'" "$work/crash.log" \
+     && got=$(checksum_of "$work/crash.json") && [ "$got" = "$ref" ]; then
     passed=$((passed + 1))
-    echo "ok   crash_while_writing: killed rc=$rc after ${secs}s, $partial partial file(s), step 100 verifies ($(head -n 1 "$work/verify")), resumed to checksum $(checksum "$work/ref.json")"
+    echo "ok   crash_while_writing: killed rc=$rc after ${secs}s, $partial partial file(s), step 100 verifies ($(head -n 1 "$work/verify")), resumed to checksum $ref"
   else
-    failed=$((failed + 1)); echo "FAIL crash_while_writing: the resume failed, kept the leftover or its checksum differs"
-    tail -n 20 "$work/out"
+    failed=$((failed + 1)); echo "FAIL crash_while_writing: the resume failed, restored no step 100, kept the leftover or its checksum differs"
+    tail -n 20 "$work/crash.log"
   fi
 fi
 

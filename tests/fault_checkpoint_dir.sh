@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The checkpoint directory over many runs: retention (keep_last, pinned
 # steps), restore falling back past damaged checkpoints with a warning naming
-# each and why (and lemrt_ckpt verify rejecting the same ones), a lock that
-# refuses a second job on one directory and is taken over from a dead job,
-# resumes that refuse a changed seed or combiner unless --allow_config_change,
-# and checkpoint directories that cannot take files refused before step 0.
-# Needs LEMRT_BIN and LEMRT_SRC.
+# each and why (and lemrt_ckpt verify rejecting the same ones with exit
+# status 1 and the reason), a lock that refuses a second job on one directory
+# and is taken over from a dead job, resumes that refuse a changed seed or
+# combiner unless --allow_config_change, and checkpoint directories that
+# cannot take files refused before step 0. Each resume must log the restore
+# of its step and train only the steps after it. Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
 source "$(dirname "$0")/fault_lib.sh"
+source "$LEMRT_SRC/tests/summary_lib.sh"
 override='training { steps: 30 log_every: 0 eval_samples: 0 }'
-checksum() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model_checksum"])' "$1"; }
 train() {  # train NP OUT args...
   local np="$1" out="$2"; shift 2
   timeout "$deadline" "${MPIRUN[@]}" -np "$np" "$LEMRT_BIN/lemrt_train" --config="$config" \
@@ -20,7 +21,7 @@ pass() { passed=$((passed + 1)); echo "ok   $*"; }
 
 train 2 "$work/ref.log" --checkpoint_dir="$work/ref" --summary_json="$work/ref.json" \
   || { echo "FAIL reference run"; tail -n 20 "$work/ref.log"; exit 1; }
-ref=$(checksum "$work/ref.json")
+ref=$(checksum_of "$work/ref.json") || exit 1
 
 # --- Retention: keep_last 2 over steps 10..40, with step 10 pinned (pins.pbtxt,
 # what the best-evaluation pin writes): step 20 goes, 10, 30 and 40 stay.
@@ -38,8 +39,9 @@ fi
 
 # --- Fall-back: step 30's table file corrupted, step 20's manifest edited to
 # say step 10 (the checksum over its fields catches it). lemrt_ckpt verify
-# rejects both; a restore passes over both, naming each and why, and resumes
-# from step 10 to the uninterrupted checksum.
+# rejects both (exit status 1, not a crash's, and a sentence naming the
+# damaged file and why); a restore passes over both, naming each and why, and
+# resumes from step 10 to the uninterrupted checksum.
 cp -r "$work/ref" "$work/fb"
 rm -f "$work/fb/lemrt.lock"
 python3 - "$work/fb/step-00000030/table-001-sc-00003.bin" <<'PY'
@@ -50,10 +52,17 @@ PY
 sed -i 's/^step: 20$/step: 10/; s/next_step: 20$/next_step: 10/' "$work/fb/step-00000020/manifest.pbtxt"
 for s in 30 20; do
   d="$work/fb/step-000000$s"
-  if "$LEMRT_BIN/lemrt_ckpt" verify "$d" > "$work/v$s" 2>&1; then
-    fail "verify accepted damaged step $s"
+  if [ "$s" = 30 ]; then
+    want="^lemrt_ckpt: error: checkpoint file '$d/table-001-sc-00003.bin' is corrupted: its checksum is [0-9a-f]*, the manifest says [0-9a-f]*"
   else
+    want="^lemrt_ckpt: error: checkpoint manifest '$d/manifest.pbtxt' is corrupted: .*(the manifest was damaged or edited)"
+  fi
+  "$LEMRT_BIN/lemrt_ckpt" verify "$d" > "$work/v$s" 2>&1
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q -- "$want" "$work/v$s"; then
     pass "verify rejects step $s: $(cat "$work/v$s")"
+  else
+    fail "verify of damaged step $s: rc=$rc (want 1), want '$want'"; cat "$work/v$s"
   fi
 done
 if train 2 "$work/fb.log" --checkpoint_dir="$work/fb" --restore_from="$work/fb" \
@@ -61,7 +70,8 @@ if train 2 "$work/fb.log" --checkpoint_dir="$work/fb" --restore_from="$work/fb" 
    && grep -q "passed over '$work/fb/step-00000030': .*table-001-sc-00003.bin' is corrupted" "$work/fb.log" \
    && grep -q "passed over '$work/fb/step-00000020': .*manifest.pbtxt' is corrupted: .*damaged or edited" "$work/fb.log" \
    && grep -q "restored $work/fb/step-00000010" "$work/fb.log" \
-   && [ "$(checksum "$work/fb.json")" = "$ref" ]; then
+   && (expect_resumed "$work/fb.log" "$work/fb.json" 10) \
+   && got=$(checksum_of "$work/fb.json") && [ "$got" = "$ref" ]; then
   pass "fall_back: passed over steps 30 and 20 with a warning each, resumed step 10 to checksum $ref"
 else
   fail "fall_back"; grep -E "passed over|restored|error" "$work/fb.log"
@@ -105,8 +115,9 @@ expect_same_error config_change_refused 2 "was saved by a run with another confi
   --config="$work/changed.pbtxt" --override="$override" --restore_from="$work/ref/step-00000020"
 if timeout "$deadline" "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$work/changed.pbtxt" \
      --override="$override" --restore_from="$work/ref/step-00000020" --allow_config_change \
-     > "$work/allow.log" 2>&1 \
-   && grep -q "with a changed config (allow_config_change): training.seed 7 -> 8" "$work/allow.log"; then
+     --summary_json="$work/allow.json" > "$work/allow.log" 2>&1 \
+   && grep -q "with a changed config (allow_config_change): training.seed 7 -> 8" "$work/allow.log" \
+   && (expect_resumed "$work/allow.log" "$work/allow.json" 20); then
   pass "config_change_allowed: $(grep -m1 'changed config' "$work/allow.log" | sed 's/.*\] //')"
 else
   fail "config_change_allowed"; tail -n 5 "$work/allow.log"

@@ -2,7 +2,8 @@
 # Preemption: a stop signal makes every rank finish the same step, save a
 # checkpoint, write the summary and exit non-zero (128 + the signal) with a
 # sentence; a second signal exits at once. The stop's checkpoint resumes to
-# the checksum of an uninterrupted run that drains at that step.
+# the checksum of an uninterrupted run that drains at that step; the resume
+# must log the restore of the stop's step and train only the steps after it.
 #  - SIGTERM to one rank only (the ranks agree on stopping over their loss
 #    all-reduce);
 #  - SIGTERM to mpirun (Open MPI 4.1 sends SIGCONT, waits
@@ -16,6 +17,7 @@
 # Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
 source "$(dirname "$0")/fault_lib.sh"
+source "$LEMRT_SRC/tests/summary_lib.sh"
 long='training { steps: 1000000 log_every: 10 eval_samples: 0 }'
 ready=20
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
@@ -72,8 +74,10 @@ if [ -n "$stop" ]; then
           > "$work/ref.log" 2>&1 \
      && timeout 120 "${MPIRUN[@]}" -np 2 "$LEMRT_BIN/lemrt_train" --config="$config" --override="$over" \
           --restore_from="$work/ck" --summary_json="$work/resumed.json" > "$work/resumed.log" 2>&1 \
-     && [ "$(json "$work/ref.json" 'd["model_checksum"]')" = "$(json "$work/resumed.json" 'd["model_checksum"]')" ]; then
-    pass "term_resume: step $stop verifies and resumes to $end with the uninterrupted checksum $(json "$work/ref.json" 'd["model_checksum"]')"
+     && (expect_resumed "$work/resumed.log" "$work/resumed.json" "$stop") \
+     && want=$(checksum_of "$work/ref.json") && got=$(checksum_of "$work/resumed.json") \
+     && [ "$got" = "$want" ]; then
+    pass "term_resume: step $stop verifies and resumes to $end with the uninterrupted checksum $want"
   else
     fail "term_resume"; cat "$work/verify"; tail -n 5 "$work/resumed.log"
   fi
