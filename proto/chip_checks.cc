@@ -35,9 +35,13 @@ void CheckEmulatedChip(const RunConfig& c, ConfigErrors& errors) {
                 absl::StrCat("must be >= 0, got ",
                              s.xla_sc_num_serialized_tables_to_optimize_hbm()));
   }
-  if (s.tile_threads() < 1) {
+  if (s.tile_threads() < 1 || s.tile_threads() > 256) {
     errors.Fail({{"sparse_core"}, {"tile_threads"}},
-                absl::StrCat("must be >= 1, got ", s.tile_threads()));
+                absl::StrCat("must be in [1, 256], got ", s.tile_threads()));
+  }
+  if (s.pipeline_warmup_steps() < 0) {
+    errors.Fail({{"sparse_core"}, {"pipeline_warmup_steps"}},
+                absl::StrCat("must be >= 0, got ", s.pipeline_warmup_steps()));
   }
 }
 

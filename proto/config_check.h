@@ -47,6 +47,7 @@ class ConfigErrors {
 };
 
 inline bool Positive(double x) { return std::isfinite(x) && x > 0; }
+inline bool FiniteNonNegative(double x) { return std::isfinite(x) && x >= 0; }
 
 // An optimizer at `path` (tables[i].optimizer or training.dense_optimizer):
 // learning rate, Adagrad, Adam and FTRL parameters (proto/optimizer_checks.cc).

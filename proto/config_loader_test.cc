@@ -226,6 +226,36 @@ TEST(ConfigLoaderTest, SemanticErrors) {
               HasSubstr("duplicate table name 't0'"));
 }
 
+// Values the checks used to let through, each then failing later as
+// "training diverged", a crash or nothing at all.
+TEST(ConfigLoaderTest, NonFiniteAndUnboundedValuesAreErrors) {
+  EXPECT_THAT(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 combiner: SUM "
+                      "initializer { uniform { scale: inf } } }"),
+              HasSubstr("uniform.scale must be a finite number >= 0, got inf"));
+  EXPECT_THAT(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 combiner: SUM "
+                      "initializer { normal { stddev: nan } } }"),
+              HasSubstr("normal.stddev must be a finite number >= 0"));
+  EXPECT_THAT(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 combiner: SUM "
+                      "optimizer { ftrl { learning_rate_power: -inf } } }"),
+              HasSubstr("ftrl.learning_rate_power: must be a finite number <= 0"));
+  EXPECT_THAT(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 combiner: SUM "
+                      "quantization { num_buckets: 4 low: -3e38 high: 3e38 } }"),
+              HasSubstr("needs finite low < high"));
+  EXPECT_EQ(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 combiner: SUM "
+                    "quantization { num_buckets: 4 low: -1e38 high: 1e38 } }"),
+            "");
+  for (const char* scale : {"teacher_id_scale", "teacher_dense_scale", "teacher_pair_scale",
+                            "teacher_cross_scale"}) {
+    EXPECT_THAT(ErrorOf(std::string("data { synthetic { ") + scale + ": nan } }"),
+                HasSubstr(std::string("data.synthetic.") + scale + ": must be a finite number"));
+  }
+  EXPECT_THAT(ErrorOf("sparse_core { tile_threads: 100000 }"),
+              HasSubstr("sparse_core.tile_threads: must be in [1, 256], got 100000"));
+  EXPECT_EQ(ErrorOf("sparse_core { tile_threads: 256 }"), "");
+  EXPECT_THAT(ErrorOf("sparse_core { pipeline_warmup_steps: -5 }"),
+              HasSubstr("sparse_core.pipeline_warmup_steps: must be >= 0, got -5"));
+}
+
 TEST(ConfigLoaderTest, AdagradAcceptsAZeroInitialAccumulator) {
   EXPECT_EQ(ErrorOf("tables { name: 't2' vocab_size: 9 dim: 2 optimizer { adagrad { "
                     "initial_accumulator: 0 } } }"),

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -396,9 +397,15 @@ void CheckData(const RunConfig& c, ConfigErrors& errors) {
     errors.Fail({{"data"}, {"synthetic"}, {"zipf_exponent"}},
                 absl::StrCat("must be > 0, got ", s.zipf_exponent()));
   }
-  if (!std::isfinite(s.teacher_cross_scale())) {
-    errors.Fail({{"data"}, {"synthetic"}, {"teacher_cross_scale"}},
-                absl::StrCat("must be a finite number, got ", s.teacher_cross_scale()));
+  const std::pair<const char*, float> scales[] = {{"teacher_id_scale", s.teacher_id_scale()},
+                                                   {"teacher_dense_scale", s.teacher_dense_scale()},
+                                                   {"teacher_pair_scale", s.teacher_pair_scale()},
+                                                   {"teacher_cross_scale", s.teacher_cross_scale()}};
+  for (const auto& [name, scale] : scales) {
+    if (!std::isfinite(scale)) {
+      errors.Fail({{"data"}, {"synthetic"}, {name}},
+                  absl::StrCat("must be a finite number, got ", scale));
+    }
   }
 }
 

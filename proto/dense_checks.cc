@@ -61,10 +61,12 @@ void CheckNormalize(const FieldPath& at, const DenseInput& d, ConfigErrors& erro
       errors.Fail(field("normalize"),
                   absl::StrCat("dense input '", d.name(), "': STANDARDIZE needs mean and stddev",
                                kStatsHint));
-    } else if (!std::isfinite(d.mean()) || !Positive(d.stddev())) {
+    } else if (!std::isfinite(d.mean()) || !Positive(d.stddev()) ||
+               !std::isfinite(static_cast<float>(1 / d.stddev()))) {
       errors.Fail(field("stddev"),
                   absl::StrFormat("dense input '%s': STANDARDIZE needs a finite mean and a "
-                                  "stddev > 0, got mean %g, stddev %g (a constant input carries "
+                                  "stddev > 0 (at least 3e-39: 1 / stddev a float), got mean %g, "
+                                  "stddev %g (a constant input carries "
                                   "nothing; remove it or leave it unnormalized)",
                                   d.name(), d.mean(), d.stddev()));
     }
@@ -75,10 +77,11 @@ void CheckNormalize(const FieldPath& at, const DenseInput& d, ConfigErrors& erro
                   absl::StrCat("dense input '", d.name(), "': MIN_MAX needs minimum and maximum",
                                kStatsHint));
     } else if (!std::isfinite(d.minimum()) || !std::isfinite(d.maximum()) ||
-               !(d.minimum() < d.maximum())) {
+               !(d.minimum() < d.maximum()) ||
+               !std::isfinite(static_cast<float>(1 / (d.maximum() - d.minimum())))) {
       errors.Fail(field("maximum"),
-                  absl::StrFormat("dense input '%s': MIN_MAX needs finite minimum < maximum, "
-                                  "got %g and %g",
+                  absl::StrFormat("dense input '%s': MIN_MAX needs finite minimum < maximum "
+                                  "(1 / (maximum - minimum) a finite float), got %g and %g",
                                   d.name(), d.minimum(), d.maximum()));
     }
   }

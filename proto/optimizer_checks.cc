@@ -30,8 +30,9 @@ void CheckAdamAndFtrl(const FieldPath& path, const OptimizerConfig& o, ConfigErr
       errors.Fail(p, "FTRL is for embedding tables only; use sgd, adagrad or adam for dense parameters");
       return;
     }
-    if (!(f.learning_rate_power() <= 0)) {
-      fail("ftrl", "learning_rate_power", absl::StrCat("must be <= 0, got ", f.learning_rate_power()));
+    if (!(std::isfinite(f.learning_rate_power()) && f.learning_rate_power() <= 0)) {
+      fail("ftrl", "learning_rate_power",
+           absl::StrCat("must be a finite number <= 0, got ", f.learning_rate_power()));
     }
     if (!Positive(f.initial_accumulator())) {
       fail("ftrl", "initial_accumulator", absl::StrCat("must be > 0, got ", f.initial_accumulator()));

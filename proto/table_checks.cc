@@ -62,11 +62,13 @@ void CheckTables(const RunConfig& c, ConfigErrors& errors) {
       errors.Fail(at("combiner"), absl::StrCat("table '", t.name(), "': set SUM, MEAN or SQRTN"));
     }
     if (t.has_optimizer()) CheckOptimizer(at("optimizer"), t.optimizer(), errors);
-    if (t.initializer().has_uniform() && !(t.initializer().uniform().scale() >= 0)) {
-      errors.Fail(at("initializer"), "uniform.scale must be >= 0");
+    if (t.initializer().has_uniform() && !FiniteNonNegative(t.initializer().uniform().scale())) {
+      errors.Fail(at("initializer"), absl::StrCat("uniform.scale must be a finite number >= 0, got ",
+                                                  t.initializer().uniform().scale()));
     }
-    if (t.initializer().has_normal() && !(t.initializer().normal().stddev() >= 0)) {
-      errors.Fail(at("initializer"), "normal.stddev must be >= 0");
+    if (t.initializer().has_normal() && !FiniteNonNegative(t.initializer().normal().stddev())) {
+      errors.Fail(at("initializer"), absl::StrCat("normal.stddev must be a finite number >= 0, got ",
+                                                  t.initializer().normal().stddev()));
     }
   }
 }
@@ -132,7 +134,8 @@ void CheckQuantization(const RunConfig& c, ConfigErrors& errors) {
     if (!q.has_low() || !q.has_high()) {
       errors.Fail(at(q.has_low() ? "high" : "low"),
                   absl::StrCat("table '", name, "': quantization needs both low and high"));
-    } else if (!std::isfinite(q.low()) || !std::isfinite(q.high()) || !(q.low() < q.high())) {
+    } else if (!std::isfinite(q.low()) || !std::isfinite(q.high()) || !(q.low() < q.high()) ||
+               !std::isfinite(q.high() - q.low())) {
       errors.Fail(at("high"), absl::StrCat("table '", name, "': needs finite low < high, got low ",
                                            q.low(), " high ", q.high()));
     }

@@ -50,7 +50,7 @@ double LearningRateSchedule::Factor(int64_t step) const {
   if (decay_ == LearningRateScheduleConfig::CONSTANT || decay_steps_ == 0 || step < decay_start_) {
     return 1.0;
   }
-  if (step >= decay_start_ + decay_steps_) return end_factor_;
+  if (step - decay_start_ >= decay_steps_) return end_factor_;  // (the sum may overflow)
   const double p = static_cast<double>(step - decay_start_) / static_cast<double>(decay_steps_);
   const double e = end_factor_;
   switch (decay_) {

@@ -74,6 +74,11 @@ TEST(LearningRateScheduleTest, ExplicitDecayWindow) {
   EXPECT_NEAR(s.Factor(8), e + (1 - e) * std::pow(0.25, 3), 1e-12);
   EXPECT_DOUBLE_EQ(s.Factor(9), e);
   EXPECT_DOUBLE_EQ(s.Factor(999), e);
+  // A window whose end overflows int64 still decays from its start.
+  const LearningRateSchedule long_window(
+      Parse("decay: LINEAR decay_start_step: 10 decay_steps: 9223372036854775807"), 1000);
+  EXPECT_EQ(long_window.Factor(10), 1.0);
+  EXPECT_GT(long_window.Factor(11), 0.999);
 }
 
 TEST(LearningRateScheduleTest, PerKindSchedulesReplaceTheShared) {

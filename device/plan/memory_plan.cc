@@ -271,7 +271,7 @@ void PlanHeap(const config::RunConfig& c, int64_t dense_params, int64_t replicas
     activation_width += c.tables(config::FindTable(c, f.table())).dim();
   }
   p->host_inputs_per_step =
-      replicas * ((c.model().num_dense_features() + 1) * kF32 + ids_per_sample * kCooEntryBytes);
+      replicas * ((int64_t{c.model().num_dense_features()} + 1) * kF32 + ids_per_sample * kCooEntryBytes);
   p->activations_per_step = replicas * activation_width * kF32 * 2;
   p->host_queue_items = std::max(1, c.sparse_core().maximum_parallel_iterations());
   p->in_flight_steps = c.sparse_core().disable_full_embedding_pipelining() ? 1 : 2;

@@ -1,6 +1,7 @@
 #include "host/input/epoch_schedule.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "absl/strings/str_format.h"
@@ -42,6 +43,11 @@ absl::StatusOr<int64_t> ResolveTrainingSteps(const config::TrainingConfig& train
         schedule->rows() == 0 ? "" : " (drop_last_partial_batch is set)"));
   }
   if (!training.has_epochs()) return training.steps();
+  if (training.epochs() > std::numeric_limits<int64_t>::max() / schedule->steps_per_epoch()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "training.epochs: %d epochs of %d steps are more steps than a 64-bit count holds",
+        training.epochs(), schedule->steps_per_epoch()));
+  }
   const int64_t by_epochs = training.epochs() * schedule->steps_per_epoch();
   return training.has_steps() ? std::min(training.steps(), by_epochs) : by_epochs;
 }

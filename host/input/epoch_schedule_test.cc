@@ -45,6 +45,13 @@ TEST(EpochScheduleTest, StepsFromEpochsAndSteps) {
   const EpochSchedule tiny(10, 16, true);
   EXPECT_THAT(ResolveTrainingSteps(t, &tiny).status().message(),
               ::testing::HasSubstr("fewer than one global batch of 16"));
+  // 2^62 epochs of 3 steps overflow a 64-bit step count: an error, not 0 steps.
+  t.clear_steps();
+  t.set_epochs(int64_t{1} << 62);
+  EXPECT_THAT(ResolveTrainingSteps(t, &s).status().message(),
+              ::testing::HasSubstr("training.epochs: 4611686018427387904 epochs of 3 steps"));
+  t.set_epochs((int64_t{1} << 62) / 3);
+  EXPECT_EQ(*ResolveTrainingSteps(t, &s), (int64_t{1} << 62) / 3 * 3);
 }
 
 TEST(SampleOrderTest, PermutesEachWindowFromSeedAndEpochOnly) {

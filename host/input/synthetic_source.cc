@@ -82,7 +82,7 @@ SyntheticSource::SyntheticSource(const config::RunConfig& config, int rank,
       rank_(rank),
       num_dense_(config.model().num_dense_features()),
       num_eval_samples_(config.training().eval_samples()),
-      num_eval_chunks_((num_eval_samples_ + global_batch_ - 1) / global_batch_),
+      num_eval_chunks_(num_eval_samples_ / global_batch_ + (num_eval_samples_ % global_batch_ != 0)),
       features_(std::move(features)),
       exact_hidden_(exact_hidden) {
   const int num_features = static_cast<int>(features_.size());
