@@ -182,9 +182,9 @@ TEST(CriteoPresetTest, ConflictsNameTheLine) {
   EXPECT_THAT(
       ErrorOf(Config("", "dense { name: 'I2' normalize: STANDARDIZE mean: 0 stddev: 1e-40 }\n")),
       HasSubstr("stddev > 0 (at least 3e-39"));
-  EXPECT_THAT(ErrorOf(Config(
-                  "", "dense { name: 'I2' normalize: MIN_MAX minimum: 0 maximum: 1e-40 }\n")),
-              HasSubstr("MIN_MAX needs finite minimum < maximum"));
+  EXPECT_THAT(
+      ErrorOf(Config("", "dense { name: 'I2' normalize: MIN_MAX minimum: 0 maximum: 1e-40 }\n")),
+      HasSubstr("MIN_MAX needs finite minimum < maximum"));
 }
 
 }  // namespace
