@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -93,6 +94,7 @@ absl::StatusOr<PartitionLimits> ResolveLimits(const config::RunConfig& config) {
   if (!text.ok()) return text.status();
   absl::StatusOr<config::LimitsFile> file = ParseLimitsFile(*text, path);
   if (!file.ok()) return file.status();
+  std::vector<int> entry_of_table(out.tables.size(), -1);
   for (int i = 0; i < file->tables_size(); ++i) {
     const config::TableLimits& e = file->tables(i);
     const int t = config::FindTable(config, e.table());
@@ -100,6 +102,12 @@ absl::StatusOr<PartitionLimits> ResolveLimits(const config::RunConfig& config) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: tables[%d] names table '%s', which the config does not have", path, i, e.table()));
     }
+    if (entry_of_table[t] >= 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tables[%d] names table '%s' again (tables[%d] did): one entry a table", path, i,
+          e.table(), entry_of_table[t]));
+    }
+    entry_of_table[t] = i;
     if ((e.has_max_ids_per_partition() && e.max_ids_per_partition() <= 0) ||
         (e.has_max_unique_ids_per_partition() && e.max_unique_ids_per_partition() <= 0)) {
       return absl::InvalidArgumentError(absl::StrFormat(

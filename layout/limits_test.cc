@@ -75,6 +75,13 @@ TEST(LimitsTest, FileErrors) {
   auto bad = ResolveLimits(Config(absl::StrCat("limits_file: '", path, "'")));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("limits_test.pbtxt:2:"));
+  path = TempFile(
+      "tables { table: 'a' max_ids_per_partition: 3 }\n"
+      "tables { table: 'a' max_ids_per_partition: 5 }");
+  auto twice = ResolveLimits(Config(absl::StrCat("limits_file: '", path, "'")));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(),
+              HasSubstr("tables[1] names table 'a' again (tables[0] did)"));
 }
 
 TEST(LimitsTest, WriteThenReadRoundTrips) {

@@ -36,6 +36,8 @@ expect_error dim 2 "must be > 0, got -3" \
   --config="$config" --override='tables { name: "d" vocab_size: 10 dim: -3 combiner: SUM }'
 expect_error syntax 2 "--override:1:" --config="$config" --override='training { steps: x }'
 expect_error missing_file 2 "cannot read config file '/nonexistent.pbtxt'" --config=/nonexistent.pbtxt
+expect_error checkpoint_every 1 "--checkpoint_every must be >= 0 steps, got -3" \
+  --config="$config" --checkpoint_every=-3
 printf 'tables { name: "a" vocab_size: 10\n  dim: 4 combiner: SUMM }\n' > "$work/bad.pbtxt"
 expect_error bad_enum 2 "bad.pbtxt:2:" --config="$work/bad.pbtxt"
 expect_error missing_criteo 2 "No such file\|cannot open\|not found\|NotFound\|/nonexistent/train.tsv" \

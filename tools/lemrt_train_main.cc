@@ -212,6 +212,11 @@ absl::Status DryRun(const lemrt::config::RunConfig& config, Communicator& comm) 
 // The run's config from the flags on this rank (no collectives).
 absl::StatusOr<lemrt::config::RunConfig> LoadRunConfig(int world_size) {
   if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
+  // (Else checkpoint.every_steps' check would name a line of the flags' override.)
+  if (FLAGS_checkpoint_every < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--checkpoint_every must be >= 0 steps, got ", FLAGS_checkpoint_every));
+  }
   LEMRT_ASSIGN_OR_RETURN(const std::string observability, ObservabilityOverride());
   LEMRT_ASSIGN_OR_RETURN(lemrt::config::RunConfig config,
                          lemrt::config::LoadConfig(
