@@ -38,7 +38,10 @@ struct NpyArray {
 // as numpy.save and WriteNpy write it). InvalidArgument sentences naming
 // the file and what it holds against what is read: another dtype ("has
 // dtype '<f8', expected '<f4' (float32)"), Fortran order, a shape that is
-// not 2-D, a size that does not match the header; NotFound when missing.
+// not 2-D, a size that does not match the header; NotFound when missing;
+// InvalidArgument "… is a directory, not a regular file; …" for anything not
+// a regular file (base/regular_file.h: a FIFO or /dev/zero is refused, never
+// read). Reads the header, then only the data bytes its shape needs.
 absl::StatusOr<NpyArray> ReadNpy(const std::string& path);
 
 }  // namespace lemrt::checkpoint

@@ -1,5 +1,7 @@
 #include "runtime/checkpoint/npy.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -103,6 +105,32 @@ TEST(NpyTest, RefusesWhatItCannotReadAsFloat32Rows) {
   const absl::Status missing = ReadNpy(path + ".gone").status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(missing.message(), ".npy file '" + path + ".gone' is missing.");
+}
+
+// A directory, a FIFO and /dev/zero are refused with a sentence, unread (a
+// directory threw std::ios_base::failure; /dev/zero never ended); a shape
+// larger than the file, or than any file can be, allocates nothing.
+TEST(NpyTest, RefusesWhatIsNoRegularFileAndShapesBeyondTheFile) {
+  const std::string path = NpyPath();
+  const std::string dir = path.substr(0, path.rfind('/'));
+  EXPECT_EQ(ReadNpy(dir).status().message(),
+            ".npy file '" + dir +
+                "' is a directory, not a regular file; lemrt reads data only from regular files "
+                "(copy a stream to a file first).");
+  const std::string fifo = dir + "/f.npy";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(ReadNpy(fifo).status().message(), ::testing::HasSubstr("is a FIFO"));
+  EXPECT_THAT(ReadNpy("/dev/zero").status().message(),
+              ::testing::HasSubstr(".npy file '/dev/zero' is a character device"));
+  WriteBytes(path, NpyHeader(int64_t{1} << 62, 3) + std::string(4, '\0'));
+  EXPECT_EQ(ReadNpy(path).status().message(),
+            ".npy file '" + path +
+                "' has shape (4611686018427387904, 3), more floats than a file can hold.");
+  WriteBytes(path, NpyHeader(1000000000, 1000) + std::string(4, '\0'));
+  EXPECT_EQ(ReadNpy(path).status().message(),
+            ".npy file '" + path +
+                "' is truncated: shape (1000000000, 1000) needs 4000000000000 bytes of data, it "
+                "has 4.");
 }
 
 }  // namespace
