@@ -65,6 +65,8 @@ mpmd() {
 predict() { "${MPI[@]}" -np 1 "$bin/lemrt_predict" --config="${MH_CONFIG:-$mh}" "$@"; }
 ckpt() { "$bin/lemrt_ckpt" "$@"; }
 vocab() { "${MPI[@]}" -np 1 "$bin/lemrt_vocab" --config="$mh" "$@"; }
+# limits [FLAGS...]: lemrt_limits of the small DLRM (synthetic data) on one rank.
+limits() { "${MPI[@]}" -np 1 "$bin/lemrt_limits" --config="$small" "$@"; }
 # Data overrides: Criteo TSV for the small model, the multi-hot files.
 criteo() { echo "data { criteo { train_path: \"$1\" eval_path: \"${2:-$1}\" } }"; }
 criteo_strict() { echo "data { criteo { train_path: \"$1\" strict: true } } training { eval_samples: 0 }"; }

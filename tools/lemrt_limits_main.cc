@@ -37,7 +37,7 @@ DEFINE_string(config, "", "Run config in protobuf text format (required).");
 DEFINE_string(override, "", "Text proto merged into the config.");
 DEFINE_int32(batches, 10, "Training batches to observe (steps 0 .. N-1).");
 DEFINE_string(out, "", "Where rank 0 writes the limits file (required).");
-DEFINE_double(headroom, 1.1, "Limits = ceil(observed maximum x headroom).");
+DEFINE_double(headroom, 1.1, "Limits = ceil(observed maximum x headroom); 1 to 1000.");
 DEFINE_int32(hot_rows, 0,
              "Replicate each table's N most frequent rows (TableConfig.hot_rows) for tables "
              "that set no hot rows, and count the partitions without their ids.");
@@ -48,6 +48,10 @@ DEFINE_string(hot_rows_out, "",
 namespace {
 
 using lemrt::runtime::Communicator;
+
+// The largest --headroom: a limit 1000 times the observed maximum is no
+// estimate any more.
+constexpr double kMaxHeadroom = 1000;
 
 absl::Status Estimate(const lemrt::config::RunConfig& config, Communicator& comm) {
   namespace host = lemrt::host;
@@ -178,8 +182,12 @@ absl::StatusOr<lemrt::config::RunConfig> LoadOnThisRank(int world_size) {
   if (FLAGS_hot_rows < 0) {
     return absl::InvalidArgumentError(absl::StrFormat("--hot_rows must be >= 0, got %d", FLAGS_hot_rows));
   }
-  if (!(FLAGS_headroom >= 1.0)) {
-    return absl::InvalidArgumentError(absl::StrFormat("--headroom must be >= 1, got %g", FLAGS_headroom));
+  // NaN and inf fail too; a limit past int32 saturates (LimitEstimator::Limits).
+  if (!(FLAGS_headroom >= 1.0 && FLAGS_headroom <= kMaxHeadroom)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--headroom must be a number from 1 to %g (limits = ceil(observed maximum x headroom)), "
+        "got %g",
+        kMaxHeadroom, FLAGS_headroom));
   }
   auto config = lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
   if (!config.ok() || FLAGS_hot_rows == 0) return config;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace lemrt::host {
 namespace {
@@ -24,6 +25,17 @@ int32_t Max(const std::vector<float>& v) {
   float m = 0;
   for (float x : v) m = std::max(m, x);
   return static_cast<int32_t>(m);
+}
+
+// ceil(observed x headroom) as a limit: at least 1, and INT32_MAX when it is
+// larger (a double beyond int32 cast to int32 wrapped to INT_MIN, so a huge
+// headroom gave limits of 1).
+int32_t LimitOf(int32_t observed, double headroom) {
+  const double limit = std::ceil(observed * headroom - 1e-9);
+  if (limit >= static_cast<double>(std::numeric_limits<int32_t>::max())) {
+    return std::numeric_limits<int32_t>::max();
+  }
+  return limit >= 1 ? static_cast<int32_t>(limit) : 1;  // also NaN (0 x inf)
 }
 
 }  // namespace
@@ -73,10 +85,8 @@ config::TableLimits LimitEstimator::Limits(const std::string& table,
                                            const TableLimitReport& report, double headroom) {
   config::TableLimits l;
   l.set_table(table);
-  l.set_max_ids_per_partition(
-      std::max<int32_t>(1, static_cast<int32_t>(std::ceil(report.max_ids * headroom - 1e-9))));
-  l.set_max_unique_ids_per_partition(std::max<int32_t>(
-      1, static_cast<int32_t>(std::ceil(report.max_unique_ids * headroom - 1e-9))));
+  l.set_max_ids_per_partition(LimitOf(report.max_ids, headroom));
+  l.set_max_unique_ids_per_partition(LimitOf(report.max_unique_ids, headroom));
   return l;
 }
 

@@ -47,7 +47,8 @@ class LimitEstimator {
   static TableLimitReport Summarise(std::vector<float> ids, std::vector<float> unique_ids,
                                     const std::vector<int64_t>& ids_per_dest);
 
-  // Limits of a report: ceil(max x headroom), at least 1.
+  // Limits of a report: ceil(max x headroom), at least 1 and at most
+  // INT32_MAX (saturated, never wrapped). Precondition: headroom >= 1.
   static config::TableLimits Limits(const std::string& table, const TableLimitReport& report,
                                     double headroom);
 

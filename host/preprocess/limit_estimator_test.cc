@@ -1,5 +1,7 @@
 #include "host/preprocess/limit_estimator.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace lemrt::host {
@@ -36,6 +38,23 @@ TEST(LimitEstimatorTest, EmptyTableGetsLimitOne) {
   TableLimitReport r = LimitEstimator::Summarise(est.ids(0), est.unique_ids(0), est.ids_per_dest(0));
   EXPECT_EQ(r.max_ids, 0);
   EXPECT_EQ(LimitEstimator::Limits("t", r, 1.1).max_ids_per_partition(), 1);
+}
+
+// A headroom that takes a limit past int32 saturates it (it wrapped to
+// INT_MIN, and the floor of 1 made every limit 1).
+TEST(LimitEstimatorTest, HugeHeadroomSaturatesAtInt32Max) {
+  TableLimitReport r;
+  r.max_ids = 1000;
+  r.max_unique_ids = 10;
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  const config::TableLimits huge = LimitEstimator::Limits("t", r, 1e12);
+  EXPECT_EQ(huge.max_ids_per_partition(), kMax);
+  EXPECT_EQ(huge.max_unique_ids_per_partition(), kMax);
+  const config::TableLimits past = LimitEstimator::Limits("t", r, 3e6);  // 3e9 ids, 3e7 unique
+  EXPECT_EQ(past.max_ids_per_partition(), kMax);
+  EXPECT_EQ(past.max_unique_ids_per_partition(), 30000000);
+  r.max_ids = kMax;
+  EXPECT_EQ(LimitEstimator::Limits("t", r, 1.0).max_ids_per_partition(), kMax);
 }
 
 TEST(LimitEstimatorTest, P99IsNearestRank) {
