@@ -31,6 +31,7 @@
 #include "proto/config_loader.h"
 #include "runtime/comm/mpi_session.h"
 #include "runtime/hot_rows/hot_row_choice.h"
+#include "runtime/output_paths.h"
 #include "tools/tool_help.h"
 
 DEFINE_string(config, "", "Run config in protobuf text format (required).");
@@ -199,6 +200,18 @@ absl::StatusOr<lemrt::config::RunConfig> LoadOnThisRank(int world_size) {
   return config;
 }
 
+// Collective: rank 0 checks the files it writes at the end (--out,
+// --hot_rows_out), as lemrt_train checks its outputs, so that a path that
+// cannot be written fails before the batches are read, not after.
+absl::Status CheckOutputs(Communicator& comm) {
+  absl::Status st;
+  if (comm.rank() == 0) {
+    st = lemrt::runtime::CheckOutputFile(FLAGS_out, "--out");
+    if (st.ok()) st = lemrt::runtime::CheckOutputFile(FLAGS_hot_rows_out, "--hot_rows_out");
+  }
+  return lemrt::runtime::AgreeOnStatus(comm, st);
+}
+
 // Errors that can differ by rank (a file one rank cannot read, an MPMD job's
 // different arguments) are agreed before the next collective.
 absl::Status Run(Communicator& comm) {
@@ -214,6 +227,8 @@ absl::Status Run(Communicator& comm) {
         "--batches differs between ranks (%d to %d); give every rank the same", -batches[1],
         batches[0]));
   }
+  st = CheckOutputs(comm);
+  if (!st.ok()) return st;
   return Estimate(*config, comm);
 }
 
