@@ -246,9 +246,15 @@ absl::Status WriteSyntheticRows(const config::RunConfig& config, Split split, in
 
 absl::StatusOr<ConvertStats> ExportSynthetic(const config::RunConfig& config, Split split,
                                              const std::string& out_path) {
-  const int64_t rows = split == Split::kTrain
-                           ? config.training().steps() * config.training().global_batch()
-                           : config.training().eval_samples();
+  int64_t rows = config.training().eval_samples();
+  if (split == Split::kTrain &&
+      __builtin_mul_overflow(config.training().steps(), config.training().global_batch(), &rows)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the synthetic source's training split is training.steps x global_batch rows, and %d x "
+        "%d is more rows than a 64-bit count holds; set training.steps to the steps the file "
+        "should hold.",
+        config.training().steps(), config.training().global_batch()));
+  }
   if (rows <= 0) {
     return absl::InvalidArgumentError(
         split == Split::kTrain

@@ -34,7 +34,8 @@ struct ConvertStats {
 //
 // A synthetic source is exported instead: its rows in global sample order
 // (training: training.steps x global_batch rows, the ones a run of the
-// config trains on; eval: training.eval_samples rows), stored with the
+// config trains on, InvalidArgument naming the product when it overflows
+// int64; eval: training.eval_samples rows), stored with the
 // columns of SyntheticExportSchema(config). Training from the file with that
 // data.schema trains the model the synthetic source trains, bit for bit, at
 // every world size.

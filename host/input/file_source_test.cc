@@ -583,6 +583,27 @@ TEST(BinaryFileTest, ConvertedTextGivesTheSameBatches) {
   EXPECT_THAT(onto.status().message(), HasSubstr("is the input"));
 }
 
+// The synthetic source's training split is steps x global_batch rows: a
+// product past int64 is refused naming it, and no file is written (it
+// wrapped, (2^60 + 1) x 16 rows to 16, and wrote them).
+TEST(BinaryFileTest, SyntheticStepsTimesBatchPastInt64IsRefused) {
+  TempDir dir;
+  const config::RunConfig config = Load(R"(
+    tables { name: "t" vocab_size: 1000 dim: 8 }
+    features { name: "item" table: "t" }
+    model { bottom_mlp: [ 8 ] top_mlp: [ 1 ] }
+    training { global_batch: 16 steps: 1152921504606846977 }
+    data { synthetic {} })",
+                                        1);
+  const std::string bin = dir.path("syn.bin");
+  const absl::StatusOr<ConvertStats> stats = ConvertToBinary(config, Split::kTrain, bin);
+  EXPECT_EQ(stats.status().message(),
+            "the synthetic source's training split is training.steps x global_batch rows, and "
+            "1152921504606846977 x 16 is more rows than a 64-bit count holds; set training.steps "
+            "to the steps the file should hold.");
+  EXPECT_NE(access(bin.c_str(), F_OK), 0);
+}
+
 TEST(BinaryFileTest, CorruptBlocksAndOldFilesAreRefused) {
   TempDir dir;
   const std::string train = dir.Write("train.csv", Csv(2500));
