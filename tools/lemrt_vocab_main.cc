@@ -331,6 +331,10 @@ absl::Status CountThisRank(int rank, int world_size, Share* share) {
     return absl::InvalidArgumentError("--config and --out_dir are required");
   }
   if (FLAGS_min_frequency < 1) return absl::InvalidArgumentError("--min_frequency must be >= 1");
+  if (FLAGS_max_size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--max_size must be >= 0 (0 keeps every value), got %d", FLAGS_max_size));
+  }
   auto config = LoadForCounting();
   if (!config.ok()) return config.status();
   const std::vector<std::string> wanted = absl::StrSplit(FLAGS_features, ',', absl::SkipEmpty());
