@@ -135,7 +135,8 @@ std::string PathString(const FieldPath& path) {
 }
 
 absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view source_name,
-                                      std::string_view override_text, int world_size) {
+                                      std::string_view override_text, int world_size,
+                                      const ConfigAdjustment& adjust) {
   RunConfig config;
   TextFormat::ParseInfoTree file_tree;
   TextFormat::ParseInfoTree override_tree;
@@ -146,6 +147,7 @@ absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view so
     st = ParseText(override_text, "--override", /*merge=*/true, &override_tree, &config);
     if (!st.ok()) return st;
   }
+  if (adjust) adjust(&config);
   ApplyTopologyPreset(world_size, config.mutable_topology());
   ApplyDataDefaults(&config);
   if (config.data().max_table_rows() > 0) {
@@ -171,10 +173,10 @@ absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view so
 }
 
 absl::StatusOr<RunConfig> LoadConfig(const std::string& path, std::string_view override_text,
-                                     int world_size) {
+                                     int world_size, const ConfigAdjustment& adjust) {
   absl::StatusOr<std::string> text = base::ReadTextFile(path, kMaxConfigBytes, "config file");
   if (!text.ok()) return text.status();
-  return ParseConfig(*text, path, override_text, world_size);
+  return ParseConfig(*text, path, override_text, world_size, adjust);
 }
 
 }  // namespace lemrt::config

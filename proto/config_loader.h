@@ -5,6 +5,7 @@
 #define LEMRT_PROTO_CONFIG_LOADER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -16,9 +17,15 @@ namespace lemrt::config {
 // Config files (and limits files) larger than this are refused unread.
 inline constexpr int64_t kMaxConfigBytes = int64_t{16} << 20;
 
+// Changes a tool makes to the merged config before it is checked (LoadConfig).
+using ConfigAdjustment = std::function<void(RunConfig*)>;
+
 // Reads `path` (text format), merges `override_text` into it with text-format
 // merge semantics (scalars replace, repeated fields append, messages merge),
-// fills the topology from its preset and the world size, and validates.
+// applies `adjust` when set, fills the topology from its preset and the world
+// size, and validates. `adjust` lets a tool that loads a config for other
+// work than training relax it (lemrt_vocab: mappings to the vocabularies it
+// is about to write) while errors still point at the text that set a field.
 // Errors (InvalidArgument / NotFound) are sentences:
 //   parse errors:    "<path>:<line>:<col>: <parser message>"
 //   semantic errors: "<path>:<line>:<col>: <field path>: <what is wrong>"
@@ -27,16 +34,14 @@ inline constexpr int64_t kMaxConfigBytes = int64_t{16} << 20;
 //   the file:        NotFound when it cannot be read, InvalidArgument when it
 //                    is not a regular file (a directory, a FIFO) or larger
 //                    than kMaxConfigBytes.
-absl::StatusOr<RunConfig> LoadConfig(const std::string& path,
-                                     std::string_view override_text,
-                                     int world_size);
+absl::StatusOr<RunConfig> LoadConfig(const std::string& path, std::string_view override_text,
+                                     int world_size, const ConfigAdjustment& adjust = nullptr);
 
 // As LoadConfig, from text already in memory; `source_name` is used in
 // messages in place of the path.
-absl::StatusOr<RunConfig> ParseConfig(std::string_view text,
-                                      std::string_view source_name,
-                                      std::string_view override_text,
-                                      int world_size);
+absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view source_name,
+                                      std::string_view override_text, int world_size,
+                                      const ConfigAdjustment& adjust = nullptr);
 
 // Fills unset topology fields from the preset (TPU_V5P when none is named) and
 // num_chips from `world_size`. Explicitly set fields are kept.

@@ -171,6 +171,30 @@ TEST(ConfigLoaderTest, ErrorsPointAtTheTextThatSetTheField) {
   EXPECT_THAT(c.status().message(), HasSubstr("tables[3].dim"));
 }
 
+// An adjustment (lemrt_vocab's: tables sized by the vocabularies it is
+// about to write get a placeholder size) applies before the checks, and the
+// errors it leaves still point at the file's or the override's own line.
+TEST(ConfigLoaderTest, AnAdjustedConfigsErrorsPointAtItsText) {
+  const std::string file = std::string(kValid) +
+                           "tables { name: \"t2\" dim: 8 combiner: SUM }\n"
+                           "tables { name: \"t3\" vocab_size: 5 dim: 0 combiner: SUM }\n";
+  const ConfigAdjustment sized = [](RunConfig* c) {
+    for (TableConfig& t : *c->mutable_tables()) {
+      if (!t.has_vocab_size()) t.set_vocab_size(1);
+    }
+  };
+  auto c = ParseConfig(file, "model.pbtxt", "", 2);
+  EXPECT_THAT(c.status().message(), HasSubstr("model.pbtxt:12:"));  // t2 has no vocab_size
+  c = ParseConfig(file, "model.pbtxt", "", 2, sized);
+  EXPECT_THAT(c.status().message(), HasSubstr("model.pbtxt:13:35: tables[3].dim"));
+  c = ParseConfig(kValid, "model.pbtxt", "tables { name: \"t2\" dim: 0 combiner: SUM }", 2, sized);
+  EXPECT_THAT(c.status().message(), HasSubstr("--override:1:21: tables[2].dim"));
+  c = ParseConfig(std::string(kValid) + "tables { name: \"t2\" dim: 8 combiner: SUM }\n",
+                  "model.pbtxt", "", 2, sized);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tables(2).vocab_size(), 1);
+}
+
 TEST(ConfigLoaderTest, ConfigFileMustBeARegularFileOfBoundedSize) {
   auto c = LoadConfig("/tmp", "", 1);
   ASSERT_FALSE(c.ok());

@@ -39,10 +39,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
-#include "base/text_file.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
-#include "google/protobuf/text_format.h"
 #include "host/input/dense_stats.h"
 #include "host/input/source_registry.h"
 #include "proto/config_loader.h"
@@ -68,35 +66,26 @@ struct Entry {
 };
 using Counts = absl::flat_hash_map<uint64_t, Entry>;
 
-// The config with vocabulary mappings turned into hashing and vocabulary-
-// sized tables given a placeholder size (and normalizations without their
-// statistics placeholder ones), so that it loads before the files exist.
-// Counting trains nothing, so the config is checked as for one chip:
-// any number of ranks can count (each takes its own share of the rows).
-absl::StatusOr<RunConfig> LoadForCounting() {
-  constexpr int kOneChip = 1;
-  absl::StatusOr<std::string> text =
-      lemrt::base::ReadTextFile(FLAGS_config, lemrt::config::kMaxConfigBytes, "config file");
-  if (!text.ok()) return text.status();
-  RunConfig raw;
-  google::protobuf::TextFormat::Parser parser;
-  if (!parser.ParseFromString(*text, &raw) ||
-      !parser.MergeFromString(FLAGS_override, &raw)) {
-    // Let the loader report where.
-    return lemrt::config::ParseConfig(*text, FLAGS_config, FLAGS_override, kOneChip);
+// What counting changes in the config: vocabulary mappings turned into
+// hashing and vocabulary-sized tables given a placeholder size (and
+// normalizations without their statistics placeholder ones), so that it
+// loads before the files exist. Counting trains nothing, so the config is
+// checked as for one chip: any number of ranks can count (each takes its
+// own share of the rows). A config without data.schema gets none.
+void RelaxForCounting(RunConfig* raw) {
+  raw->mutable_topology()->clear_num_chips();
+  for (auto& t : *raw->mutable_tables()) {
+    if (!t.has_vocab_size()) t.set_vocab_size(1);
   }
-  raw.mutable_topology()->clear_num_chips();
-  for (auto& in : *raw.mutable_data()->mutable_schema()->mutable_sparse()) {
+  if (!raw->data().has_schema()) return;
+  for (auto& in : *raw->mutable_data()->mutable_schema()->mutable_sparse()) {
     if (in.mapping() != lemrt::config::SparseInput::VOCABULARY) continue;
     in.set_mapping(lemrt::config::SparseInput::HASH);
     in.clear_vocabulary_file();
   }
-  for (auto& t : *raw.mutable_tables()) {
-    if (!t.has_vocab_size()) t.set_vocab_size(1);
-  }
   // Normalizations waiting for the statistics this run computes: placeholder
   // ones (counting does not normalize; the written lines carry the real ones).
-  for (auto& d : *raw.mutable_data()->mutable_schema()->mutable_dense()) {
+  for (auto& d : *raw->mutable_data()->mutable_schema()->mutable_dense()) {
     if (d.normalize() == lemrt::config::DenseInput::STANDARDIZE) {
       if (!d.has_mean()) d.set_mean(0);
       if (!d.has_stddev()) d.set_stddev(1);
@@ -105,9 +94,22 @@ absl::StatusOr<RunConfig> LoadForCounting() {
       if (!d.has_maximum()) d.set_maximum(d.minimum() + 1);
     }
   }
-  std::string rewritten;
-  google::protobuf::TextFormat::PrintToString(raw, &rewritten);
-  return lemrt::config::ParseConfig(rewritten, FLAGS_config, "", kOneChip);
+}
+
+// The config to count, relaxed (RelaxForCounting) inside the loader, so that
+// its errors name the line of the config file or of --override that set the
+// field. InvalidArgument for synthetic data: it has no values to count.
+absl::StatusOr<RunConfig> LoadForCounting() {
+  constexpr int kOneChip = 1;
+  LEMRT_ASSIGN_OR_RETURN(RunConfig config, lemrt::config::LoadConfig(FLAGS_config, FLAGS_override,
+                                                                     kOneChip, RelaxForCounting));
+  if (lemrt::host::FormatOf(config.data()).open_split == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config '", FLAGS_config,
+        "' has synthetic data, which has no values to count; lemrt_vocab counts the values of "
+        "file data (data { text, criteo, tfrecord or binary { train_path: ... } })."));
+  }
+  return config;
 }
 
 std::string TextOf(uint64_t key, ValueType type, const std::vector<std::string>& texts, size_t i) {
