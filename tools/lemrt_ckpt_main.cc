@@ -35,6 +35,7 @@
 #include "runtime/checkpoint/npy.h"
 #include "runtime/checkpoint/step_dirs.h"
 #include "runtime/checkpoint/table_import.h"
+#include "runtime/output_paths.h"
 #include "tools/tool_help.h"
 
 DEFINE_string(table, "", "export, import: the logical table to write or replace.");
@@ -132,11 +133,14 @@ absl::Status ExportHead(const std::string& dir, const Manifest& m) {
 }
 
 absl::Status Export(const std::string& dir, const Manifest& m) {
-  if (!FLAGS_task.empty() && FLAGS_table.empty() && !FLAGS_out.empty()) return ExportHead(dir, m);
   if (FLAGS_table.empty() == FLAGS_task.empty() || FLAGS_out.empty()) {
     return absl::InvalidArgumentError(
         "export needs --table=NAME (or --task=NAME) and --out=FILE.npy");
   }
+  // Before the table is read (it can be large): a directory or a missing
+  // directory named by --out fails with a sentence naming the flag.
+  LEMRT_RETURN_IF_ERROR(runtime::CheckOutputFile(FLAGS_out, "--out"));
+  if (!FLAGS_task.empty()) return ExportHead(dir, m);
   std::vector<float> weights, slots;
   LEMRT_RETURN_IF_ERROR(
       ReadWholeTable(dir, m, FLAGS_table, &weights, FLAGS_slots ? &slots : nullptr));

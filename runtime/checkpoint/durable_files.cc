@@ -80,7 +80,9 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes
   absl::Status st = WriteFileDurably(tmp, bytes, prefix);
   if (!st.ok()) return st;
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    st = Errno("rename to its final name", tmp, prefix);
+    const int err = errno;
+    st = absl::ErrnoToStatus(
+        err, absl::StrCat(std::string(prefix), "cannot rename '", tmp, "' to '", path, "'"));
     unlink(tmp.c_str());
     return st;
   }

@@ -22,7 +22,8 @@ absl::Status WriteFileDurably(const std::string& path, std::string_view bytes,
 
 // Writes `bytes` to `path` atomically: `path`.tmp, fsync, rename, fsync of
 // the directory. Readers see the old contents or the new, never a mix.
-// Errors as WriteFileDurably's.
+// Errors as WriteFileDurably's; a failed rename names both paths ("cannot
+// rename 'P.tmp' to 'P': Is a directory").
 absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes,
                                  std::string_view prefix = "checkpoint: ");
 

@@ -36,6 +36,18 @@ TEST(NpyTest, AnUnwritableFileIsNamedWithTheOsError) {
   EXPECT_EQ(st.message(), "cannot create '" + path + ".tmp': No such file or directory");
 }
 
+// A directory in the file's place: the rename fails, and the error names
+// the rename's two paths (it named only the temporary, as if it were the
+// directory), leaving no temporary behind.
+TEST(NpyTest, ADirectoryInTheFilesPlaceIsNamedWithTheRename) {
+  char tmpl[] = "/tmp/npy_testXXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const absl::Status st = WriteNpy(dir, 1, 2, std::vector<float>{1, 2});
+  EXPECT_EQ(st.message(), "cannot rename '" + dir + ".tmp' to '" + dir + "': Is a directory");
+  struct stat tmp;
+  EXPECT_NE(stat((dir + ".tmp").c_str(), &tmp), 0);
+}
+
 TEST(NpyTest, WritesHeaderThenRowMajorFloats) {
   char tmpl[] = "/tmp/npy_testXXXXXX";
   const std::string path = std::string(mkdtemp(tmpl)) + "/a.npy";
