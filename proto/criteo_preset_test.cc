@@ -181,7 +181,7 @@ TEST(CriteoPresetTest, ConflictsNameTheLine) {
   // Statistics whose scale 1 / 1e-40 is no float.
   EXPECT_THAT(
       ErrorOf(Config("", "dense { name: 'I2' normalize: STANDARDIZE mean: 0 stddev: 1e-40 }\n")),
-      HasSubstr("stddev > 0 (at least 3e-39"));
+      HasSubstr("stddev 1e-40 (1 / stddev must be a finite float"));
   EXPECT_THAT(
       ErrorOf(Config("", "dense { name: 'I2' normalize: MIN_MAX minimum: 0 maximum: 1e-40 }\n")),
       HasSubstr("MIN_MAX needs finite minimum < maximum"));

@@ -65,8 +65,8 @@ void CheckNormalize(const FieldPath& at, const DenseInput& d, ConfigErrors& erro
                !std::isfinite(static_cast<float>(1 / d.stddev()))) {
       errors.Fail(field("stddev"),
                   absl::StrFormat("dense input '%s': STANDARDIZE needs a finite mean and a "
-                                  "stddev > 0 (at least 3e-39: 1 / stddev a float), got mean %g, "
-                                  "stddev %g (a constant input carries "
+                                  "stddev > 0, got mean %g, stddev %g (1 / stddev must be a "
+                                  "finite float: stddev >= 3e-39; a constant input carries "
                                   "nothing; remove it or leave it unnormalized)",
                                   d.name(), d.mean(), d.stddev()));
     }
@@ -80,8 +80,8 @@ void CheckNormalize(const FieldPath& at, const DenseInput& d, ConfigErrors& erro
                !(d.minimum() < d.maximum()) ||
                !std::isfinite(static_cast<float>(1 / (d.maximum() - d.minimum())))) {
       errors.Fail(field("maximum"),
-                  absl::StrFormat("dense input '%s': MIN_MAX needs finite minimum < maximum "
-                                  "(1 / (maximum - minimum) a finite float), got %g and %g",
+                  absl::StrFormat("dense input '%s': MIN_MAX needs finite minimum < maximum, "
+                                  "got %g and %g (1 / (maximum - minimum) must be a finite float)",
                                   d.name(), d.minimum(), d.maximum()));
     }
   }
