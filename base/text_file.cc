@@ -21,8 +21,8 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, int64_t max_by
         absl::StrCat("cannot read ", what, " '", path, "': ", std::strerror(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "' is ", FileKind(st.st_mode),
-                                                   ", not a regular file."));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", path, "' is ", FileKind(st.st_mode), ", not a regular file."));
   }
   if (st.st_size > max_bytes) {
     return absl::InvalidArgumentError(
@@ -36,26 +36,29 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path, int64_t max_by
     return absl::NotFoundError(
         absl::StrCat("cannot read ", what, " '", path, "': ", std::strerror(errno)));
   }
+  absl::StatusOr<std::string> text = ReadToEnd(fd, max_bytes, path, what);
+  close(fd);
+  return text;
+}
+
+absl::StatusOr<std::string> ReadToEnd(int fd, int64_t max_bytes, const std::string& path,
+                                      const std::string& what) {
   std::string text;
   char buf[1 << 16];
   while (true) {
     const ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      const int err = errno;
-      close(fd);
       return absl::NotFoundError(
-          absl::StrCat("cannot read ", what, " '", path, "': ", std::strerror(err)));
+          absl::StrCat("cannot read ", what, " '", path, "': ", std::strerror(errno)));
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
     if (static_cast<int64_t>(text.size()) > max_bytes) {
-      close(fd);
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s '%s' has more than the %d bytes a %s may have.", what, path, max_bytes, what));
     }
   }
-  close(fd);
   return text;
 }
 

@@ -20,6 +20,13 @@ namespace lemrt::base {
 absl::StatusOr<std::string> ReadTextFile(const std::string& path, int64_t max_bytes,
                                          const std::string& what);
 
+// The rest of the open descriptor `fd` (not closed), read to its end; the
+// read loop of ReadTextFile, for a caller that opened the file itself
+// (base/regular_file.h). Errors name `what` and `path`: NotFound when a read
+// fails; InvalidArgument past `max_bytes`.
+absl::StatusOr<std::string> ReadToEnd(int fd, int64_t max_bytes, const std::string& path,
+                                      const std::string& what);
+
 }  // namespace lemrt::base
 
 #endif  // LEMRT_BASE_TEXT_FILE_H_

@@ -46,6 +46,7 @@ class ConfigErrors {
   std::vector<ConfigError> errors_;
 };
 
+// Finite and > 0; finite and >= 0 (NaN and infinities fail both).
 inline bool Positive(double x) { return std::isfinite(x) && x > 0; }
 inline bool FiniteNonNegative(double x) { return std::isfinite(x) && x >= 0; }
 

@@ -18,16 +18,20 @@ void CheckAdamAndFtrl(const FieldPath& path, const OptimizerConfig& o, ConfigErr
   auto in_unit = [](float b) { return b >= 0 && b < 1; };
   if (o.has_adam()) {
     const auto& a = o.adam();
-    if (!in_unit(a.beta1())) fail("adam", "beta1", absl::StrCat("must be in [0, 1), got ", a.beta1()));
-    if (!in_unit(a.beta2())) fail("adam", "beta2", absl::StrCat("must be in [0, 1), got ", a.beta2()));
-    if (!Positive(a.epsilon())) fail("adam", "epsilon", absl::StrCat("must be > 0, got ", a.epsilon()));
+    if (!in_unit(a.beta1()))
+      fail("adam", "beta1", absl::StrCat("must be in [0, 1), got ", a.beta1()));
+    if (!in_unit(a.beta2()))
+      fail("adam", "beta2", absl::StrCat("must be in [0, 1), got ", a.beta2()));
+    if (!Positive(a.epsilon()))
+      fail("adam", "epsilon", absl::StrCat("must be > 0, got ", a.epsilon()));
   }
   if (o.has_ftrl()) {
     const auto& f = o.ftrl();
     if (path.front().field != "tables") {
       FieldPath p = path;
       p.push_back({"ftrl"});
-      errors.Fail(p, "FTRL is for embedding tables only; use sgd, adagrad or adam for dense parameters");
+      errors.Fail(
+          p, "FTRL is for embedding tables only; use sgd, adagrad or adam for dense parameters");
       return;
     }
     if (!(std::isfinite(f.learning_rate_power()) && f.learning_rate_power() <= 0)) {
@@ -35,7 +39,8 @@ void CheckAdamAndFtrl(const FieldPath& path, const OptimizerConfig& o, ConfigErr
            absl::StrCat("must be a finite number <= 0, got ", f.learning_rate_power()));
     }
     if (!Positive(f.initial_accumulator())) {
-      fail("ftrl", "initial_accumulator", absl::StrCat("must be > 0, got ", f.initial_accumulator()));
+      fail("ftrl", "initial_accumulator",
+           absl::StrCat("must be > 0, got ", f.initial_accumulator()));
     }
     if (!(f.l1() >= 0)) fail("ftrl", "l1", absl::StrCat("must be >= 0, got ", f.l1()));
     if (!(f.l2() >= 0)) fail("ftrl", "l2", absl::StrCat("must be >= 0, got ", f.l2()));
@@ -56,7 +61,7 @@ void CheckRowwiseAdagradAndWeightDecay(const FieldPath& path, const OptimizerCon
       errors.Fail(at({"rowwise_adagrad"}),
                   "row-wise Adagrad is for embedding tables only (one accumulator per row); use "
                   "sgd, adagrad or adam for dense parameters");
-    } else if (!(std::isfinite(r.initial_accumulator()) && r.initial_accumulator() >= 0)) {
+    } else if (!FiniteNonNegative(r.initial_accumulator())) {
       errors.Fail(at({"rowwise_adagrad", "initial_accumulator"}),
                   absl::StrCat("must be a finite number >= 0, got ", r.initial_accumulator()));
     } else if (!Positive(r.epsilon())) {
@@ -64,7 +69,7 @@ void CheckRowwiseAdagradAndWeightDecay(const FieldPath& path, const OptimizerCon
                   absl::StrCat("must be > 0, got ", r.epsilon()));
     }
   }
-  if (!(std::isfinite(o.weight_decay()) && o.weight_decay() >= 0)) {
+  if (!FiniteNonNegative(o.weight_decay())) {
     errors.Fail(at({"weight_decay"}),
                 absl::StrCat("must be a finite number >= 0 (0 = none), got ", o.weight_decay()));
   } else if (o.weight_decay() > 0 && o.has_ftrl()) {
@@ -92,7 +97,7 @@ void CheckOptimizer(const FieldPath& path, const OptimizerConfig& o, ConfigError
     // 0 (PyTorch's and TorchRec's default) is fine: epsilon keeps the first
     // update's division finite.
     const float initial = o.adagrad().initial_accumulator();
-    if (!(std::isfinite(initial) && initial >= 0)) {
+    if (!FiniteNonNegative(initial)) {
       fail("initial_accumulator", absl::StrCat("must be a finite number >= 0, got ", initial));
     }
     if (!Positive(o.adagrad().epsilon())) {

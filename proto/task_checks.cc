@@ -61,7 +61,7 @@ void CheckTasks(const RunConfig& c, ConfigErrors& errors) {
       errors.Fail({{"model"}, {"tasks", t}, {"name"}},
                   absl::StrCat("duplicate task '", task.name(), "'"));
     }
-    if (!(std::isfinite(task.loss_weight()) && task.loss_weight() >= 0)) {
+    if (!FiniteNonNegative(task.loss_weight())) {
       errors.Fail({{"model"}, {"tasks", t}, {"loss_weight"}},
                   absl::StrCat("must be a finite number >= 0, got ", task.loss_weight()));
     }

@@ -1,11 +1,10 @@
 #include "runtime/checkpoint/npy.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "absl/strings/numbers.h"
@@ -14,7 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/regular_file.h"
-#include "base/status_macros.h"
+#include "base/text_file.h"
 #include "glog/logging.h"
 #include "runtime/checkpoint/durable_files.h"
 
@@ -70,31 +69,11 @@ bool ParseShape(const std::string& text, int64_t* rows, int64_t* cols) {
          absl::SimpleAtoi(parts[1], cols) && *rows >= 0 && *cols >= 0;
 }
 
-// Appends up to `n` more bytes of `fd` to `out`, fewer only at the end of
-// the file. It grows with what is read, so a length taken from a file's
-// header cannot make it allocate more than the file holds.
-absl::Status ReadUpTo(int fd, const std::string& path, size_t n, std::string* out) {
-  char block[1 << 16];
-  while (n > 0) {
-    const ssize_t got = read(fd, block, std::min(n, sizeof(block)));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot read '", path, "'"));
-    if (got == 0) break;
-    out->append(block, static_cast<size_t>(got));
-    n -= static_cast<size_t>(got);
-  }
-  return absl::OkStatus();
-}
-
-// Reads the array of the open regular file `fd` (`file_bytes` long): the
-// header first, then exactly the data bytes its shape needs.
-absl::StatusOr<NpyArray> ReadArray(int fd, const std::string& path, int64_t file_bytes) {
+// The array in the bytes of the .npy file `path`.
+absl::StatusOr<NpyArray> ParseNpy(const std::string& bytes, const std::string& path) {
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat(".npy file '", path, "' ", what, "."));
   };
-  // Magic (6), version (2) and the header length (2 bytes in 1.0, 4 in 2.0).
-  std::string bytes;
-  LEMRT_RETURN_IF_ERROR(ReadUpTo(fd, path, 12, &bytes));
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) {
     return bad("is not a NumPy .npy file (its first bytes are not \"\\x93NUMPY\")");
   }
@@ -108,10 +87,6 @@ absl::StatusOr<NpyArray> ReadArray(int fd, const std::string& path, int64_t file
     header_len |= size_t{static_cast<unsigned char>(bytes[8 + i])} << (8 * i);
   }
   const size_t data_at = 8 + len_bytes + header_len;
-  if (static_cast<int64_t>(data_at) > file_bytes) return bad("is truncated inside its header");
-  if (bytes.size() < data_at) {
-    LEMRT_RETURN_IF_ERROR(ReadUpTo(fd, path, data_at - bytes.size(), &bytes));
-  }
   if (data_at > bytes.size()) return bad("is truncated inside its header");
   const std::string dict = bytes.substr(8 + len_bytes, header_len);
   const std::string descr = DictValue(dict, "descr", ',').value_or("(none)");
@@ -129,15 +104,15 @@ absl::StatusOr<NpyArray> ReadArray(int fd, const std::string& path, int64_t file
   if (!ParseShape(shape, &a.rows, &a.cols)) {
     return bad(absl::StrFormat("has shape %s), expected a 2-D shape (rows, cols)", shape));
   }
-  // The data's size from the file's, checked before the data is read, so
-  // that a shape too large for the file allocates nothing.
+  // The shape's bytes without overflow, checked against the file's before
+  // anything is allocated.
   int64_t needed = 0;
   if (__builtin_mul_overflow(a.rows, a.cols, &needed) ||
       __builtin_mul_overflow(needed, int64_t{4}, &needed)) {
     return bad(
         absl::StrFormat("has shape (%d, %d), more floats than a file can hold", a.rows, a.cols));
   }
-  const int64_t data_bytes = std::max<int64_t>(0, file_bytes - static_cast<int64_t>(data_at));
+  const int64_t data_bytes = static_cast<int64_t>(bytes.size() - data_at);
   if (needed > data_bytes) {
     return bad(absl::StrFormat("is truncated: shape (%d, %d) needs %d bytes of data, it has %d",
                                a.rows, a.cols, needed, data_bytes));
@@ -145,13 +120,6 @@ absl::StatusOr<NpyArray> ReadArray(int fd, const std::string& path, int64_t file
   if (needed != data_bytes) {
     return bad(absl::StrFormat("has %d bytes of data, shape (%d, %d) needs %d", data_bytes, a.rows,
                                a.cols, needed));
-  }
-  // Exactly the bytes the header implies, however long the file grew since.
-  const size_t end = data_at + static_cast<size_t>(needed);
-  if (bytes.size() < end) LEMRT_RETURN_IF_ERROR(ReadUpTo(fd, path, end - bytes.size(), &bytes));
-  if (bytes.size() < end) {
-    return bad(absl::StrFormat("is truncated: shape (%d, %d) needs %d bytes of data, it has %d",
-                               a.rows, a.cols, needed, bytes.size() - data_at));
   }
   a.values.resize(a.rows * a.cols);
   if (!a.values.empty()) std::memcpy(a.values.data(), bytes.data() + data_at, needed);
@@ -161,20 +129,19 @@ absl::StatusOr<NpyArray> ReadArray(int fd, const std::string& path, int64_t file
 }  // namespace
 
 absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
+  // A regular file only (a directory, FIFO or /dev/zero is refused unread),
+  // so reading it whole reads what is on disk, however large its header says
+  // the array is.
   absl::StatusOr<int> fd = base::OpenRegularFile(path, ".npy file");
   if (absl::IsNotFound(fd.status())) {
     return absl::NotFoundError(absl::StrCat(".npy file '", path, "' is missing."));
   }
   if (!fd.ok()) return fd.status();
-  struct stat st;
-  absl::StatusOr<NpyArray> a;
-  if (fstat(*fd, &st) != 0) {
-    a = absl::ErrnoToStatus(errno, absl::StrCat("cannot stat .npy file '", path, "'"));
-  } else {
-    a = ReadArray(*fd, path, st.st_size);
-  }
+  absl::StatusOr<std::string> bytes =
+      base::ReadToEnd(*fd, std::numeric_limits<int64_t>::max(), path, ".npy file");
   close(*fd);
-  return a;
+  if (!bytes.ok()) return bytes.status();
+  return ParseNpy(*bytes, path);
 }
 
 }  // namespace lemrt::checkpoint
