@@ -1,5 +1,6 @@
 #include "base/block_sum.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -98,20 +99,63 @@ TEST(BlockSumTest, SameBitsOnAnyNumberOfRanks) {
   }
 }
 
-TEST(BlockSumTest, IsTheSumToFloatPrecision) {
-  const auto terms = Terms(8, 4 * kBlockSumChunk, 2);
-  const std::vector<float> got = SumOnRanks(terms, 3);
-  for (size_t i = 0; i < got.size(); ++i) {
-    long double ref = 0, bound = 0;
-    for (const auto& t : terms) {
-      ref += t[i];
-      bound = std::max<long double>(bound, std::fabs(t[i]));
-    }
-    // One float rounding of the result, and per term a truncation at
-    // 2^(H - 63) = 2^-60 of a chunk bound below 2^40 x this value's bound.
-    const long double tol = std::fabs(ref) * 0x1p-24L + 8 * bound * 0x1p40L * 0x1p-60L;
-    EXPECT_NEAR(got[i], ref, tol) << i;
+// `terms` vectors of n values whose magnitudes fall with the position in
+// their chunk: value j of chunk c lies in [2^-(j+1), 2^-j) x 2^(3c - 20), so
+// a chunk spans 2^64 below its largest value, far past where the
+// truncations show (2^(39 - H) below the bound). Each value keeps one sign
+// over the terms, so their truncations (toward zero) add up.
+std::vector<std::vector<float>> GradedTerms(int terms, size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> mantissa(0.5f, 1.0f);
+  std::vector<std::vector<float>> t(terms, std::vector<float>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const int exponent =
+        3 * static_cast<int>(i / kBlockSumChunk) - 20 - static_cast<int>(i % kBlockSumChunk);
+    const float sign = gen() % 2 == 0 ? 1.0f : -1.0f;
+    for (auto& v : t) v[i] = sign * std::ldexp(mantissa(gen), exponent);
   }
+  return t;
+}
+
+// The sum of `terms` on 3 ranks is the exact sum within the documented
+// error: per term a truncation below one unit of its chunk, 2^(E + H - 63)
+// with E the measured exponent (the smallest with every |term value| of the
+// chunk below 2^E) and H = BlockSumHeadroomBits(terms), then the decoding's
+// roundings to double and to float.
+void ExpectTheSumWithinTheBound(const std::vector<std::vector<float>>& terms) {
+  const int headroom = BlockSumHeadroomBits(static_cast<int64_t>(terms.size()));
+  const std::vector<float> got = SumOnRanks(terms, 3);
+  const long double count = static_cast<long double>(terms.size());
+  for (size_t begin = 0; begin < got.size(); begin += kBlockSumChunk) {
+    const size_t end = std::min(got.size(), begin + kBlockSumChunk);
+    float chunk_max = 0;
+    for (const auto& t : terms) {
+      for (size_t i = begin; i < end; ++i) chunk_max = std::max(chunk_max, std::fabs(t[i]));
+    }
+    int e = 0;
+    std::frexp(chunk_max, &e);  // chunk_max = m x 2^e with m in [0.5, 1): E = e
+    const long double truncation = count * std::ldexp(1.0L, e + headroom - 63);
+    for (size_t i = begin; i < end; ++i) {
+      long double ref = 0, bound = 0;
+      for (const auto& t : terms) {
+        ref += t[i];
+        bound = std::max<long double>(bound, std::fabs(t[i]));
+      }
+      // The long double reference rounds too (2^-64 of this value's bound a
+      // term) when the terms span more than its 64 bits.
+      const long double tol = (std::fabs(ref) + truncation) * (0x1p-24L + 0x1p-52L) + truncation +
+                              count * bound * 0x1p-64L;
+      EXPECT_NEAR(got[i], ref, tol) << i;
+    }
+  }
+}
+
+TEST(BlockSumTest, IsTheSumToFloatPrecision) {
+  ExpectTheSumWithinTheBound(Terms(8, 4 * kBlockSumChunk, 2));
+  // Where the truncations dominate: one more bit of headroom (units twice
+  // as coarse) exceeds the bound.
+  ExpectTheSumWithinTheBound(GradedTerms(8, 4 * kBlockSumChunk, 3));
+  ExpectTheSumWithinTheBound(GradedTerms(5, 3 * kBlockSumChunk + 7, 4));
 }
 
 TEST(BlockSumTest, NextExponentsBoundThePreviousSumWithAMargin) {
