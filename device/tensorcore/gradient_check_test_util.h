@@ -1,10 +1,11 @@
 // Test-only helpers for the TensorCore unit tests: seeded random buffers, a
-// central finite-difference gradient check, and the rounding-error bound of a
-// float sum. Header-only; thread-compatible.
+// central finite-difference gradient check, the rounding-error bound of a
+// float sum and bf16 rounding written out. Header-only; thread-compatible.
 #ifndef LEMRT_DEVICE_TENSORCORE_GRADIENT_CHECK_TEST_UTIL_H_
 #define LEMRT_DEVICE_TENSORCORE_GRADIENT_CHECK_TEST_UTIL_H_
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -29,6 +30,20 @@ inline constexpr double kFloatUnitRoundoff = 0x1.0p-24;
 inline double FloatSumErrorBound(int roundings, double abs_sum) {
   const double ku = roundings * kFloatUnitRoundoff;
   return ku / (1.0 - ku) * abs_sum;
+}
+
+// x rounded to the nearest bf16, ties to even, from the definition (a
+// reference independent of base/bf16.h): a bf16 is a float's top 16 bits, so
+// the candidates are x with its low 16 bits cleared and the next bf16 away
+// from zero. Finite x below the largest bf16 only.
+inline float NearestBf16(float x) {
+  const uint32_t kept = std::bit_cast<uint32_t>(x) & 0xffff0000u;
+  const float down = std::bit_cast<float>(kept);
+  const float up = std::bit_cast<float>(kept + 0x10000u);
+  const double below = std::abs(double{x} - down);
+  const double above = std::abs(double{up} - x);
+  if (below != above) return below < above ? down : up;
+  return (kept & 0x10000u) == 0 ? down : up;  // a tie: the even one
 }
 
 // `n` values uniform in [lo, hi) from a generator seeded with `seed`.
