@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device/tensorcore/dlrm_dense.h"
+#include "device/tensorcore/gemm.h"
 #include "device/tensorcore/gradient_check_test_util.h"
 #include "device/tensorcore/thread_team.h"
 #include "gtest/gtest.h"
@@ -283,6 +284,83 @@ TEST(CrossDenseThreadsTest, BitsDoNotDependOnTheTeam) {
 
 // CreateDenseModel picks the model by the interaction, and CountDenseParams
 // counts each without building it.
+// model.dense_dtype: BF16 reaches the cross layers: a bf16 DCN-v2 model
+// (CreateDenseModel) is, bit for bit, its bf16 parts chained by hand (bottom
+// Mlp, CrossNetwork, TaskHeads, all kBf16; the cross layer itself is checked
+// against the rounded reference in cross_network_test), and the same chain
+// with fp32 cross layers is another model.
+TEST(CrossDenseBf16Test, CrossLayersRunInBf16) {
+  if (!CheckBf16Products().ok()) {
+    GTEST_SKIP() << CheckBf16Products();
+  }
+  DenseModelSpec spec = Spec(Interaction::kDcnV2);
+  spec.precision = GemmPrecision::kBf16;
+  const int64_t batch = 70;
+  auto created = CreateDenseModel(spec, batch, 4);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto& model = static_cast<CrossDense&>(**created);
+  const DlrmShape& s = spec.shape;
+  const int d = s.bottom.back(), emb_width = model.embedding_width(), w = model.concat_width();
+  const std::vector<float> dense = RandomVector(batch * s.num_dense, 5);
+  const std::vector<float> emb = RandomVector(batch * emb_width, 6);
+  std::vector<float> labels(batch);
+  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<float>(i % 2);
+  std::vector<float> d_emb(batch * emb_width);
+  model.ForwardBackward(batch, dense.data(), emb.data(), labels.data(), 0.25f, d_emb.data());
+
+  // The chain, with the cross layers in `cross_precision`.
+  auto chain = [&](GemmPrecision cross_precision, std::vector<float>* grads,
+                   std::vector<float>* chain_d_emb) {
+    MlpShape bottom_shape{.widths = {s.num_dense}, .precision = GemmPrecision::kBf16};
+    bottom_shape.widths.insert(bottom_shape.widths.end(), s.bottom.begin(), s.bottom.end());
+    MlpShape top_shape{.widths = {w},
+                       .relu_last = false,
+                       .dropout_layer = kTopMlpDropoutLayer,
+                       .precision = GemmPrecision::kBf16};
+    top_shape.widths.insert(top_shape.widths.end(), s.top.begin(), s.top.end());
+    Mlp bottom(bottom_shape, batch);
+    CrossNetwork cross({.width = w,
+                        .num_layers = spec.cross_layers,
+                        .low_rank = spec.cross_low_rank,
+                        .precision = cross_precision},
+                       batch);
+    TaskHeads heads(top_shape, s.task_weights, batch, nullptr);
+    const std::span<const float> p = model.params();
+    const auto bottom_p = p.subspan(0, bottom.num_params());
+    const auto cross_p = p.subspan(model.cross_offset(), cross.num_params());
+    const auto top_p = p.subspan(model.top_offset(), heads.num_params());
+    grads->assign(p.size(), 0.0f);
+    std::span<float> g(*grads);
+    std::vector<float> x0(batch * w), dx(batch * w), dx0(batch * w), d_bottom(batch * d);
+    bottom.Forward(bottom_p, batch, dense.data(), nullptr);
+    for (int64_t r = 0; r < batch; ++r) {
+      std::copy_n(bottom.output() + r * d, d, x0.begin() + r * w);
+      std::copy_n(emb.begin() + r * emb_width, emb_width, x0.begin() + r * w + d);
+    }
+    cross.Forward(cross_p, batch, x0.data());
+    heads.Forward(top_p, batch, cross.output(), nullptr);
+    heads.LossAndGradient(batch, labels.data(), 0.25f);
+    heads.Backward(top_p, batch, cross.output(), g.subspan(model.top_offset(), heads.num_params()),
+                   dx.data());
+    cross.Backward(cross_p, batch, x0.data(), dx.data(),
+                   g.subspan(model.cross_offset(), cross.num_params()), dx0.data());
+    chain_d_emb->resize(batch * emb_width);
+    for (int64_t r = 0; r < batch; ++r) {
+      std::copy_n(dx0.begin() + r * w, d, d_bottom.begin() + r * d);
+      std::copy_n(dx0.begin() + r * w + d, emb_width, chain_d_emb->begin() + r * emb_width);
+    }
+    bottom.Backward(bottom_p, batch, dense.data(), d_bottom.data(),
+                    g.subspan(0, bottom.num_params()), nullptr);
+  };
+  std::vector<float> grads, chain_d_emb;
+  chain(GemmPrecision::kBf16, &grads, &chain_d_emb);
+  EXPECT_TRUE(std::equal(grads.begin(), grads.end(), model.grads().begin(), model.grads().end()));
+  EXPECT_EQ(chain_d_emb, d_emb);
+  chain(GemmPrecision::kFp32, &grads, &chain_d_emb);
+  EXPECT_FALSE(std::equal(grads.begin(), grads.end(), model.grads().begin(), model.grads().end()));
+  EXPECT_NE(chain_d_emb, d_emb);
+}
+
 TEST(DenseModelTest, FactoryAndParameterCounts) {
   for (Interaction i : {Interaction::kDot, Interaction::kDcnV2, Interaction::kConcat}) {
     const DenseModelSpec spec = Spec(i);
