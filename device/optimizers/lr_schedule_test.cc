@@ -42,8 +42,7 @@ TEST(LearningRateScheduleTest, DecaysFollowTheirFormulas) {
   const int64_t total = 110;
   const LearningRateSchedule lin(Parse("warmup_steps: 10 decay: LINEAR"), total);
   const LearningRateSchedule poly(Parse("warmup_steps: 10 decay: POLYNOMIAL power: 2"), total);
-  const LearningRateSchedule cos(
-      Parse("warmup_steps: 10 decay: COSINE end_factor: 0.1"), total);
+  const LearningRateSchedule cos(Parse("warmup_steps: 10 decay: COSINE end_factor: 0.1"), total);
   for (int64_t s = 10; s < total; ++s) {
     const double p = (s - 10) / 100.0;
     EXPECT_NEAR(lin.Factor(s), 1.0 - p, 1e-12) << s;
@@ -55,7 +54,7 @@ TEST(LearningRateScheduleTest, DecaysFollowTheirFormulas) {
   EXPECT_EQ(lin.Factor(10), 1.0);
   EXPECT_EQ(lin.Factor(total), 0.0);
   EXPECT_DOUBLE_EQ(cos.Factor(total + 5), 0.1f);  // past the end: end_factor
-  EXPECT_DOUBLE_EQ(poly.Factor(5), 0.6);         // still warming up
+  EXPECT_DOUBLE_EQ(poly.Factor(5), 0.6);          // still warming up
 }
 
 // MLPerf DLRM-v2's shape: warm-up, a constant plateau, then a polynomial

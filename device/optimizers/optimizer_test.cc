@@ -1,14 +1,13 @@
 #include "device/optimizers/optimizer.h"
 
-#include "device/optimizers/adam.h"
-#include "device/optimizers/ftrl.h"
-#include "device/optimizers/rowwise_adagrad.h"
-
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "device/optimizers/adam.h"
+#include "device/optimizers/ftrl.h"
+#include "device/optimizers/rowwise_adagrad.h"
 #include "gtest/gtest.h"
 
 namespace lemrt::device {
@@ -57,8 +56,8 @@ TEST(OptimizerTest, AdagradFromAZeroAccumulator) {
   ada.Apply(w, a, g, 1, ada.learning_rate());
   for (int i = 0; i < 3; ++i) {
     const double ref_a = double(g[i]) * g[i];
-    const double ref_w = std::vector<double>{1.0, -1.0, 0.5}[i] -
-                         0.05 * g[i] / (std::sqrt(ref_a) + 1e-10);
+    const double ref_w =
+        std::vector<double>{1.0, -1.0, 0.5}[i] - 0.05 * g[i] / (std::sqrt(ref_a) + 1e-10);
     EXPECT_NEAR(w[i], ref_w, 1e-6) << i;
     EXPECT_TRUE(std::isfinite(w[i]));
   }
@@ -94,7 +93,7 @@ TEST(OptimizerTest, AdamFirstStepIsSignTimesLearningRate) {
   EXPECT_NEAR(w[0], 1.0f - 0.01f, 1e-6);
   EXPECT_NEAR(w[1], -1.0f + 0.01f, 1e-6);
   EXPECT_FLOAT_EQ(w[2], 0.5f);
-  EXPECT_NEAR(s[0], 0.03f, 1e-7);        // m
+  EXPECT_NEAR(s[0], 0.03f, 1e-7);         // m
   EXPECT_NEAR(s[3], 0.001 * 0.09, 1e-8);  // v
 }
 
@@ -332,8 +331,8 @@ TEST(OptimizerTest, RowwiseAdagradMatchesPlainRowLoop) {
         }
         EXPECT_NEAR(a[0], ra, 1e-6 * ra) << "n " << n;
         for (size_t i = 0; i < n; ++i) {
-          EXPECT_NEAR(w[i], rw[i], 2e-6) << "n " << n << " i " << i << " decay " << decay
-                                         << " decoupled " << decoupled;
+          EXPECT_NEAR(w[i], rw[i], 2e-6)
+              << "n " << n << " i " << i << " decay " << decay << " decoupled " << decoupled;
         }
       }
     }
