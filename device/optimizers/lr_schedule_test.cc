@@ -57,6 +57,31 @@ TEST(LearningRateScheduleTest, DecaysFollowTheirFormulas) {
   EXPECT_DOUBLE_EQ(poly.Factor(5), 0.6);          // still warming up
 }
 
+// LINEAR to a non-zero end factor: from 1 at the decay's start down to e at
+// its end, e held afterwards; the rate is base x factor rounded to float.
+TEST(LearningRateScheduleTest, LinearDecaysToItsEndFactor) {
+  const LearningRateSchedule s(
+      Parse("decay: LINEAR decay_start_step: 3 decay_steps: 8 end_factor: 0.4"), 1000);
+  EXPECT_FALSE(s.constant());
+  const double e = 0.4f;  // end_factor is a float field
+  for (int64_t step : {0, 2, 3}) EXPECT_EQ(s.Factor(step), 1.0) << step;
+  // Hand-computed: f = 1 - (1 - e) (step - 3) / 8.
+  EXPECT_NEAR(s.Factor(4), 1.0 - (1.0 - e) / 8, 1e-12);
+  EXPECT_NEAR(s.Factor(5), 1.0 - (1.0 - e) * 2 / 8, 1e-12);
+  EXPECT_NEAR(s.Factor(7), 1.0 - (1.0 - e) / 2, 1e-12);  // halfway: (1 + e) / 2
+  EXPECT_NEAR(s.Factor(7), 0.7, 1e-7);
+  EXPECT_NEAR(s.Factor(10), 1.0 - (1.0 - e) * 7 / 8, 1e-12);
+  EXPECT_DOUBLE_EQ(s.Factor(11), e);  // the decay's end
+  EXPECT_DOUBLE_EQ(s.Factor(500), e);
+  for (int64_t step = 3; step < 11; ++step) {
+    EXPECT_GT(s.Factor(step), s.Factor(step + 1)) << step;
+    EXPECT_GT(s.Factor(step + 1), e - 1e-12) << step;
+  }
+  EXPECT_EQ(s.Rate(0.5f, 7), static_cast<float>(0.5 * (1.0 - (1.0 - e) / 2)));
+  EXPECT_EQ(s.Rate(0.5f, 11), static_cast<float>(0.5 * e));
+  EXPECT_EQ(s.Rate(0.5f, 1), 0.5f);
+}
+
 // MLPerf DLRM-v2's shape: warm-up, a constant plateau, then a polynomial
 // decay of given length to an end factor, held afterwards.
 TEST(LearningRateScheduleTest, ExplicitDecayWindow) {
