@@ -3,11 +3,13 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "device/optimizers/adam.h"
 #include "device/optimizers/ftrl.h"
 #include "device/optimizers/rowwise_adagrad.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace lemrt::device {
@@ -179,6 +181,191 @@ TEST(OptimizerTest, FactoryBuildsAdamAndFtrl) {
   auto ftrl = CreateOptimizer(c, 0.3f);
   EXPECT_EQ(ftrl->name(), "ftrl");
   EXPECT_EQ(ftrl->slots_per_param(), 2);
+}
+
+// ---- The factories pass every field of the config on. Each optimizer is
+// built from a config whose fields all differ from their defaults and from
+// one another, and runs several steps against a plain double loop of the
+// documented formulas with those values written out here; dropping any
+// field (its default) or swapping two moves weights or slots far past the
+// tolerance.
+
+template <typename Proto>
+Proto ParseText(const char* text) {
+  Proto p;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &p)) << text;
+  return p;
+}
+
+// |got - want| within 1e-5 relative (1e-6 absolute near 0): float against
+// the double reference over a few steps.
+void ExpectClose(std::span<const float> got, const std::vector<double>& want,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-6 + 1e-5 * std::fabs(want[i])) << what << " [" << i << "]";
+  }
+}
+
+// Gradients of three parameters over six steps: signs change, magnitudes
+// from 0.01 to 1.2.
+constexpr float kFactoryGrads[6][3] = {{0.5f, -0.02f, 1.2f}, {0.3f, 0.01f, -0.8f},
+                                       {-0.1f, 0.02f, 0.6f}, {0.7f, -0.015f, -0.4f},
+                                       {0.25f, 0.03f, 0.9f}, {-0.6f, 0.01f, -1.1f}};
+const std::vector<double> kFactoryW0 = {0.3, -0.2, 0.1};
+
+// Adam through the dense factory: the optimizer's learning rate replaces
+// dense_learning_rate, the dense schedule (a 3-step warm-up) scales it, and
+// decoupled weight decay acts beside the step.
+TEST(OptimizerFactoryTest, AdamGetsBetasEpsilonRateScheduleAndDecay) {
+  const auto run = ParseText<config::RunConfig>(R"pb(
+    training {
+      dense_learning_rate: 0.5
+      dense_optimizer {
+        learning_rate: 0.03
+        adam { beta1: 0.7 beta2: 0.95 epsilon: 0.05 }
+        weight_decay: 0.1
+        weight_decay_mode: DECOUPLED
+      }
+      dense_learning_rate_schedule { warmup_steps: 3 }
+    }
+  )pb");
+  const auto opt = CreateDenseOptimizer(run);
+  ASSERT_EQ(opt->name(), "adam");
+  const double lr = 0.03f, b1 = 0.7f, b2 = 0.95f, eps = 0.05f, wd = 0.1f;
+  const double factor[6] = {1.0 / 3, 2.0 / 3, 1, 1, 1, 1};  // warm-up over 3 steps
+  std::vector<float> w(kFactoryW0.begin(), kFactoryW0.end()), s(6, -1.0f);
+  opt->InitSlots(s);
+  std::vector<double> rw = kFactoryW0, rm(3, 0.0), rv(3, 0.0);
+  for (int t = 1; t <= 6; ++t) {
+    const float* g = kFactoryGrads[t - 1];
+    const double rate = lr * factor[t - 1];
+    EXPECT_NEAR(opt->LearningRateAt(t), rate, 1e-7 * rate) << t;
+    opt->Apply(w, s, std::span<const float>(g, 3), t, opt->LearningRateAt(t));
+    for (int i = 0; i < 3; ++i) {
+      rm[i] = b1 * rm[i] + (1 - b1) * g[i];
+      rv[i] = b2 * rv[i] + (1 - b2) * double{g[i]} * g[i];
+      const double mhat = rm[i] / (1 - std::pow(b1, t)), vhat = rv[i] / (1 - std::pow(b2, t));
+      rw[i] = rw[i] - rate * wd * rw[i] - rate * mhat / (std::sqrt(vhat) + eps);
+    }
+    const std::string at = "step " + std::to_string(t);
+    ExpectClose(w, rw, "adam w, " + at);
+    ExpectClose(std::span<const float>(s).first(3), rm, "adam m, " + at);
+    ExpectClose(std::span<const float>(s).subspan(3), rv, "adam v, " + at);
+  }
+}
+
+// FTRL through the table factory, with a warm-up and a LINEAR decay to 0.25
+// on the embedding schedule, so every step has another rate; a general
+// power (not the -0.5 fast path). Element 1's gradients stay near l1, so it
+// is clipped to 0 in some steps.
+TEST(OptimizerFactoryTest, FtrlGetsEveryFieldAndAScheduledRate) {
+  const auto run = ParseText<config::RunConfig>(R"pb(
+    tables {
+      name: "t"
+      optimizer {
+        learning_rate: 0.2
+        ftrl { learning_rate_power: -0.7 initial_accumulator: 0.4 l1: 0.03 l2: 0.2 beta: 0.5 }
+      }
+    }
+    training {
+      steps: 10
+      embedding_learning_rate: 0.9
+      embedding_learning_rate_schedule {
+        warmup_steps: 2
+        decay: LINEAR
+        decay_steps: 4
+        end_factor: 0.25
+      }
+    }
+  )pb");
+  const auto opt = CreateTableOptimizer(run, 0);
+  ASSERT_EQ(opt->name(), "ftrl");
+  const double lr = 0.2f, p = -0.7f, n0 = 0.4f, l1 = 0.03f, l2 = 0.2f, beta = 0.5f;
+  // Training step s = t - 1: warm-up 1/2, 2/2, then 1 - 0.75 (s - 2) / 4
+  // until s = 6, then 0.25.
+  const double factor[6] = {0.5, 1.0, 1.0, 0.8125, 0.625, 0.4375};
+  std::vector<float> w(kFactoryW0.begin(), kFactoryW0.end()), s(6, -1.0f);
+  opt->InitSlots(s);
+  std::vector<double> rw = kFactoryW0, rn(3, n0), rz(3, 0.0);
+  int clipped = 0;
+  for (int t = 1; t <= 6; ++t) {
+    const float* g = kFactoryGrads[t - 1];
+    const double rate = lr * factor[t - 1];
+    EXPECT_NEAR(opt->LearningRateAt(t), rate, 1e-7 * rate) << t;
+    opt->Apply(w, s, std::span<const float>(g, 3), t, opt->LearningRateAt(t));
+    for (int i = 0; i < 3; ++i) {
+      const double nn = rn[i] + double{g[i]} * g[i];
+      rz[i] += g[i] - (std::pow(nn, -p) - std::pow(rn[i], -p)) / rate * rw[i];
+      rn[i] = nn;
+      if (std::fabs(rz[i]) <= l1) {
+        rw[i] = 0.0;
+        ++clipped;
+      } else {
+        rw[i] = ((rz[i] > 0 ? l1 : -l1) - rz[i]) / ((std::pow(nn, -p) + beta) / rate + 2 * l2);
+      }
+    }
+    const std::string at = "step " + std::to_string(t);
+    ExpectClose(w, rw, "ftrl w, " + at);
+    ExpectClose(std::span<const float>(s).first(3), rn, "ftrl n, " + at);
+    ExpectClose(std::span<const float>(s).subspan(3), rz, "ftrl z, " + at);
+  }
+  EXPECT_EQ(opt->LearningRateAt(7), static_cast<float>(lr * 0.25));  // the end factor, held
+  EXPECT_GT(clipped, 0);
+  EXPECT_LT(clipped, 18);
+}
+
+// Adagrad with a non-default accumulator start and epsilon, and L2 weight
+// decay (the default mode).
+TEST(OptimizerFactoryTest, AdagradGetsInitialAccumulatorAndEpsilon) {
+  const auto c = ParseText<config::OptimizerConfig>(R"pb(
+    learning_rate: 0.2
+    adagrad { initial_accumulator: 0.5 epsilon: 0.1 }
+    weight_decay: 0.05
+  )pb");
+  const auto opt = CreateOptimizer(c, 0.7f);
+  ASSERT_EQ(opt->name(), "adagrad");
+  const double lr = 0.2f, a0 = 0.5f, eps = 0.1f, wd = 0.05f;
+  std::vector<float> w(kFactoryW0.begin(), kFactoryW0.end()), a(3, -1.0f);
+  opt->InitSlots(a);
+  std::vector<double> rw = kFactoryW0, ra(3, a0);
+  ExpectClose(a, ra, "adagrad initial slots");
+  for (int t = 1; t <= 6; ++t) {
+    const float* g = kFactoryGrads[t - 1];
+    opt->Apply(w, a, std::span<const float>(g, 3), t, opt->LearningRateAt(t));
+    for (int i = 0; i < 3; ++i) {
+      const double gi = g[i] + wd * rw[i];
+      ra[i] += gi * gi;
+      rw[i] -= lr * gi / (std::sqrt(ra[i]) + eps);
+    }
+    ExpectClose(w, rw, "adagrad w, step " + std::to_string(t));
+    ExpectClose(a, ra, "adagrad a, step " + std::to_string(t));
+  }
+}
+
+// Row-wise Adagrad: one accumulator for the row, its own start and epsilon.
+TEST(OptimizerFactoryTest, RowwiseAdagradGetsInitialAccumulatorAndEpsilon) {
+  const auto c = ParseText<config::OptimizerConfig>(R"pb(
+    learning_rate: 0.15
+    rowwise_adagrad { initial_accumulator: 0.3 epsilon: 0.2 }
+  )pb");
+  const auto opt = CreateOptimizer(c, 0.7f);
+  ASSERT_EQ(opt->name(), "rowwise_adagrad");
+  const double lr = 0.15f, a0 = 0.3f, eps = 0.2f;
+  std::vector<float> w(kFactoryW0.begin(), kFactoryW0.end()), a(1, -1.0f);
+  opt->InitSlots(a);
+  std::vector<double> rw = kFactoryW0, ra = {a0};
+  ExpectClose(a, ra, "rowwise adagrad initial slot");
+  for (int t = 1; t <= 6; ++t) {
+    const float* g = kFactoryGrads[t - 1];
+    opt->Apply(w, a, std::span<const float>(g, 3), t, opt->LearningRateAt(t));
+    double sq = 0;
+    for (int i = 0; i < 3; ++i) sq += double{g[i]} * g[i];
+    ra[0] += sq / 3;
+    for (int i = 0; i < 3; ++i) rw[i] -= lr * g[i] / (std::sqrt(ra[0]) + eps);
+    ExpectClose(w, rw, "rowwise adagrad w, step " + std::to_string(t));
+    ExpectClose(a, ra, "rowwise adagrad a, step " + std::to_string(t));
+  }
 }
 
 // The plain element loops the vectorised Apply must match bit for bit (the
