@@ -50,8 +50,9 @@ inline uint16_t FloatToBf16Nearest(float f) {
 }
 
 // `f` rounded stochastically with `random16` (16 uniform random bits): the
-// magnitude is rounded up when random16 < the dropped 16 bits, so up with
-// probability dropped / 2^16 (exactly unbiased over the random bits);
+// magnitude is rounded up when random16 + the dropped 16 bits >= 2^16 (the
+// sum carries into the kept bits), so up with probability dropped / 2^16
+// (exactly unbiased over the random bits);
 // values that are bf16 already stay unchanged. Infinities stay; NaNs as in
 // FloatToBf16Nearest.
 inline uint16_t FloatToBf16Stochastic(float f, uint16_t random16) {
@@ -126,9 +127,12 @@ inline uint64_t Bf16RoundingKey(uint64_t seed, int table, int64_t row, int64_t s
   return Bf16RowKey(Bf16StepKey(seed, table, step), row);
 }
 
-// A 32-bit integer hash (xorshift-multiply, two rounds; the constants of
-// C. Wellons' "lowbias32"): cheap in vector lanes (one 32-bit multiply per
-// round, where 64-bit lanes need three instructions).
+// A 32-bit integer hash (xorshift-multiply, two rounds: [16 21f0aaad 15
+// 735a2d97 15] in the notation of C. Wellons' hash-prospector, the form of
+// its "lowbias32" with the lower-bias constants found later by that search;
+// lowbias32 itself is [16 7feb352d 15 846ca68b 16]): cheap in vector lanes
+// (one 32-bit multiply per round, where 64-bit lanes need three
+// instructions).
 inline uint32_t Hash32(uint32_t x) {
   x ^= x >> 16;
   x *= 0x21f0aaadu;
