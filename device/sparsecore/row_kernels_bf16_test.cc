@@ -1,6 +1,7 @@
 // Every path of the bf16 row kernels this CPU runs (AVX-512, AVX2, scalar)
 // against the plain references: base::Bf16ToFloat per element, base::
-// NarrowBf16Stochastic (the rounding rule column by column) and PoolGroup
+// NarrowBf16Stochastic (the rounding rule column by column, itself checked
+// against the value-based rule of base/bf16_reference_test_util.h) and PoolGroup
 // over the widened rows, bit for bit, for row lengths around the vector
 // widths and on special values.
 #include "device/sparsecore/row_kernels_bf16.h"
@@ -11,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "base/bf16_reference_test_util.h"
 #include "gtest/gtest.h"
 
 namespace lemrt::device {
@@ -119,7 +121,7 @@ TEST_P(RowKernelsBf16Test, NarrowMatchesTheRoundingRule) {
       Narrow(GetParam(), in.data(), n, key, got.data());
       for (int i = 0; i < n; ++i) {
         ASSERT_EQ(got[i], want[i]) << "n " << n << " column " << i << " value " << in[i];
-        ASSERT_EQ(want[i], base::FloatToBf16Stochastic(in[i], base::Bf16RoundingBits(key, i)));
+        ASSERT_EQ(want[i], base::test_util::NarrowReference(in[i], key, i)) << n << " " << i;
       }
       EXPECT_EQ(got[n], 0xabcd) << "wrote past the row, n = " << n;
     }
