@@ -4,13 +4,20 @@
 // documented key.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "base/bf16.h"
+#include "base/bf16_reference_test_util.h"
+#include "device/optimizers/adam.h"
+#include "device/optimizers/ftrl.h"
 #include "device/optimizers/optimizer.h"
+#include "device/optimizers/rowwise_adagrad.h"
 #include "device/sparsecore/sparse_core.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "proto/config_loader.h"
 
@@ -249,6 +256,132 @@ TEST(Bf16TableWorldTest, InitialRowsAreTheRoundedFp32Rows) {
   a.shard(0).ReadSlots(3, 1, slots.data());
   EXPECT_EQ(slots, std::vector<float>(64, 0.25f));
 }
+
+// ---- BF16 slots of the optimizers with more than one slot column per
+// element (Adam: m and v; FTRL: n and z) or one per row (row-wise Adagrad),
+// with FP32 and BF16 rows. One TableShard (SparseCore 1 of 2, so original
+// rows differ from local ones) against a plain reference: the fp32 rows and
+// slots of the previous step, the optimizer's fp32 Apply (optimizer_test
+// checks it against plain loops), then every BF16 element rounded by the
+// value rule of base/bf16_reference_test_util.h with the documented keys:
+// (seed, table, original row, step) for the rows, step + 2^62 for the slots,
+// column = the element's index in the row's slots (slot-major: Adam's v of
+// element d is column dim + d).
+
+enum class SlotKind { kAdam, kFtrl, kRowwiseAdagrad };
+
+struct SlotCase {
+  SlotKind kind;
+  bool bf16_rows;
+};
+
+std::string SlotCaseString(const SlotCase& c) {
+  const char* kind = c.kind == SlotKind::kAdam   ? "Adam"
+                     : c.kind == SlotKind::kFtrl ? "Ftrl"
+                                                 : "RowwiseAdagrad";
+  return std::string(kind) + (c.bf16_rows ? "Bf16Rows" : "Fp32Rows");
+}
+std::string SlotCaseName(const ::testing::TestParamInfo<SlotCase>& info) {
+  return SlotCaseString(info.param);
+}
+void PrintTo(const SlotCase& c, std::ostream* os) { *os << SlotCaseString(c); }
+
+class Bf16SlotsTest : public ::testing::TestWithParam<SlotCase> {};
+
+TEST_P(Bf16SlotsTest, UpdateIsFp32ThenStochasticRounding) {
+  const SlotCase c = GetParam();
+  std::unique_ptr<Optimizer> opt;
+  switch (c.kind) {
+    case SlotKind::kAdam:
+      opt = std::make_unique<AdamOptimizer>(0.05f, 0.8f, 0.95f, 1e-3f);
+      break;
+    case SlotKind::kFtrl:
+      opt = std::make_unique<FtrlOptimizer>(0.3f, -0.6f, 0.1f, 0.01f, 0.05f, 0.2f);
+      break;
+    case SlotKind::kRowwiseAdagrad:
+      opt = std::make_unique<RowwiseAdagradOptimizer>(0.2f, 0.05f, 1e-6f);
+      break;
+  }
+  config::TableConfig table;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      std::string("name: 't' vocab_size: 23 dim: 20 slot_dtype: BF16 dtype: ") +
+          (c.bf16_rows ? "BF16" : "FP32"),
+      &table));
+  constexpr int kTable = 3, kResidue = 1, kTotalSc = 2;
+  constexpr uint64_t kSeed = 41;
+  TableShard shard(table, kTable, kResidue, kTotalSc, kSeed, *opt);
+  ASSERT_TRUE(shard.bf16_slots());
+  ASSERT_EQ(shard.bf16(), c.bf16_rows);
+  const int dim = shard.dim();
+  const int64_t stride = shard.slot_stride();
+  ASSERT_EQ(stride, c.kind == SlotKind::kRowwiseAdagrad ? 1 : 2 * dim);
+  const int64_t rows = shard.local_rows();
+  ASSERT_EQ(rows, 11);
+  // The reference state: what the shard holds, widened.
+  std::vector<float> ref_rows(rows * dim), ref_slots(rows * stride);
+  shard.ReadRows(0, rows, ref_rows.data());
+  shard.ReadSlots(0, rows, ref_slots.data());
+
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  int64_t rounded = 0, off_grid = 0, not_nearest = 0;
+  for (int step = 1; step <= 4; ++step) {
+    const float lr = 0.5f + 0.25f * step;  // another rate each step
+    for (int64_t r = 0; r < rows; ++r) {
+      if ((r + step) % 3 == 0) continue;  // untouched this step
+      std::vector<float> g(dim);
+      for (float& v : g) v = u(rng);
+      shard.Update(r, g, step, lr);
+      std::span<float> w(ref_rows.data() + r * dim, dim);
+      std::span<float> sl(ref_slots.data() + r * stride, stride);
+      opt->Apply(w, sl, g, step, lr);
+      const int64_t original = shard.OriginalRow(r);
+      ASSERT_EQ(original, 2 * r + 1);
+      if (c.bf16_rows) {
+        const uint64_t key = base::test_util::RoundingKeyReference(kSeed, kTable, original, step);
+        for (int d = 0; d < dim; ++d) {
+          w[d] = base::Bf16ToFloat(base::test_util::NarrowReference(w[d], key, d));
+        }
+      }
+      const uint64_t key =
+          base::test_util::RoundingKeyReference(kSeed, kTable, original, step + (int64_t{1} << 62));
+      for (int64_t i = 0; i < stride; ++i) {
+        const uint16_t bits = base::test_util::NarrowReference(sl[i], key, i);
+        ++rounded;
+        off_grid += base::Bf16ToFloat(bits) != sl[i];
+        not_nearest += bits != base::FloatToBf16Nearest(sl[i]);
+        sl[i] = base::Bf16ToFloat(bits);
+      }
+    }
+    // Every row and slot, touched or not, equals the reference bit for bit.
+    std::vector<float> got_rows(rows * dim), got_slots(rows * stride);
+    shard.ReadRows(0, rows, got_rows.data());
+    shard.ReadSlots(0, rows, got_slots.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int d = 0; d < dim; ++d) {
+        ASSERT_EQ(got_rows[r * dim + d], ref_rows[r * dim + d])
+            << "step " << step << " row " << r << " element " << d;
+      }
+      for (int64_t i = 0; i < stride; ++i) {
+        ASSERT_EQ(got_slots[r * stride + i], ref_slots[r * stride + i])
+            << "step " << step << " row " << r << " slot column " << i;
+      }
+    }
+  }
+  // The slots moved off the bf16 grid (so their rounding was exercised) and
+  // the stochastic rounding differs from nearest in a good share of them.
+  EXPECT_GT(off_grid, rounded / 2);
+  EXPECT_GT(not_nearest, off_grid / 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, Bf16SlotsTest,
+                         ::testing::Values(SlotCase{SlotKind::kAdam, false},
+                                           SlotCase{SlotKind::kAdam, true},
+                                           SlotCase{SlotKind::kFtrl, false},
+                                           SlotCase{SlotKind::kFtrl, true},
+                                           SlotCase{SlotKind::kRowwiseAdagrad, false},
+                                           SlotCase{SlotKind::kRowwiseAdagrad, true}),
+                         SlotCaseName);
 
 }  // namespace
 }  // namespace lemrt::device
