@@ -20,8 +20,10 @@ enum class ValueType {
 };
 
 // A 64-bit fingerprint of `bytes`, the same on every machine and build:
-// h = Mix64 chained over the little-endian 8-byte words (the tail zero-padded),
-// then mixed with the length.
+// from h = 0x243f6a8885a308d3, h = Mix64(h ^ word) over the n / 8 whole
+// little-endian 8-byte words and then the tail (the n % 8 last bytes,
+// zero-padded; a zero word when there are none), and finally
+// Mix64(h ^ n) (n = bytes.size()). Pinned in value_key_test.
 uint64_t Fingerprint64(std::string_view bytes);
 
 // Parses `text` as `type` into `*key`; false when it is not one (an empty
