@@ -36,7 +36,9 @@ class Communicator {
                                  std::span<const int64_t> recv_offsets) = 0;
 
   // In-place element-wise sums over ranks. The result is identical on every
-  // rank and, for a given world size, from run to run.
+  // rank and, for a given world size, from run to run; float and double sums
+  // add the ranks' values in rank order (rank 0's + rank 1's + ...), in every
+  // implementation.
   virtual absl::Status AllReduceSum(std::span<float> values) = 0;
   virtual absl::Status AllReduceSum(std::span<double> values) = 0;
   virtual absl::Status AllReduceSum(std::span<int64_t> values) = 0;

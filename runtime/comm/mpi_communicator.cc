@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "glog/logging.h"
 
 namespace lemrt::runtime {
@@ -49,6 +50,10 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiCommunicatorOptions options)
   all_to_all_bytes_.resize(size_);
   all_to_all_offsets_.resize(size_);
   gather_send_offsets_.assign(size_, 0);
+  sum_send_bytes_.resize(size_);
+  sum_send_offsets_.resize(size_);
+  sum_recv_bytes_.resize(size_);
+  sum_recv_offsets_.resize(size_);
   requests_.reserve(4 * size_);
 }
 
@@ -138,13 +143,43 @@ absl::Status MpiCommunicator::AllReduce(void* values, int64_t count, int64_t ele
   return absl::OkStatus();
 }
 
-absl::Status MpiCommunicator::AllReduceSum(std::span<float> v) {
-  return AllReduce(v.data(), static_cast<int64_t>(v.size()), sizeof(float), MPI_FLOAT, MPI_SUM);
+template <typename T>
+absl::Status MpiCommunicator::SumInRankOrder(std::span<T> values) {
+  if (size_ == 1) return absl::OkStatus();
+  const auto n = static_cast<int64_t>(values.size());
+  const auto bytes = static_cast<int64_t>(sizeof(T));
+  // Rank r owns elements [n r / size, n (r + 1) / size).
+  auto begin = [&](int r) { return n * r / size_; };
+  const int64_t mine = begin(rank_ + 1) - begin(rank_);
+  slices_.resize(static_cast<size_t>(mine * size_ * bytes));
+  for (int r = 0; r < size_; ++r) {
+    sum_send_offsets_[r] = begin(r) * bytes;
+    sum_send_bytes_[r] = (begin(r + 1) - begin(r)) * bytes;
+    sum_recv_offsets_[r] = r * mine * bytes;
+    sum_recv_bytes_[r] = mine * bytes;
+  }
+  LEMRT_RETURN_IF_ERROR(AllToAllv(values.data(), sum_send_bytes_, sum_send_offsets_,
+                                  slices_.data(), sum_recv_bytes_, sum_recv_offsets_));
+  const T* slices = reinterpret_cast<const T*>(slices_.data());
+  T* out = values.data() + begin(rank_);
+  for (int64_t i = 0; i < mine; ++i) {
+    T sum = slices[i];
+    for (int r = 1; r < size_; ++r) sum += slices[r * mine + i];
+    out[i] = sum;
+  }
+  // Every rank's summed slice to every rank, in place (this rank's is there).
+  for (int r = 0; r < size_; ++r) {
+    sum_send_offsets_[r] = begin(rank_) * bytes;
+    sum_send_bytes_[r] = r == rank_ ? 0 : mine * bytes;
+    sum_recv_offsets_[r] = begin(r) * bytes;
+    sum_recv_bytes_[r] = r == rank_ ? 0 : (begin(r + 1) - begin(r)) * bytes;
+  }
+  return AllToAllv(values.data(), sum_send_bytes_, sum_send_offsets_, values.data(),
+                   sum_recv_bytes_, sum_recv_offsets_);
 }
-absl::Status MpiCommunicator::AllReduceSum(std::span<double> v) {
-  return AllReduce(v.data(), static_cast<int64_t>(v.size()), sizeof(double), MPI_DOUBLE,
-                   MPI_SUM);
-}
+
+absl::Status MpiCommunicator::AllReduceSum(std::span<float> v) { return SumInRankOrder(v); }
+absl::Status MpiCommunicator::AllReduceSum(std::span<double> v) { return SumInRankOrder(v); }
 absl::Status MpiCommunicator::AllReduceSum(std::span<int64_t> v) {
   return AllReduce(v.data(), static_cast<int64_t>(v.size()), sizeof(int64_t), MPI_INT64_T,
                    MPI_SUM);

@@ -9,6 +9,16 @@
 // 32-bit count and no call fails on one rank only because of its sizes. An
 // MPI error aborts the job (MPI_ERRORS_ARE_FATAL, inherited from the parent);
 // with another error handler, calls return Internal.
+//
+// Floating-point sums move data, never reduce in MPI: each rank receives
+// every rank's values of its own slice of the elements (an all-to-all),
+// adds them in rank order (rank 0's + rank 1's + ...), and the summed slices
+// are gathered back onto every rank. MPI_Allreduce adds in an order its
+// algorithm picks (by world size, message size, version, tuning and the
+// ranks' placement on hosts), so its float sums, and a model trained on
+// them, could differ between two runs of one config and world size; these
+// are the bits LocalCommunicator gives. Bytes per rank as a ring all-reduce
+// (2 x (size - 1) / size x the values), 2 x (size - 1) messages.
 // Thread-compatible.
 #ifndef LEMRT_RUNTIME_COMM_MPI_COMMUNICATOR_H_
 #define LEMRT_RUNTIME_COMM_MPI_COMMUNICATOR_H_
@@ -68,6 +78,9 @@ class MpiCommunicator : public Communicator {
   // pieces of at most max_message_bytes.
   absl::Status AllReduce(void* values, int64_t count, int64_t element_bytes, MPI_Datatype type,
                          MPI_Op op);
+  // The rank-ordered sum above, in place.
+  template <typename T>
+  absl::Status SumInRankOrder(std::span<T> values);
   // Posts `bytes` at `data` to or from `peer` as messages of at most
   // max_message_bytes (appends to requests_).
   absl::Status Post(bool receive, char* data, int64_t bytes, int peer);
@@ -83,6 +96,9 @@ class MpiCommunicator : public Communicator {
   // AllToAll's and AllGather's AllToAllv arguments (bytes).
   std::vector<int64_t> all_to_all_bytes_, all_to_all_offsets_;
   std::vector<int64_t> gather_bytes_, gather_offsets_, gather_send_bytes_, gather_send_offsets_;
+  // SumInRankOrder: every rank's values of this rank's slice, rank by rank.
+  std::vector<char> slices_;
+  std::vector<int64_t> sum_send_bytes_, sum_send_offsets_, sum_recv_bytes_, sum_recv_offsets_;
 };
 
 }  // namespace lemrt::runtime

@@ -21,7 +21,8 @@
 // pass and its float gradients are all-reduced (bits that follow the world
 // size).
 //
-// Exchange per step: MPI_Allreduce of all dense gradients (4 x num_params B;
+// Exchange per step: an all-reduce of all dense gradients (4 x num_params B,
+// summed in rank order: Communicator::AllReduceSum;
 // world-size-independent: int64 sums, 8 x num_params + 48 B, the loss and
 // the failure count included; a measured step adds an all-reduce MAX of the
 // chunks' exponents, 8 x (num_params / 64 + 2) B, and the sums again).
