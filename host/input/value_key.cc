@@ -1,5 +1,6 @@
 #include "host/input/value_key.h"
 
+#include <bit>
 #include <charconv>
 #include <cstring>
 
@@ -11,6 +12,8 @@ uint64_t Fingerprint64(std::string_view bytes) {
   for (; i + 8 <= bytes.size(); i += 8) {
     uint64_t word;
     std::memcpy(&word, bytes.data() + i, 8);
+    // Little-endian words on every machine, as the tail below.
+    if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
     h = base::Mix64(h ^ word);
   }
   uint64_t tail = 0;
