@@ -13,13 +13,14 @@ failed=0 passed=0
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
 pass() { passed=$((passed + 1)); echo "ok   $*"; }
 # expect NAME WANT_RC PATTERN... -- lemrt_run args: the launcher's exit status
-# and stderr (grep -E patterns, each must match; a leading ! must not).
+# and stderr (grep -E patterns, each must match; a leading ! must not); a
+# launcher still running after 60 s is stopped (status 124).
 expect() {
   local name="$1" want_rc="$2"; shift 2
   local pats=()
   while [ "$1" != -- ]; do pats+=("$1"); shift; done
   shift
-  env -u SLURM_JOB_NODELIST "${ENVS[@]}" "$run" "$@" > "$work/out" 2>&1
+  timeout 60 env -u SLURM_JOB_NODELIST "${ENVS[@]}" "$run" "$@" > "$work/out" 2>&1
   local rc=$? p ok=1
   [ "$rc" -eq "$want_rc" ] || ok=""
   for p in "${pats[@]}"; do
@@ -61,6 +62,15 @@ expect no_program 2 "^lemrt_run: error: no program to run" -- -np 2
 expect unterminated_mpirun_args 2 "must end with a '--' before the program" -- --mpirun-args -x FOO prog
 expect bad_keepalive 2 "--keepalive must be TIME,INTERVAL,PROBES" -- --keepalive 5,2 prog
 expect missing_hostfile 2 "cannot read the hostfile '/nonexistent'" -- --hostfile /nonexistent prog
+# A value-taking option last, without its value: a sentence, not a loop that
+# never ends (the test's timeout catches a hang).
+for opt in -np -n --hostfile --ranks-per-host --bind --cores-per-host --network --data-network \
+    --keepalive --mpirun --abort-grace; do
+  expect "no_value_$opt" 2 "^lemrt_run: error: the option $opt needs a value, and none follows it" \
+    -- "$opt"
+done
+expect bad_cores_per_host 2 "^lemrt_run: error: --cores-per-host must be a positive number of cores, got 'x'$" \
+  "!unbound variable" -- --cores-per-host x --dry-run prog
 
 # The host check through a fake mpirun whose first try crashes after printing
 # one host's name (as Open MPI sometimes does on hosts sharing a hostname): the
