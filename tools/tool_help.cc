@@ -25,12 +25,14 @@ bool IsHelp(const char* arg) {
 
 }  // namespace
 
-std::string HelpText(const char* main_file) {
+std::string HelpText(const char* program, const char* main_file) {
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);  // sorted by file, then name
   const std::string own = BaseName(main_file);
-  std::string text = std::string(gflags::ProgramInvocationShortName()) + ": " +
-                     gflags::ProgramUsage() + "\n\n  Flags of this tool:\n";
+  // The name comes from argv[0]: gflags knows the program's name only once
+  // ParseCommandLineFlags has run (before, it says "UNKNOWN").
+  std::string text =
+      BaseName(program) + ": " + gflags::ProgramUsage() + "\n\n  Flags of this tool:\n";
   for (const auto& f : flags) {
     if (BaseName(f.filename) == own) text += gflags::DescribeOneFlag(f);
   }
@@ -45,7 +47,7 @@ void HandleHelpFlag(int argc, char** argv, const char* main_file) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) return;
     if (IsHelp(argv[i])) {
-      std::fputs(HelpText(main_file).c_str(), stdout);
+      std::fputs(HelpText(argc > 0 ? argv[0] : "", main_file).c_str(), stdout);
       std::exit(0);
     }
   }

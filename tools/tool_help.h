@@ -9,13 +9,14 @@
 
 namespace lemrt::tools {
 
-// The help text: gflags' usage message, the flags defined in a file named
-// like `main_file`'s base name ("lemrt_train_main.cc"), then every other
-// flag, each as gflags describes it.
-std::string HelpText(const char* main_file);
+// The help text: `program`'s base name (argv[0]: "lemrt_train"), a colon and
+// gflags' usage message, the flags defined in a file named like
+// `main_file`'s base name ("lemrt_train_main.cc"), then every other flag,
+// each as gflags describes it.
+std::string HelpText(const char* program, const char* main_file);
 
 // When argv holds --help (or -help, --help=true, --help=1) before a "--":
-// prints HelpText(main_file) to stdout and exits 0. Call after
+// prints HelpText(argv[0], main_file) to stdout and exits 0. Call after
 // gflags::SetUsageMessage and before gflags::ParseCommandLineFlags, which
 // would print its own order.
 void HandleHelpFlag(int argc, char** argv, const char* main_file);
