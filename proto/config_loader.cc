@@ -1,9 +1,11 @@
-// Parsing the config text, merging --override, and mapping a validation
-// error back to the file:line:column (or --override:line:column) that set the
-// field. The rules themselves are in the *_checks.cc files (config_check.h).
+// Parsing the config text, merging --override and a tool's flags, and mapping
+// a validation error back to the file:line:column (or --override:line:column,
+// or the flag) that set the field. The rules themselves are in the *_checks.cc files
+// (config_check.h).
 #include "proto/config_loader.h"
 
 #include <algorithm>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -136,15 +138,35 @@ std::string PathString(const FieldPath& path) {
 
 absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view source_name,
                                       std::string_view override_text, int world_size,
-                                      const ConfigAdjustment& adjust) {
+                                      const ConfigAdjustment& adjust,
+                                      std::span<const FlagOverride> flag_overrides) {
+  // Each text merged after the file: its name in messages, whether it is a
+  // flag (named without a line), its parse tree, and the config before it.
+  struct Merged {
+    std::string name;
+    bool is_flag = false;
+    TextFormat::ParseInfoTree tree;
+    RunConfig before;
+  };
   RunConfig config;
   TextFormat::ParseInfoTree file_tree;
-  TextFormat::ParseInfoTree override_tree;
   absl::Status st = ParseText(text, source_name, /*merge=*/false, &file_tree, &config);
   if (!st.ok()) return st;
-  const RunConfig from_file = config;
+  std::deque<Merged> merged;  // ParseInfoTree does not move
+  auto merge = [&](std::string_view name, bool is_flag, std::string_view more) {
+    Merged& m = merged.emplace_back();
+    m.name = std::string(name);
+    m.is_flag = is_flag;
+    m.before = config;
+    return ParseText(more, name, /*merge=*/true, &m.tree, &config);
+  };
   if (!override_text.empty()) {
-    st = ParseText(override_text, "--override", /*merge=*/true, &override_tree, &config);
+    st = merge("--override", /*is_flag=*/false, override_text);
+    if (!st.ok()) return st;
+  }
+  for (const FlagOverride& flag : flag_overrides) {
+    if (flag.text.empty()) continue;
+    st = merge(flag.flag, /*is_flag=*/true, flag.text);
     if (!st.ok()) return st;
   }
   if (adjust) adjust(&config);
@@ -158,25 +180,27 @@ absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view so
   std::optional<ConfigError> error = FirstConfigError(config, world_size);
   if (!error.has_value()) return config;
 
-  // The text that holds more of the offending field's path set it (the
-  // override, when both hold all of it: it was merged last).
+  // The text that holds more of the offending field's path set it (of texts
+  // that hold as much, the one merged last).
   std::string where(source_name);
-  const Location in_override = Locate(&override_tree, error->path, &from_file);
-  const Location in_file = Locate(&file_tree, error->path, nullptr);
-  if (in_override.depth > 0 && in_override.depth >= in_file.depth) {
-    where = absl::StrFormat("--override:%d:%d", in_override.line, in_override.column);
-  } else if (in_file.depth > 0) {
-    where = absl::StrFormat("%s:%d:%d", source_name, in_file.line, in_file.column);
+  Location best = Locate(&file_tree, error->path, nullptr);
+  if (best.depth > 0) where = absl::StrFormat("%s:%d:%d", source_name, best.line, best.column);
+  for (const Merged& m : merged) {
+    const Location in_text = Locate(&m.tree, error->path, &m.before);
+    if (in_text.depth == 0 || in_text.depth < best.depth) continue;
+    best = in_text;
+    where = m.is_flag ? m.name : absl::StrFormat("%s:%d:%d", m.name, in_text.line, in_text.column);
   }
   return absl::InvalidArgumentError(
       absl::StrCat(where, ": ", PathString(error->path), ": ", error->message));
 }
 
 absl::StatusOr<RunConfig> LoadConfig(const std::string& path, std::string_view override_text,
-                                     int world_size, const ConfigAdjustment& adjust) {
+                                     int world_size, const ConfigAdjustment& adjust,
+                                     std::span<const FlagOverride> flag_overrides) {
   absl::StatusOr<std::string> text = base::ReadTextFile(path, kMaxConfigBytes, "config file");
   if (!text.ok()) return text.status();
-  return ParseConfig(*text, path, override_text, world_size, adjust);
+  return ParseConfig(*text, path, override_text, world_size, adjust, flag_overrides);
 }
 
 }  // namespace lemrt::config

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -20,9 +21,19 @@ inline constexpr int64_t kMaxConfigBytes = int64_t{16} << 20;
 // Changes a tool makes to the merged config before it is checked (LoadConfig).
 using ConfigAdjustment = std::function<void(RunConfig*)>;
 
-// Reads `path` (text format), merges `override_text` into it with text-format
-// merge semantics (scalars replace, repeated fields append, messages merge),
-// applies `adjust` when set, fills the topology from its preset and the world
+// A text-format override a tool derives from one of its own flags
+// (lemrt_train's --checkpoint_every=5: "checkpoint { every_steps: 5 }"): an
+// error in a field it set names the flag, never a line of text the user did
+// not write.
+struct FlagOverride {
+  std::string flag;  // as the user gave it: "--checkpoint_every=5"
+  std::string text;  // text-format RunConfig fields
+};
+
+// Reads `path` (text format), merges `override_text` and then each of
+// `flag_overrides`, in order, into it with text-format merge semantics
+// (scalars replace, repeated fields append, messages merge), applies `adjust`
+// when set, fills the topology from its preset and the world
 // size, and validates. `adjust` lets a tool that loads a config for other
 // work than training relax it (lemrt_vocab: mappings to the vocabularies it
 // is about to write) while errors still point at the text that set a field.
@@ -30,18 +41,22 @@ using ConfigAdjustment = std::function<void(RunConfig*)>;
 //   parse errors:    "<path>:<line>:<col>: <parser message>"
 //   semantic errors: "<path>:<line>:<col>: <field path>: <what is wrong>"
 //                    (location of the offending field, or of "--override" when
-//                    the override set it; just the file when unset).
+//                    the override set it; just the file when unset);
+//                    "<flag>: <field path>: <what is wrong>" when one of
+//                    `flag_overrides` set it ("--checkpoint_every=5: ...").
 //   the file:        NotFound when it cannot be read, InvalidArgument when it
 //                    is not a regular file (a directory, a FIFO) or larger
 //                    than kMaxConfigBytes.
 absl::StatusOr<RunConfig> LoadConfig(const std::string& path, std::string_view override_text,
-                                     int world_size, const ConfigAdjustment& adjust = nullptr);
+                                     int world_size, const ConfigAdjustment& adjust = nullptr,
+                                     std::span<const FlagOverride> flag_overrides = {});
 
 // As LoadConfig, from text already in memory; `source_name` is used in
 // messages in place of the path.
 absl::StatusOr<RunConfig> ParseConfig(std::string_view text, std::string_view source_name,
                                       std::string_view override_text, int world_size,
-                                      const ConfigAdjustment& adjust = nullptr);
+                                      const ConfigAdjustment& adjust = nullptr,
+                                      std::span<const FlagOverride> flag_overrides = {});
 
 // Fills unset topology fields from the preset (TPU_V5P when none is named) and
 // num_chips from `world_size`. Explicitly set fields are kept.

@@ -171,6 +171,42 @@ TEST(ConfigLoaderTest, ErrorsPointAtTheTextThatSetTheField) {
   EXPECT_THAT(c.status().message(), HasSubstr("tables[3].dim"));
 }
 
+// A field a tool's flag set (lemrt_train's --checkpoint_every=5) is reported
+// at the flag, not at a line of the text the flag became; errors in the
+// user's own --override keep their line and column, and a field the file or
+// the override set deeper than the flag's text is theirs.
+TEST(ConfigLoaderTest, ErrorsInFieldsAFlagSetNameTheFlag) {
+  const std::vector<FlagOverride> every = {
+      {"--checkpoint_every=5", "checkpoint { every_steps: 5 }"}};
+  auto c = ParseConfig(kValid, "model.pbtxt", "", 2, nullptr, every);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "--checkpoint_every=5: checkpoint.every_steps: is set but checkpoint.dir is not "
+            "(nowhere to save)");
+  // With a user's override before it: still the flag, not --override:2:.
+  c = ParseConfig(kValid, "model.pbtxt", "training { steps: 5 }", 2, nullptr, every);
+  EXPECT_THAT(c.status().message(), HasSubstr("--checkpoint_every=5: checkpoint.every_steps"));
+  // The flag's dir and the override's every_steps: fine together.
+  c = ParseConfig(
+      kValid, "model.pbtxt", "checkpoint { every_steps: 5 }", 2, nullptr,
+      std::vector<FlagOverride>{{"--checkpoint_dir=/ck", "checkpoint { dir: \"/ck\" }"}});
+  EXPECT_TRUE(c.ok()) << c.status();
+  // The user's override sets the offending field: its line and column.
+  c = ParseConfig(kValid, "model.pbtxt", "training { steps: 5 }\ncheckpoint { every_steps: 5 }", 2,
+                  nullptr,
+                  std::vector<FlagOverride>{
+                      {"--trace_json=t.json", "observability { trace_json: \"t.json\" }"}});
+  EXPECT_THAT(c.status().message(), HasSubstr("--override:2:14: checkpoint.every_steps"));
+  c = ParseConfig(
+      kValid, "model.pbtxt", "", 2, nullptr,
+      std::vector<FlagOverride>{
+          {"--trace_steps=3", "observability { trace_first_step: 3 trace_last_step: 3 }"}});
+  EXPECT_THAT(c.status().message(), HasSubstr("--trace_steps=3: observability.trace_first_step"));
+  // A flag whose text is empty is left out.
+  c = ParseConfig(kValid, "model.pbtxt", "", 2, nullptr, std::vector<FlagOverride>{{"--x", ""}});
+  EXPECT_TRUE(c.ok()) << c.status();
+}
+
 // An adjustment (lemrt_vocab's: tables sized by the vocabularies it is
 // about to write get a placeholder size) applies before the checks, and the
 // errors it leaves still point at the file's or the override's own line.

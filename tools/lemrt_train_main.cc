@@ -15,6 +15,8 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -160,39 +162,48 @@ lemrt::runtime::HostIdentity ThisHost() {
   return id;
 }
 
-// The tracing and metrics flags as a text-format override.
-absl::StatusOr<std::string> ObservabilityOverride() {
-  std::string text;
+// The checkpoint, tracing and metrics flags, each as a text-format override
+// merged after --override: an error in a field a flag set names the flag.
+absl::StatusOr<std::vector<lemrt::config::FlagOverride>> FlagOverrides() {
+  std::vector<lemrt::config::FlagOverride> out;
+  auto add = [&out](std::string flag, std::string section, std::string fields) {
+    out.push_back({std::move(flag), absl::StrCat(section, " { ", fields, " }")});
+  };
+  auto quoted = [](const std::string& value) {
+    return absl::StrCat("\"", absl::CEscape(value), "\"");
+  };
+  if (!FLAGS_checkpoint_dir.empty()) {
+    add("--checkpoint_dir=" + FLAGS_checkpoint_dir, "checkpoint",
+        "dir: " + quoted(FLAGS_checkpoint_dir));
+  }
+  if (FLAGS_checkpoint_every != 0) {
+    add(absl::StrCat("--checkpoint_every=", FLAGS_checkpoint_every), "checkpoint",
+        absl::StrCat("every_steps: ", FLAGS_checkpoint_every));
+  }
+  if (!FLAGS_restore_from.empty()) {
+    add("--restore_from=" + FLAGS_restore_from, "checkpoint",
+        "restore_from: " + quoted(FLAGS_restore_from));
+  }
+  if (FLAGS_allow_config_change) {
+    add("--allow_config_change", "checkpoint", "allow_config_change: true");
+  }
   if (!FLAGS_trace_json.empty()) {
-    text += absl::StrCat(" trace_json: \"", absl::CEscape(FLAGS_trace_json), "\"");
+    add("--trace_json=" + FLAGS_trace_json, "observability",
+        "trace_json: " + quoted(FLAGS_trace_json));
   }
   if (!FLAGS_trace_steps.empty()) {
     int64_t first = 0, last = 0;
     absl::Status st = lemrt::runtime::ParseStepRange(
         FLAGS_trace_steps, std::numeric_limits<int64_t>::max(), &first, &last);
     if (!st.ok()) return st;
-    text += absl::StrCat(" trace_first_step: ", first, " trace_last_step: ", last);
+    add("--trace_steps=" + FLAGS_trace_steps, "observability",
+        absl::StrCat("trace_first_step: ", first, " trace_last_step: ", last));
   }
   if (!FLAGS_metrics_csv.empty()) {
-    text += absl::StrCat(" metrics_csv: \"", absl::CEscape(FLAGS_metrics_csv), "\"");
+    add("--metrics_csv=" + FLAGS_metrics_csv, "observability",
+        "metrics_csv: " + quoted(FLAGS_metrics_csv));
   }
-  return text.empty() ? "" : absl::StrCat("\nobservability {", text, " }");
-}
-
-// The checkpoint flags as a text-format override merged after --override.
-std::string CheckpointOverride() {
-  std::string text;
-  if (!FLAGS_checkpoint_dir.empty()) {
-    text += absl::StrCat(" dir: \"", absl::CEscape(FLAGS_checkpoint_dir), "\"");
-  }
-  if (FLAGS_checkpoint_every != 0) {
-    text += absl::StrCat(" every_steps: ", FLAGS_checkpoint_every);
-  }
-  if (!FLAGS_restore_from.empty()) {
-    text += absl::StrCat(" restore_from: \"", absl::CEscape(FLAGS_restore_from), "\"");
-  }
-  if (FLAGS_allow_config_change) text += " allow_config_change: true";
-  return text.empty() ? "" : absl::StrCat("\ncheckpoint {", text, " }");
+  return out;
 }
 
 // --dry_run: rank 0 prints the memory plan; every rank returns the agreed
@@ -212,16 +223,15 @@ absl::Status DryRun(const lemrt::config::RunConfig& config, Communicator& comm) 
 // The run's config from the flags on this rank (no collectives).
 absl::StatusOr<lemrt::config::RunConfig> LoadRunConfig(int world_size) {
   if (FLAGS_config.empty()) return absl::InvalidArgumentError("--config=FILE is required");
-  // (Else checkpoint.every_steps' check would name a line of the flags' override.)
+  // (Said in the flag's own words, before checkpoint.every_steps' check.)
   if (FLAGS_checkpoint_every < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--checkpoint_every must be >= 0 steps, got ", FLAGS_checkpoint_every));
   }
-  LEMRT_ASSIGN_OR_RETURN(const std::string observability, ObservabilityOverride());
+  LEMRT_ASSIGN_OR_RETURN(const std::vector<lemrt::config::FlagOverride> flags, FlagOverrides());
   LEMRT_ASSIGN_OR_RETURN(lemrt::config::RunConfig config,
-                         lemrt::config::LoadConfig(
-                             FLAGS_config, FLAGS_override + CheckpointOverride() + observability,
-                             world_size));
+                         lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size,
+                                                   /*adjust=*/nullptr, flags));
   if (!config.data().schema().label().required()) {
     return absl::InvalidArgumentError(
         "data.schema.label.required: false is for scoring with lemrt_predict; training needs "
