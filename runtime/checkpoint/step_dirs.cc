@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -31,8 +32,17 @@ bool IsFile(const std::string& path) {
 absl::StatusOr<std::vector<std::string>> ListNames(const std::string& dir) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) {
+    const int err = errno;
+    if (err == ENOTDIR) {
+      return absl::NotFoundError(absl::StrCat("checkpoint directory '", dir,
+                                              "' is not a directory (a checkpoint is a directory "
+                                              "of step-N directories, or one step-N directory)."));
+    }
+    if (err == ENOENT) {
+      return absl::NotFoundError(absl::StrCat("checkpoint directory '", dir, "' does not exist."));
+    }
     return absl::NotFoundError(
-        absl::StrCat("checkpoint directory '", dir, "' does not exist or cannot be read."));
+        absl::StrCat("checkpoint directory '", dir, "' cannot be read: ", std::strerror(err), "."));
   }
   std::vector<std::string> names;
   while (const dirent* e = readdir(d)) {

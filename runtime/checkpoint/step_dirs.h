@@ -49,8 +49,8 @@ std::optional<int64_t> ParseStepDirName(std::string_view name, std::string_view 
 using StepHook = std::function<void(std::string_view point)>;
 
 // The published steps of `root` (step-N directories, with or without a
-// manifest), newest first. NotFound when `root` does not exist or cannot be
-// read.
+// manifest), newest first. NotFound when `root` does not exist, is not a
+// directory or cannot be read (the message says which).
 absl::StatusOr<std::vector<int64_t>> ListPublishedSteps(const std::string& root);
 
 // Creates root/incomplete-step-N empty (a leftover of a failed save of the
