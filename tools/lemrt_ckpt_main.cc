@@ -133,6 +133,14 @@ absl::Status ExportHead(const std::string& dir, const Manifest& m) {
 }
 
 absl::Status Export(const std::string& dir, const Manifest& m) {
+  if (!FLAGS_table.empty() && !FLAGS_task.empty()) {
+    return absl::InvalidArgumentError(
+        "export: --table and --task exclude each other (--table writes a table's rows, --task a "
+        "task's head); give one");
+  }
+  if (!FLAGS_task.empty() && FLAGS_slots) {
+    return absl::InvalidArgumentError("export: --slots is for a --table (a task's head has none)");
+  }
   if (FLAGS_table.empty() == FLAGS_task.empty() || FLAGS_out.empty()) {
     return absl::InvalidArgumentError(
         "export needs --table=NAME (or --task=NAME) and --out=FILE.npy");
@@ -141,6 +149,14 @@ absl::Status Export(const std::string& dir, const Manifest& m) {
   // directory named by --out fails with a sentence naming the flag.
   LEMRT_RETURN_IF_ERROR(runtime::CheckOutputFile(FLAGS_out, "--out"));
   if (!FLAGS_task.empty()) return ExportHead(dir, m);
+  for (const TableEntry& t : m.tables()) {
+    if (t.name() == FLAGS_table && FLAGS_slots && SlotFloatsPerRecord(t) == 0) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "export --slots: table '%s' has no optimizer slots (its optimizer, %s, keeps none); "
+          "export its weights without --slots",
+          t.name(), t.optimizer()));
+    }
+  }
   std::vector<float> weights, slots;
   LEMRT_RETURN_IF_ERROR(
       ReadWholeTable(dir, m, FLAGS_table, &weights, FLAGS_slots ? &slots : nullptr));
