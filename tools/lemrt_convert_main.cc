@@ -74,8 +74,18 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  if ((FLAGS_tsv.empty() == FLAGS_config.empty()) || FLAGS_out.empty()) {
-    std::fprintf(stderr, "usage: %s\n", gflags::ProgramUsage());
+  const char* wrong = nullptr;
+  if (!FLAGS_tsv.empty() && !FLAGS_config.empty()) {
+    wrong =
+        "--tsv and --config exclude each other: --tsv converts one Criteo TSV file, --config "
+        "the files of the config's data section";
+  } else if (FLAGS_tsv.empty() && FLAGS_config.empty()) {
+    wrong = "give --config=FILE (the config's data files) or --tsv=FILE (a Criteo TSV file)";
+  } else if (FLAGS_out.empty()) {
+    wrong = "--out=OUT.bin is required";
+  }
+  if (wrong != nullptr) {
+    std::fprintf(stderr, "lemrt_convert: error: %s\nusage: %s\n", wrong, gflags::ProgramUsage());
     return 2;
   }
   const auto t0 = std::chrono::steady_clock::now();
