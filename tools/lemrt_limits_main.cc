@@ -29,6 +29,7 @@
 #include "layout/row_placement.h"
 #include "layout/stacking.h"
 #include "proto/config_loader.h"
+#include "proto/hot_row_rule.h"
 #include "runtime/comm/mpi_session.h"
 #include "runtime/hot_rows/hot_row_choice.h"
 #include "runtime/output_paths.h"
@@ -191,11 +192,28 @@ absl::StatusOr<lemrt::config::RunConfig> LoadOnThisRank(int world_size) {
         kMaxHeadroom, FLAGS_headroom));
   }
   auto config = lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
-  if (!config.ok() || FLAGS_hot_rows == 0) return config;
-  for (lemrt::config::TableConfig& t : *config->mutable_tables()) {
-    if (t.hot_rows() == 0 && t.hot_row_ids_size() == 0 && !t.has_quantization()) {
-      t.set_hot_rows(static_cast<int32_t>(std::min<int64_t>(FLAGS_hot_rows, t.vocab_size())));
+  if (!config.ok()) return config;
+  if (FLAGS_hot_rows > 0) {
+    for (lemrt::config::TableConfig& t : *config->mutable_tables()) {
+      if (t.hot_rows() == 0 && t.hot_row_ids_size() == 0 && !t.has_quantization()) {
+        t.set_hot_rows(static_cast<int32_t>(std::min<int64_t>(FLAGS_hot_rows, t.vocab_size())));
+      }
     }
+  }
+  // --hot_rows_out lists the hot rows of the tables that have them (counted
+  // for --hot_rows or the table's hot_rows, or its hot_row_ids); without any
+  // it would write an empty file.
+  const bool any_hot = std::any_of(
+      config->tables().begin(), config->tables().end(), [](const lemrt::config::TableConfig& t) {
+        return lemrt::config::HotRowSourceOf(t) != lemrt::config::HotRowSource::kNone;
+      });
+  if (!FLAGS_hot_rows_out.empty() && !any_hot) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--hot_rows_out=%s needs --hot_rows=N (or a table with hot_rows or hot_row_ids in the "
+        "config): %s, so there are no hot rows to write",
+        FLAGS_hot_rows_out,
+        FLAGS_hot_rows > 0 ? "--hot_rows applies to no table (each is quantized)"
+                           : "no table has hot rows"));
   }
   return config;
 }
