@@ -22,10 +22,12 @@
 // present values after transform and clip, merged over the ranks in rank
 // order (host/dense_stats.h); the lines replace the config's dense lines.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -50,7 +52,9 @@
 
 DEFINE_string(config, "", "Run config whose training files and schema are counted (required).");
 DEFINE_string(override, "", "Text proto merged into the config (as lemrt_train's).");
-DEFINE_string(out_dir, "", "Directory for the <feature>.txt vocabularies (created).");
+DEFINE_string(out_dir, "",
+              "Directory for the <feature>.txt vocabularies (created with its parents, like "
+              "mkdir -p).");
 DEFINE_int64(min_frequency, 1, "Keep values seen at least this many times (>= 1).");
 DEFINE_int64(max_size, 0, "Keep at most this many values per feature (0 = no limit).");
 DEFINE_string(features, "", "Comma-separated features to count (default: all).");
@@ -328,6 +332,32 @@ struct Share {
   int64_t rows = 0, skipped = 0;
 };
 
+// Creates --out_dir and its missing parents (as mkdir -p) and checks that a
+// file can be created in it.
+absl::Status PrepareOutDir(const std::string& dir) {
+  auto cannot = [&dir](const std::string& why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write the vocabularies into --out_dir=", dir, ": ", why));
+  };
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos < dir.size() && dir[pos] != '/') continue;
+    const std::string prefix = dir.substr(0, pos);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return cannot(absl::StrCat("cannot create '", prefix, "': ", std::strerror(errno)));
+    }
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return cannot("it exists and is not a directory");
+  }
+  std::string probe = absl::StrCat(dir, "/.lemrt_vocab.XXXXXX");
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) return cannot(absl::StrCat("no file can be created in it: ", std::strerror(errno)));
+  close(fd);
+  unlink(probe.c_str());
+  return absl::OkStatus();
+}
+
 absl::Status CountThisRank(int rank, int world_size, Share* share) {
   if (FLAGS_config.empty() || FLAGS_out_dir.empty()) {
     return absl::InvalidArgumentError("--config and --out_dir are required");
@@ -359,6 +389,8 @@ absl::Status CountThisRank(int rank, int world_size, Share* share) {
   share->counts.resize((*schema)->sparse.size());
   share->moments.resize((*schema)->dense.size());
   share->schema = DenseLinesOf(*config, (*schema)->dense.size());
+  // Before the counting, which can take long: rank 0 writes the files.
+  if (rank == 0) LEMRT_RETURN_IF_ERROR(PrepareOutDir(FLAGS_out_dir));
   return CountShare(*config, rank, world_size, share->columns, &share->counts, &share->moments,
                     &share->rows, &share->skipped);
 }
@@ -384,7 +416,6 @@ absl::Status Run(lemrt::runtime::Communicator& comm) {
   }
   if (absl::Status m = MergeMomentsOnRankZero(comm, &share.moments); merged.ok()) merged = m;
   if (!merged.ok() || rank != 0) return merged;
-  mkdir(FLAGS_out_dir.c_str(), 0755);
   for (const auto& [feature, column] : share.outputs) {
     if (absl::Status w = WriteVocabulary(feature, share.counts[column], sums[0]); !w.ok()) return w;
   }
