@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -95,11 +96,14 @@ std::string CsvHeader(const RunConfig& config) {
   return header;
 }
 
+// Whether `path` names a .npy output (else it is a .csv one).
+bool IsNpy(const std::string& path) { return path.size() > 4 && absl::EndsWith(path, ".npy"); }
+
 absl::Status Write(const RunConfig& config, const lemrt::runtime::Predictions& predictions) {
   const std::string& path = FLAGS_out;
   const int tasks = predictions.tasks;
   const int64_t rows = static_cast<int64_t>(predictions.rows.size());
-  if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") {
+  if (IsNpy(path)) {
     std::vector<float> values;
     values.reserve(2 * tasks * rows);
     for (int64_t i = 0; i < rows * tasks; ++i) {
@@ -180,6 +184,12 @@ absl::StatusOr<RunConfig> LoadScoringConfig(int world_size) {
     return absl::InvalidArgumentError("--config, --checkpoint, --data and --out are required");
   }
   LEMRT_RETURN_IF_ERROR(CheckOutIsNotData());
+  if (!IsNpy(FLAGS_out) && !absl::EndsWith(FLAGS_out, ".csv")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out '", FLAGS_out,
+        "' names neither a .csv nor a .npy file; the name's ending chooses the format (CSV "
+        "text or a float32 .npy array)"));
+  }
   auto config = lemrt::config::LoadConfig(FLAGS_config, FLAGS_override, world_size);
   if (!config.ok()) return config.status();
   if (absl::Status st = ScoreData(&*config); !st.ok()) return st;
