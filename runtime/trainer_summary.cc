@@ -18,6 +18,7 @@
 #include "glog/logging.h"
 #include "layout/stacking.h"
 #include "runtime/checkpoint/checkpointer.h"
+#include "runtime/eval/eval_summary.h"
 #include "runtime/observability/model_stats.h"
 #include "runtime/observability/placement_summary.h"
 #include "runtime/trainer.h"
@@ -38,48 +39,6 @@ struct Trainer::SummaryTotals {
   std::vector<int64_t> feature_sums;
 };
 
-namespace {
-
-// Undefined metrics (no rows, one class) are absent, not 0.5 / 0; a stopped
-// run reports its (unset) AUC and log loss as they are.
-void FillEval(const EvalResult& eval, bool stopped, summary::EvalStats* out) {
-  if (!std::isnan(eval.auc) || stopped) out->set_auc(eval.auc);
-  if (!std::isnan(eval.logloss) || stopped) out->set_logloss(eval.logloss);
-  out->set_samples(eval.samples);
-  if (!std::isnan(eval.ne)) out->set_ne(eval.ne);
-  if (!std::isnan(eval.calibration)) out->set_calibration(eval.calibration);
-  if (!std::isnan(eval.gauc)) {
-    out->set_gauc(eval.gauc);
-    out->set_gauc_groups(static_cast<double>(eval.gauc_groups));
-  }
-  for (const EvalResult& task : eval.tasks) {
-    summary::TaskEvalStats* t = out->add_tasks();
-    t->set_name(task.task);
-    if (!std::isnan(task.auc)) t->set_auc(task.auc);
-    if (!std::isnan(task.logloss)) t->set_logloss(task.logloss);
-    if (!std::isnan(task.ne)) t->set_ne(task.ne);
-    if (!std::isnan(task.calibration)) t->set_calibration(task.calibration);
-    if (!std::isnan(task.gauc)) {
-      t->set_gauc(task.gauc);
-      t->set_gauc_groups(static_cast<double>(task.gauc_groups));
-    }
-    t->set_labelled(task.labelled);
-  }
-  // The teacher's metrics are null (not absent) without a teacher.
-  if (eval.teacher_auc >= 0) {
-    out->mutable_teacher_auc()->set_number_value(eval.teacher_auc);
-  } else {
-    out->mutable_teacher_auc()->set_null_value(google::protobuf::NULL_VALUE);
-  }
-  if (eval.teacher_logloss >= 0) {
-    out->mutable_teacher_logloss()->set_number_value(eval.teacher_logloss);
-  } else {
-    out->mutable_teacher_logloss()->set_null_value(google::protobuf::NULL_VALUE);
-  }
-}
-
-}  // namespace
-
 absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals,
                                                        const EvalResult& eval) {
   // A stopped run (a preemption) has no final evaluation. An early stop
@@ -93,7 +52,7 @@ absl::StatusOr<summary::RunSummary> Trainer::Summarise(const LoopTotals& totals,
   FillRunShape(totals, all, &s);
   FillTrain(totals, all, &s);
   FillFeatureData(all, &s);
-  FillEval(eval, stopped, s.mutable_eval());
+  FillEvalStats(eval, s.mutable_eval());  // a stopped run: samples 0, no metrics
   FillModel(all, &s);
   FillBestEval(&s);
   FillSetup(&s);

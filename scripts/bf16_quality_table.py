@@ -50,6 +50,9 @@ def main():
                 e = json.load(open(path))["eval"]
             except (OSError, ValueError, KeyError) as err:
                 sys.exit("%s: no eval result (%s)" % (path, err))
+            if "auc" not in e:  # absent: a stopped run, or a one-class / empty eval set
+                sys.exit("%s: no eval AUC (the run was stopped, or its eval set has one class "
+                         "or no rows)" % path)
             aucs[(v, k)], losses[(v, k)] = e["auc"], e["logloss"]
     others = [v for v in variants if v != "fp32"]
     print("| seed | fp32 AUC | " + " | ".join("%s AUC (diff)" % v for v in others) +

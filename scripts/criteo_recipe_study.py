@@ -99,8 +99,12 @@ def train(a, seed, d, name, extra, stats):
         override = "%s training { seed: %d %s } %s" % (schema, seed, training, top)
         mpirun(a, "lemrt_train", ["--config=" + config, "--override=" + override,
                                   "--summary_json=" + summary], os.path.join(d, slug + ".log"), d)
-    e = json.load(open(summary))["eval"]
-    return e["auc"], e["logloss"]
+    s = json.load(open(summary))
+    if "auc" not in s["eval"]:  # absent: a stopped run, or a one-class / empty eval set
+        why = (f"the run was stopped by {s['stopped']['signal']}" if "stopped" in s
+               else "its eval set has one class or no rows")
+        sys.exit(f"{summary}: no eval AUC ({why}); delete it to run it again")
+    return s["eval"]["auc"], s["eval"]["logloss"]
 
 
 def baseline(a, d):

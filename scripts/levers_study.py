@@ -60,10 +60,21 @@ def table_names(config_path):
     return names
 
 
+def evaluated(path):
+    """The summary at `path`; exits with a sentence when its eval has no AUC
+    (absent: a run stopped by a signal, or an eval set of one class or no rows)."""
+    s = json.load(open(path))
+    if "auc" not in s["eval"]:
+        why = (f"the run was stopped by {s['stopped']['signal']}" if "stopped" in s
+               else "its eval set has one class or no rows")
+        sys.exit(f"{path}: no eval AUC ({why}); delete it to run it again")
+    return s
+
+
 def run(args, name, interaction, optimizer, extra, seed):
     out = os.path.join(args.out, f"{slug(name)}_seed{seed}.json")
     if os.path.exists(out):
-        return json.load(open(out))
+        return evaluated(out)
     # Every table's optimizer is replaced through sparse-free text: the
     # config's tables carry no optimizer, so the study sets one per table
     # by appending nothing but the optimizer override below.
@@ -76,7 +87,7 @@ def run(args, name, interaction, optimizer, extra, seed):
     print(f"  {name}, seed {seed} ...", file=sys.stderr, flush=True)
     if subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode != 0:
         sys.exit(f"lemrt_train failed for {name} seed {seed}; see {log.name}")
-    return json.load(open(out))
+    return evaluated(out)
 
 
 def main():

@@ -42,7 +42,10 @@ with open(f"{out}/study.csv", "w", newline="") as f:
 print("mode     samples/s  final AUC  final logloss")
 for m in modes:
     s = speed[m]
-    print(f"{m:8s} {s['samples_per_sec']:10.0f}  {s['eval']['auc']:.4f}     {s['eval']['logloss']:.5f}")
+    e = s["eval"]  # auc / logloss absent where undefined (a stopped run: no final evaluation)
+    auc = f"{e['auc']:.4f}" if "auc" in e else "absent"
+    ll = f"{e['logloss']:.5f}" if "logloss" in e else "absent"
+    print(f"{m:8s} {s['samples_per_sec']:10.0f}  {auc:9s}  {ll}")
 try:
     import matplotlib
     matplotlib.use("Agg")

@@ -13,6 +13,7 @@
 #  - a signal after the stop's checkpoint was saved says so (not "without a
 #    checkpoint") and keeps the stop's exit status;
 #  - SIGINT without a checkpoint directory: summary and sentence, no save;
+#    the summary's eval holds samples 0 and no metrics (no auc 0.5, no 0s);
 #  - SIGTERM then SIGINT: the second one exits at once, without a checkpoint.
 # Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
@@ -136,8 +137,9 @@ start int_no_checkpoint -np 2
 kill -INT $(echo $ranks | awk '{print $1}')
 if ended int_no_checkpoint 130 \
    && grep -q "stopped by SIGINT after step [0-9]* of 1000000 (every rank finished it); no checkpoint saved (no --checkpoint_dir)" "$work/int_no_checkpoint.log" \
-   && [ "$(json "$work/int_no_checkpoint.json" 'd["eval"]["samples"]')" = 0 ]; then
-  pass "int_no_checkpoint: rc 130 within ${secs}s, summary written without the final evaluation"
+   && [ "$(json "$work/int_no_checkpoint.json" 'sorted(d["eval"].items())')" = \
+        "[('samples', 0), ('tasks', []), ('teacher_auc', None), ('teacher_logloss', None)]" ]; then
+  pass "int_no_checkpoint: rc 130 within ${secs}s, summary written without the final evaluation (eval: samples 0, no metrics)"
 else
   fail "int_no_checkpoint: rc=$rc"; show_log "$work/int_no_checkpoint.log"
 fi

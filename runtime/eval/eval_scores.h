@@ -11,6 +11,7 @@
 #define LEMRT_RUNTIME_EVAL_EVAL_SCORES_H_
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <utility>
@@ -30,13 +31,15 @@ namespace lemrt::runtime {
 // rows' base rate (base/auc.h); NaN when that is 0 (one class, no rows).
 // Calibration is the mean predicted probability over the mean label; NaN
 // when the labels sum to 0. GAUC is NaN without a group feature or when no
-// group holds both classes.
+// group holds both classes. A default EvalResult is no evaluation (a run
+// stopped by a signal skips its final one): no rows, every metric undefined.
 struct EvalResult {
-  double auc = 0.5;      // over the labelled rows; NaN when undefined
-  double logloss = 0;    // over the labelled rows; NaN when undefined
-  double ne = 0;           // logloss / entropy of the base rate; NaN when undefined
-  double calibration = 0;  // mean probability / mean label; NaN when undefined
-  double gauc = 0;         // group AUC (EvalScores::set_group_feature); NaN when undefined
+  static constexpr double kUndefined = std::numeric_limits<double>::quiet_NaN();
+  double auc = kUndefined;          // over the labelled rows; NaN when undefined
+  double logloss = kUndefined;      // over the labelled rows; NaN when undefined
+  double ne = kUndefined;           // logloss / entropy of the base rate; NaN when undefined
+  double calibration = kUndefined;  // mean probability / mean label; NaN when undefined
+  double gauc = kUndefined;  // group AUC (EvalScores::set_group_feature); NaN when undefined
   int64_t gauc_groups = 0;  // groups averaged (holding both classes)
   int64_t samples = 0;   // rows scored
   int64_t labelled = 0;  // rows with a label (all of them but for lemrt_predict)

@@ -55,8 +55,10 @@ std::string SummaryTable(const summary::RunSummary& s) {
                       s.breakdown_ms().sc_forward(), s.breakdown_ms().tc(),
                       s.breakdown_ms().sc_backward()));
   row("train loss (last)", absl::StrFormat("%.5f", s.train().loss_last()));
-  // Absent metrics are undefined (an eval set without rows, or of one class).
+  // Absent metrics are undefined (an eval set without rows, or of one class,
+  // or no final evaluation: a run stopped by a signal skips it).
   const std::string auc = s.eval().has_auc() ? absl::StrFormat("%.4f", s.eval().auc())
+                          : s.has_stopped()  ? "absent (not evaluated: the run was stopped)"
                                              : "absent (undefined for this eval set)";
   const std::string logloss =
       s.eval().has_logloss() ? absl::StrFormat("%.5f", s.eval().logloss()) : "absent";
