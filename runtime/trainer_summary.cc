@@ -211,7 +211,10 @@ void Trainer::FillSetup(summary::RunSummary* s) const {
   summary::ThreadStats* threads = s->mutable_threads();
   threads->set_gemm_threads(dense_->gemm_threads());
   threads->set_maximum_parallel_iterations(config_.sparse_core().maximum_parallel_iterations());
-  threads->set_host_worker_threads(host_worker_threads_);
+  // The workers that ran: none at depth 0 (host work inline), whatever the
+  // configured count.
+  threads->set_host_worker_threads(HostPrefetcher::WorkerThreads(
+      host_worker_threads_, config_.sparse_core().maximum_parallel_iterations()));
   threads->set_gemm_backend(
       device::GemmBackendName(device::DenseModelSpecFromConfig(config_).precision));
   threads->set_sparsecore_executor_thread(executor_thread());

@@ -79,7 +79,7 @@ s = json.load(open(dj))
 t = s.get("threads", {})
 executor = " (executor thread)" if t.get("sparsecore_executor_thread") else " (one thread)"
 chose = (f"pipelining {'on' + executor if s.get('pipelining') else 'off'}, "
-         f"host workers {t.get('host_worker_threads', '?') if t.get('maximum_parallel_iterations') else 0}, "
+         f"host workers {t.get('host_worker_threads', 0)}, "  # the workers that ran (0: inline)
          f"gemm threads {t.get('gemm_threads', '?')}")
 print(f"{w:<6} " + " ".join(f"{st.median(c):9.0f}" for c in cols) +
       f" {st.median(share):9.2f} ({min(share):.2f}-{max(share):.2f})  {chose}"

@@ -13,7 +13,8 @@
 #    every chip, the summary has a host_wait stage, and the host-bound
 #    diagnosis appears exactly when the SparseCores waited for the host queue
 #    at least 10% of the step (also with maximum_parallel_iterations: 0,
-#    where every step's host work runs inline);
+#    where every step's host work runs inline, and the summary's
+#    threads.host_worker_threads is 0);
 #  - with partition limits configured, every table's limit fields in the
 #    summary equal them, and its max unique ids / padded ids are filled;
 #  - scripts/plot_run.py writes its PNGs from these files;
@@ -167,6 +168,14 @@ for name in ["summary", "inline"]:
         fails.append(f"{name}: host_wait share {wait['share']:.3f} but host-bound said: {said}")
     print(f"{name}: host_wait {wait['mean_ms']:.3f} ms/step ({100 * wait['share']:.1f}%), "
           f"host {stages['host']['mean_ms']:.3f} ms; host-bound: {said}")
+# threads.host_worker_threads is the workers that ran: the configured ones
+# with a queue, none inline (maximum_parallel_iterations: 0).
+for name, depth in [("summary", 2), ("inline", 0)]:
+    t = json.load(open(f"{w}/{name}.json"))["threads"]
+    want = t["host_worker_threads"] if depth else 0
+    if t["maximum_parallel_iterations"] != depth or t["host_worker_threads"] != want \
+       or (depth and not t["host_worker_threads"] >= 1):
+        fails.append(f"{name}: threads {t}: want depth {depth} and {'>= 1' if depth else 0} host workers")
 s = json.load(open(f"{w}/inline.json"))
 for t in s["tables"]:
     if t.get("max_ids_per_partition_limit") != 12 or t.get("max_unique_ids_per_partition_limit") != 10:

@@ -15,8 +15,7 @@ HostPrefetcher::HostPrefetcher(HostStage& host, int threads, int depth, int64_t 
       slots_(std::max(1, depth)),
       next_step_(first_step) {
   for (Slot& slot : slots_) slot.work = host_.NewWork();
-  if (depth_ == 0) return;
-  const int n = std::max(1, threads);
+  const int n = WorkerThreads(threads, depth_);
   workers_.reserve(n);
   for (int i = 0; i < n; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }

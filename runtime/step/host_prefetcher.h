@@ -26,6 +26,7 @@
 #ifndef LEMRT_RUNTIME_STEP_HOST_PREFETCHER_H_
 #define LEMRT_RUNTIME_STEP_HOST_PREFETCHER_H_
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -57,6 +58,9 @@ class HostPrefetcher {
   // every item up front (allocates), then starts the workers.
   HostPrefetcher(HostStage& host, int threads, int depth, int64_t first_step, int64_t end_step,
                  HostQueueObserver* observer = nullptr);
+  // The worker threads a prefetcher of `threads` workers and `depth` items
+  // runs: none at depth 0 (the host work runs inline), else max(1, threads).
+  static int WorkerThreads(int threads, int depth) { return depth > 0 ? std::max(1, threads) : 0; }
   ~HostPrefetcher();
   HostPrefetcher(const HostPrefetcher&) = delete;
   HostPrefetcher& operator=(const HostPrefetcher&) = delete;
@@ -73,6 +77,7 @@ class HostPrefetcher {
   // taken and released (workers idle).
   void Restart(int64_t first_step, int64_t end_step);
 
+  // The worker threads running: WorkerThreads(threads, depth).
   int threads() const { return static_cast<int>(workers_.size()); }
   int depth() const { return depth_; }
 

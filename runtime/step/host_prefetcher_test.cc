@@ -139,6 +139,7 @@ TEST_P(HostPrefetcherTest, EveryThreadCountAndDepthGivesTheReferenceSteps) {
          std::vector<std::pair<int, int>>{{1, 0}, {1, 1}, {2, 1}, {1, 4}, {3, 4}, {4, 2}}) {
       Rig rig(c);
       HostPrefetcher prefetcher(*rig.host, threads, depth, first, end);
+      EXPECT_EQ(prefetcher.threads(), depth == 0 ? 0 : threads);
       host::Batch batch;
       std::vector<layout::PartitionedCoo> mbs;
       for (int64_t s = first; s < end; ++s) {
@@ -192,6 +193,18 @@ TEST(HostPrefetcherErrorTest, DestroyedMidRunWithoutHanging) {
     prefetcher.Release(w);
     // The destructor stops the workers with steps still queued.
   }
+}
+
+TEST(HostPrefetcherThreadsTest, NoWorkersAtDepthZero) {
+  // The count the run summary reports (threads.host_worker_threads): a
+  // configured worker count runs no thread at depth 0.
+  EXPECT_EQ(HostPrefetcher::WorkerThreads(1, 0), 0);
+  EXPECT_EQ(HostPrefetcher::WorkerThreads(7, 0), 0);
+  EXPECT_EQ(HostPrefetcher::WorkerThreads(0, 2), 1);
+  EXPECT_EQ(HostPrefetcher::WorkerThreads(3, 4), 3);
+  Rig rig(Config(0));
+  EXPECT_EQ(HostPrefetcher(*rig.host, 5, 0, 0, 4).threads(), 0);
+  EXPECT_EQ(HostPrefetcher(*rig.host, 5, 2, 0, 4).threads(), 5);
 }
 
 TEST(HostWorkerThreadsTest, DefaultsToTheCoresPerRank) {

@@ -43,6 +43,8 @@ struct ThreadPlan {
   // (false: on the TensorCore thread, in the pipelined order).
   bool executor_thread = true;
   int maximum_parallel_iterations = 2;  // 0 = no host workers
+  // The workers at a depth > 0; at depth 0 none run, whatever this says (the
+  // summary's threads.host_worker_threads is then 0).
   int host_worker_threads = 1;
   int gemm_threads = 1;
   int tile_threads = 1;
