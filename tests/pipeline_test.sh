@@ -6,7 +6,10 @@
 #  - pipelined runs are deterministic (same checksum twice);
 #  - staleness is real: pipelined != unpipelined;
 #  - warm-up: pipeline_warmup_steps >= steps equals the unpipelined run, and a
-#    partial warm-up equals its one-thread reference.
+#    partial warm-up equals its one-thread reference;
+#  - the summary's `pipelining` names the schedule, not the overlap: true on
+#    one thread (threads.sparsecore_executor_thread false, overlap.fraction
+#    0 without host workers) as on the executor thread, false unpipelined.
 # Needs LEMRT_BIN and LEMRT_SRC (set by ctest).
 set -euo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
@@ -59,4 +62,18 @@ done
 expect "np2 with mid-run evals == reference" same \
   "$(checksum 2 "training { eval_every: 10 } $piped_cfg")" \
   "$(checksum 2 "training { eval_every: 10 } $ref")"
-[ "$failed" -eq 0 ] && echo "13 passed, 0 failed" || { echo "$failed failed"; exit 1; }
+# The summary: `pipelining` is the schedule (the model); whether the stages
+# overlapped is the executor thread and overlap.fraction.
+fields() {  # fields NP OVERRIDE: the summary's pipelining, executor thread, overlap
+  checksum "$1" "$2" > /dev/null
+  python3 -c "import json; j=json.load(open('$work/s.json')); t=j['threads']
+print(j['pipelining'], t['sparsecore_executor_thread'], 'overlap', 'none' if j['overlap']['fraction'] < 0.01 else 'some')"
+}
+expect "np2 pipelined on one thread: pipelining, no executor thread, no overlap" same \
+  "True False overlap none" \
+  "$(fields 2 "sparse_core { $on pipeline_without_threads: true maximum_parallel_iterations: 0 }")"
+expect "np2 pipelined on the executor thread: pipelining, executor thread" same "True True" \
+  "$(fields 2 "$piped_cfg" | cut -d' ' -f1-2)"
+expect "np2 unpipelined: no pipelining, no executor thread" same "False False" \
+  "$(fields 2 "$off" | cut -d' ' -f1-2)"
+[ "$failed" -eq 0 ] && echo "16 passed, 0 failed" || { echo "$failed failed"; exit 1; }
