@@ -67,6 +67,10 @@ expect_error syntax 2 "--override:1:" --config="$config" --override='training { 
 expect_error missing_file 2 "cannot read config file '/nonexistent.pbtxt'" --config=/nonexistent.pbtxt
 expect_error checkpoint_every 1 "--checkpoint_every must be >= 0 steps, got -3" \
   --config="$config" --checkpoint_every=-3
+# A field a flag set is named by the flag as given.
+expect_error checkpoint_every_without_dir 2 "^lemrt_train: error: --checkpoint_every=5: checkpoint.every_steps" \
+  --config="$config" --checkpoint_every=5
+doc_example "checkpoint.every_steps: is set but checkpoint.dir is not"
 printf 'tables { name: "a" vocab_size: 10\n  dim: 4 combiner: SUMM }\n' > "$work/bad.pbtxt"
 expect_error bad_enum 2 "bad.pbtxt:2:" --config="$work/bad.pbtxt"
 expect_error missing_criteo 2 "No such file\|cannot open\|not found\|NotFound\|/nonexistent/train.tsv" \
