@@ -25,6 +25,11 @@
 #     while one chip merged its SparseCores' partitions); and the same with
 #     bf16 tables (stochastic rounding keyed by table, row and step) and the
 #     bf16 exchange, not pipelined, at 1 x 8 and 8 x 1;
+#   - many levers at once, 20 steps at 1-4 ranks x 12/np SparseCores: bf16
+#     dense products (fp32 with a note where the CPU lacks avx512_bf16 and
+#     AMX), dropout, an evaluation at step 10, bf16 tables (one with hot
+#     rows), id shuffling and the bf16 exchange;
+#   - DCN-v2 (2 low-rank cross layers), 20 steps at 1 x 12 and 3 x 4;
 #   - params_l2 equal wherever the checksums are (summed exactly).
 # The auto block (48 of 192) on 3 ranks (64 samples each) is a config error
 # naming the block and a fix.
@@ -131,6 +136,30 @@ for np in 1 8; do
   train $np bf$np "$work/bf16.pbtxt" \
     "topology { sparse_cores_per_chip: $((8 / np)) } $(pipe true) $mh sparse_core { exchange_dtype: BF16 }"
 done
+# Many levers at once on 1-4 ranks x 12/np SparseCores, 20 steps: bf16 dense
+# products (where the CPU has them), dropout, an evaluation at step 10, bf16
+# tables (one with hot rows), id shuffling and the bf16 exchange.
+sed -e 's/^model { /model { bottom_mlp_dropout: 0.1 top_mlp_dropout: 0.1 /' \
+    -e 's/ dtype: BF16 slot_dtype: BF16/& hot_rows: 20/' "$work/bf16.pbtxt" > "$work/mix.pbtxt"
+grep -q 'hot_rows: 20' "$work/mix.pbtxt" && grep -q 'top_mlp_dropout' "$work/mix.pbtxt" \
+  || { echo "FAILED: the mixed config was not made"; exit 1; }
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+  sed -i 's/^model { /model { dense_dtype: BF16 /' "$work/mix.pbtxt"
+  touch "$work/mix_bf16_dense"
+else
+  echo "note this CPU lacks avx512_bf16 and AMX: the mixed runs keep fp32 dense products"
+fi
+mix='sparse_core { shuffle_ids: true exchange_dtype: BF16 }
+  training { steps: 20 eval_every: 10 eval_samples: 384 world_size_independent: true gradient_block_samples: 16 }'
+for np in 1 2 3 4; do
+  train $np mix$np "$work/mix.pbtxt" "topology { sparse_cores_per_chip: $((12 / np)) } $(pipe true) $mix"
+  grep -q "eval at step 10:" "$work/mix$np.log" || { cat "$work/mix$np.log"; echo "FAILED: mix$np: no eval at step 10"; exit 1; }
+done
+# DCN-v2 (a low-rank cross network instead of the dot interaction) at 1 x 12 and 3 x 4.
+dcn='model { dcn_v2 { num_layers: 2 low_rank: 8 } }
+  training { steps: 20 eval_samples: 384 world_size_independent: true gradient_block_samples: 16 }'
+train 1 dcn1 "$small" "topology { sparse_cores_per_chip: 12 } $(pipe true) $dcn"
+train 3 dcn3 "$small" "topology { sparse_cores_per_chip: 4 } $(pipe true) $dcn"
 train 1 split1 "$work/split.pbtxt" "training { steps: 20 eval_samples: 0 } $(pipe true) $block"
 train 3 split3 "$work/split.pbtxt" "training { steps: 20 eval_samples: 0 } $(pipe true) $block"
 # Every optimizer at 1-4 and 8 ranks; a 2-rank checkpoint resumed on 4.
@@ -168,6 +197,15 @@ same(["long1", "long2"], "1200 steps, Adagrad from 1e-8, 1 and 2 ranks")
 same(["split1", "split3"], "one-hot, sample-dimension minibatches, 1 and 3 ranks")
 same(["mh1", "mh2", "mh8"], "multi-hot, vocabulary minibatches, 8 SparseCores, 1, 2 and 8 ranks")
 same(["bf1", "bf8"], "multi-hot, bf16 tables and exchange, minibatches, 1 x 8 and 8 x 1")
+same([f"mix{n}" for n in (1, 2, 3, 4)],
+     "bf16 dense, dropout, mid-run eval, bf16 tables, hot rows, shuffle, bf16 exchange, 1-4 ranks x 12/np")
+same(["dcn1", "dcn3"], "DCN-v2, 1 x 12 and 3 x 4")
+for n in ("mix1", "mix4"):
+    if not s[n]["preprocess"]["hot_ids"] > 0: fails.append(f"{n}: no id looked up in a hot row")
+    if os.path.exists(f"{w}/mix_bf16_dense") and "bf16 products" not in s[n]["threads"]["gemm_backend"]:
+        fails.append(f"{n}: dense products not bf16: {s[n]['threads']['gemm_backend']}")
+for n in ("dcn1", "dcn3"):
+    if not s[n]["model"]["interaction"].startswith("dcn_v2"): fails.append(f"{n}: interaction {s[n]['model']['interaction']}")
 for n in ("mh1", "mh8", "bf1"):
     if not s[n]["preprocess"]["mean_minibatches"] > 2:
         fails.append(f"{n}: {s[n]['preprocess']['mean_minibatches']} minibatches a step, not several")
@@ -180,7 +218,7 @@ if s["float4"]["model_checksum"] == s["small4"]["model_checksum"]:
     fails.append("world_size_independent false gives the model of exact sums (the switch does nothing)")
 for n, j in s.items():
     want = (1200 if n.startswith("long") else 30 if n.startswith(("onehot", "opt", "resume"))
-            else 20 if n.startswith(("split", "mh", "bf")) else 50)
+            else 20 if n.startswith(("split", "mh", "bf", "mix", "dcn")) else 50)
     if j["steps"] != want: fails.append(f"{n}: {j['steps']} steps, not {want}")
 if not s["small1"]["eval"]["samples"] > 0: fails.append("no eval samples")
 if s["small1"]["world_size"] != 1 or s["small4"]["world_size"] != 4: fails.append("world_size wrong")
