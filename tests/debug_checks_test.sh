@@ -2,8 +2,14 @@
 # Debug checks end to end: with sparse_core.debug_check_nan on, an
 # embedding learning rate that overflows the rows stops training on every rank
 # with the NaN check's sentence (stage, table, step), also when the failing
-# update runs pipelined; with all checks on, a normal run passes them. Needs
-# LEMRT_BIN and LEMRT_SRC.
+# update runs pipelined; with all checks on, a normal run passes them.
+# Determinism at 3 ranks (docs/architecture.md "Determinism"), 20 steps with
+# an evaluation at step 10, id dropping (tight limits, no minibatching: the
+# summary must count dropped ids), host worker and tile threads and
+# pipelining: the same run twice gives one model_checksum, and a third run
+# with every debug check on, a trace (--trace_json), a metrics CSV
+# (--metrics_csv) and log_every 5 gives it too (instrumentation is
+# bit-neutral). Needs LEMRT_BIN and LEMRT_SRC.
 set -uo pipefail
 : "${LEMRT_BIN:?}" "${LEMRT_SRC:?}"
 out="$(mktemp)"
@@ -35,5 +41,40 @@ if [ "$rc" -ne 0 ]; then
   echo "FAIL clean run with every check on (rc=$rc)"; cat "$out"; failed=1
 else
   echo "ok   clean run with every check on"
+fi
+# Determinism at 3 ranks with ids dropped: a repeat, and every debug check,
+# a trace and a metrics CSV on (bit-neutral).
+source "$LEMRT_SRC/tests/summary_lib.sh"
+work="$(mktemp -d)"
+trap 'rm -f "$out"; rm -rf "$work"' EXIT
+drop='sparse_core { disable_minibatching: true max_ids_per_partition: 6 max_unique_ids_per_partition: 5
+  allow_id_dropping: true disable_full_embedding_pipelining: false host_worker_threads: 2
+  maximum_parallel_iterations: 2 tile_threads: 2 } training { steps: 20 eval_every: 10 eval_samples: 384 }'
+instrumented=(--override="$drop $checks training { log_every: 5 }" --trace_json="$work/trace.json"
+              --trace_steps=3:12 --metrics_csv="$work/metrics.csv")
+sums=()
+for name in plain repeat instrumented; do
+  args=(--override="$drop")
+  [ "$name" = instrumented ] && args=("${instrumented[@]}")
+  timeout 120 mpirun --oversubscribe --bind-to none -np 3 "$LEMRT_BIN/lemrt_train" --config="$small" \
+    "${args[@]}" --summary_json="$work/$name.json" > "$work/$name.log" 2>&1 \
+    || { cat "$work/$name.log"; echo "FAIL 3 ranks, ids dropped: run $name"; exit 1; }
+  sums+=("$(checksum_of "$work/$name.json")") || exit 1
+done
+dropped="$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['preprocess']['ids_dropped'])" "$work/plain.json")"
+if ! [[ "$dropped" =~ ^[0-9]+$ && "$dropped" -gt 0 ]]; then
+  echo "FAIL 3 ranks: the tight limits dropped no id ($dropped)"; failed=1
+fi
+[ -s "$work/trace.json" ] && [ -s "$work/metrics.csv" ] \
+  || { echo "FAIL 3 ranks: no trace or metrics CSV written"; failed=1; }
+if [ "${sums[1]}" != "${sums[0]}" ]; then
+  echo "FAIL 3 ranks, $dropped ids dropped: the same run twice gave ${sums[0]} and ${sums[1]}"; failed=1
+else
+  echo "ok   3 ranks, $dropped ids dropped: the same run twice gave ${sums[0]}"
+fi
+if [ "${sums[2]}" != "${sums[0]}" ]; then
+  echo "FAIL 3 ranks: debug checks, trace and metrics CSV changed the model: ${sums[2]}, not ${sums[0]}"; failed=1
+else
+  echo "ok   3 ranks: debug checks, trace and metrics CSV on give the same checksum"
 fi
 exit "$failed"
