@@ -24,9 +24,10 @@ ready=20
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
 pass() { passed=$((passed + 1)); echo "ok   $*"; }
 # A failed case's log: the lines that name a crash (a CHECK's sentence, the
-# signal Open MPI caught), which a backtrace pushes out of the tail, then the tail.
+# signal Open MPI caught, and its backtrace's frames), which the ranks' later
+# output pushes out of the tail, then the tail.
 show_log() {
-  grep -E -m 8 'Check failed|Process received signal|Signal: |Signal code|Failing at address' "$1"
+  grep -E -m 40 'Check failed|Process received signal|Signal: |Signal code|Failing at address|\] \[ *[0-9]+\] ' "$1"
   tail -n 15 "$1"
 }
 json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {"d": d}))' "$@"; }
