@@ -100,6 +100,7 @@ if grep -q "stopped by SIGTERM after step .*checkpoint saved: $work/ck2/step-" "
   pass "term_mpirun: rc=$rc, $(head -n 1 "$work/verify2")"
 else
   fail "term_mpirun: rc=$rc"; show_log "$work/term_mpirun.log"
+  echo "the checkpoint directory:"; "$LEMRT_BIN/lemrt_ckpt" verify "$work/ck2" 2>&1 | head -n 5
 fi
 
 # --- SIGUSR1 to mpirun: forwarded to every rank, without a SIGKILL after it.
