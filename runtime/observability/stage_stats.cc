@@ -98,14 +98,27 @@ void DiagnoseHost(const summary::RunSummary& s, std::vector<std::string>* out) {
   }
 }
 
+// Why the stages did not overlap: the schedule, or the threads it ran on.
+std::string NoOverlapCause(const summary::RunSummary& s) {
+  if (!s.pipelining()) {
+    return "pipelining is off (sparse_core.disable_full_embedding_pipelining), so host, "
+           "SparseCore and TensorCore work could be pipelined, at the cost of stale lookups";
+  }
+  if (s.has_threads() && !s.threads().sparsecore_executor_thread()) {
+    return "the pipelined schedule ran without a SparseCore thread (pipeline_without_threads: "
+           "a rank owns fewer than 2 cores, or it was set); with 2 or more cores per rank its "
+           "stages overlap";
+  }
+  return "the pipeline's stages waited for each other (see the stages' shares above)";
+}
+
 // Stages that did not overlap; steps split into many minibatches.
 void DiagnoseSchedule(const summary::RunSummary& s, std::vector<std::string>* out) {
   if (s.has_overlap() && s.overlap().stage_sum_ms() > 0 &&
       s.overlap().fraction() < kNoOverlapFraction) {
     out->push_back(absl::StrFormat(
-        "no overlap: the stages ran one after another (%.1f%% of stage time hidden); "
-        "host, SparseCore and TensorCore work could be pipelined",
-        100 * s.overlap().fraction()));
+        "no overlap: the stages ran one after another (%.1f%% of stage time hidden): %s",
+        100 * s.overlap().fraction(), NoOverlapCause(s)));
   }
   if (s.has_preprocess() && s.preprocess().mean_minibatches() >= kManyMinibatches) {
     out->push_back(absl::StrFormat(

@@ -119,6 +119,21 @@ TEST(DiagnoseTest, DetectsEachBottleneck) {
   EXPECT_TRUE(Mentions(d, "padding overhead: table 'user' sends 2.00x"));
 }
 
+// "no overlap" names its cause: the schedule, the threads it ran on, or
+// stages that waited on each other.
+TEST(DiagnoseTest, NoOverlapNamesItsCause) {
+  summary::RunSummary s = Healthy();
+  s.mutable_overlap()->set_fraction(0.01);
+  s.set_pipelining(false);
+  EXPECT_TRUE(Mentions(Diagnose(s), "no overlap: the stages ran one after another (1.0% of stage "
+                                    "time hidden): pipelining is off"));
+  s.set_pipelining(true);
+  s.mutable_threads()->set_sparsecore_executor_thread(false);
+  EXPECT_TRUE(Mentions(Diagnose(s), "the pipelined schedule ran without a SparseCore thread"));
+  s.mutable_threads()->set_sparsecore_executor_thread(true);
+  EXPECT_TRUE(Mentions(Diagnose(s), "the pipeline's stages waited for each other"));
+}
+
 // With a host_wait stage (host workers), host-bound means the SparseCores
 // waited for the host queue, whatever the host stage's own share.
 TEST(DiagnoseTest, HostBoundFollowsTheHostQueueWait) {
