@@ -55,3 +55,69 @@ lemrt_other_isa_level() {
 lemrt_clang() {
   command -v clang++-14 || command -v clang++
 }
+
+# Argument checks for the scripts (a sentence and exit 2, not a shell error
+# or a silently ignored setting). LEMRT_ME names the script in the sentences.
+LEMRT_ME="$(basename "$0")"
+# lemrt_positive_int NAME VALUE: VALUE must be an integer >= 1.
+lemrt_positive_int() {
+  [[ "$2" =~ ^[1-9][0-9]{0,8}$ ]] && return 0
+  echo "$LEMRT_ME: $1 must be a positive integer, got '$2'" >&2; exit 2
+}
+# lemrt_nonneg_int NAME VALUE: VALUE must be an integer >= 0.
+lemrt_nonneg_int() {
+  [[ "$2" =~ ^(0|[1-9][0-9]{0,8})$ ]] && return 0
+  echo "$LEMRT_ME: $1 must be a non-negative integer, got '$2'" >&2; exit 2
+}
+# lemrt_file NAME PATH: PATH must be a readable regular file.
+lemrt_file() {
+  [[ -f "$2" && -r "$2" ]] && return 0
+  echo "$LEMRT_ME: $1 '$2' is not a readable file" >&2; exit 2
+}
+# lemrt_no_args "$@": for the scripts set by environment variables only:
+# --help / -h prints the header comment; any other argument is refused (it
+# was ignored, so `--steps=10` ran the default steps).
+lemrt_no_args() {
+  [[ $# -eq 0 ]] && return 0
+  if [[ "$1" == -h || "$1" == --help ]]; then
+    awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 0
+  fi
+  echo "$LEMRT_ME: takes no arguments, got '$1'; its settings are environment variables (see $LEMRT_ME --help)" >&2
+  exit 2
+}
+
+# lemrt_fg CMD [ARGS...]: runs CMD (a program, not a shell function) in a
+# process group of its own and waits for it; returns its status. SIGINT,
+# SIGTERM or SIGHUP to the script ends CMD's whole process group (SIGTERM,
+# then SIGKILL after LEMRT_FG_GRACE seconds, default 15: mpirun forwards
+# SIGTERM to its ranks) and then the script, with 128 + the signal's number.
+# Without it a signalled script died and left its mpirun and ranks running.
+LEMRT_FG_PID=""
+exec {LEMRT_STDERR}>&2  # the script's stderr, also where lemrt_fg's output is redirected
+lemrt_fg_stop() {
+  local sig="$1" i
+  trap '' INT TERM HUP
+  if [[ -n "$LEMRT_FG_PID" ]]; then
+    echo "$LEMRT_ME: SIG$sig: stopping $LEMRT_FG_CMD (pid $LEMRT_FG_PID)" >&"$LEMRT_STDERR"
+    kill -TERM -- "-$LEMRT_FG_PID" 2>/dev/null
+    for ((i = 0; i < ${LEMRT_FG_GRACE:-15} * 10; i++)); do
+      kill -0 -- "-$LEMRT_FG_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL -- "-$LEMRT_FG_PID" 2>/dev/null || true
+    wait "$LEMRT_FG_PID" 2>/dev/null || true
+  fi
+  exit $((128 + $(kill -l "$sig")))
+}
+lemrt_fg() {
+  local rc=0
+  trap 'lemrt_fg_stop INT' INT
+  trap 'lemrt_fg_stop TERM' TERM
+  trap 'lemrt_fg_stop HUP' HUP
+  LEMRT_FG_CMD="$(basename "$1")"
+  setsid "$@" &
+  LEMRT_FG_PID=$!
+  wait "$LEMRT_FG_PID" || rc=$?
+  LEMRT_FG_PID=""
+  return "$rc"
+}

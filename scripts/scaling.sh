@@ -48,6 +48,8 @@ for arg in "$@"; do
     --mpirun_args=*) mpirun_args="${arg#*=}" ;;
     --override=*) extra_override="${arg#*=}" ;;
     -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --config|--ranks|--mode|--batch_per_chip|--global_batch|--steps|--out|--bin|--hostfile|--mpirun_args|--override)
+      echo "scaling.sh: $arg needs a value: $arg=VALUE (see --help)" >&2; exit 2 ;;
     *) echo "scaling.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -56,6 +58,13 @@ case "$mode" in
   weak|strong) modes="$mode" ;;
   *) echo "scaling.sh: --mode must be both, weak or strong, not '$mode'" >&2; exit 2 ;;
 esac
+for w in $ranks; do lemrt_positive_int "every --ranks entry" "$w"; done
+[[ -n "${ranks// }" ]] || { echo "scaling.sh: --ranks is empty; give world sizes, e.g. --ranks=\"1 2 4\"" >&2; exit 2; }
+lemrt_positive_int --batch_per_chip "$batch_per_chip"
+lemrt_positive_int --global_batch "$global_batch"
+lemrt_positive_int --steps "$steps"
+lemrt_file --config "$config"
+[[ -z "$hostfile" ]] || lemrt_file --hostfile "$hostfile"
 [[ -x "$bin/lemrt_train" ]] || { echo "scaling.sh: no $bin/lemrt_train (build first or pass --bin)" >&2; exit 1; }
 mkdir -p "$out"
 launcher=(mpirun --bind-to none)
@@ -68,10 +77,10 @@ for m in $modes; do
     if [[ "$m" == weak ]]; then gb=$((batch_per_chip * w)); else gb="$global_batch"; fi
     name="${m}_np${w}"
     echo "scaling.sh: $m scaling, $w rank(s), global batch $gb" >&2
-    "${launcher[@]}" -np "$w" "$bin/lemrt_train" --config="$config" \
+    lemrt_fg "${launcher[@]}" -np "$w" "$bin/lemrt_train" --config="$config" \
       --override="training { global_batch: $gb steps: $steps eval_every: 0 eval_samples: $gb log_every: 0 } $extra_override" \
       --summary_json="$out/$name.json" > "$out/$name.log" 2>&1 \
-      || { tail -5 "$out/$name.log" >&2; echo "scaling.sh: the $name run failed (log: $out/$name.log)" >&2; exit 1; }
+      || { grep -m 5 'error' "$out/$name.log" >&2 || tail -5 "$out/$name.log" >&2; echo "scaling.sh: the $name run failed (log: $out/$name.log)" >&2; exit 1; }
   done
 done
 
