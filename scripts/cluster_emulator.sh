@@ -54,6 +54,7 @@ data_subnet=10.213.1
 prefix=lemrt
 
 die() { echo "cluster_emulator: $*" >&2; exit 1; }
+bad() { echo "cluster_emulator: $*" >&2; exit 2; }  # a bad argument
 note() { echo "cluster_emulator: $*" >&2; }
 
 # check: why this machine cannot emulate hosts (nothing when it can).
@@ -114,9 +115,13 @@ cmd_shape() {
       --rate=*) rate="${a#*=}" ;;
       --delay=*) delay="${a#*=}" ;;
       --loss=*) loss="${a#*=}" ;;
-      *) die "shape: unknown argument '$a'" ;;
+      *) bad "shape: unknown argument '$a'" ;;
     esac
   done
+  [[ -z "$delay" || "$delay" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "shape: --delay must be milliseconds (a number >= 0), got '$delay'"
+  [[ -z "$loss" || "$loss" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "shape: --loss must be a percentage (a number >= 0), got '$loss'"
+  [[ -z "$rate" || "${rate,,}" =~ ^[0-9]+(\.[0-9]+)?([kmgt]i?)?(bit|bps)$ ]] \
+    || bad "shape: --rate must be a tc rate such as 100mbit or 1gbit, got '$rate'"
   if [[ -n "$delay$loss" ]] && ! netem_available; then
     note "this kernel has no sch_netem: delay/loss not applied, shaping bandwidth only"
     delay="" loss=""
@@ -148,16 +153,20 @@ EOF
 
 cmd_up() {
   local n="$1" slots=2 rate="" retries="" same_name=""; shift
-  [[ "$n" =~ ^[1-9][0-9]?$ ]] || die "up: N must be 1..99 hosts, got '$n'"
+  [[ "$n" =~ ^[1-9][0-9]?$ ]] || bad "up: N must be 1..99 hosts, got '$n'"
   for a in "$@"; do
     case "$a" in
       --slots=*) slots="${a#*=}" ;;
       --rate=*) rate="${a#*=}" ;;
       --tcp-retries2=*) retries="${a#*=}" ;;
       --hostname=*) same_name="${a#*=}" ;;
-      *) die "up: unknown argument '$a'" ;;
+      *) bad "up: unknown argument '$a'" ;;
     esac
   done
+  [[ "$slots" =~ ^[1-9][0-9]{0,3}$ ]] || bad "up: --slots must be a positive integer, got '$slots'"
+  [[ -z "$retries" || "$retries" =~ ^[0-9]{1,3}$ ]] || bad "up: --tcp-retries2 must be a non-negative integer, got '$retries'"
+  [[ -z "$rate" || "${rate,,}" =~ ^[0-9]+(\.[0-9]+)?([kmgt]i?)?(bit|bps)$ ]] \
+    || bad "up: --rate must be a tc rate such as 100mbit or 1gbit, got '$rate'"
   local why; why="$(check)"
   [[ -z "$why" ]] || die "cannot emulate hosts: $why"
   cmd_down quiet
@@ -192,8 +201,9 @@ cmd_up() {
   write_agent "$dir"
   echo "$subnet.0/24" > "$dir/subnet"
   echo "$data_subnet.0/24" > "$dir/data_subnet"
+  # Shaping is part of `up`: when tc fails, the cluster goes too (it stayed up).
+  [[ -z "$rate" ]] || cmd_shape all --rate="$rate"
   trap - EXIT
-  [[ -n "$rate" ]] && cmd_shape all --rate="$rate"
   note "$n hosts up (${prefix}-h0..$((n - 1)), $subnet.10-$((9 + n)), $slots slots each); hostfile $dir/hostfile, rsh agent $dir/rsh"
 }
 

@@ -53,9 +53,27 @@ for arg in "$@"; do
     --bin=*) bin="${arg#*=}" ;;
     --override=*) extra_override="${arg#*=}" ;;
     -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --config|--hosts|--ranks_per_host|--rates|--delays_ms|--batch_per_chip|--steps|--repeats|--out|--bin|--override)
+      echo "network_scaling.sh: $arg needs a value: $arg=VALUE (see --help)" >&2; exit 2 ;;
     *) echo "network_scaling.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
+for v in $hosts_list; do lemrt_positive_int "every --hosts entry" "$v"; done
+for v in $rph_list; do lemrt_positive_int "every --ranks_per_host entry" "$v"; done
+for v in $delays; do
+  [[ "$v" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "network_scaling.sh: every --delays_ms entry must be a number >= 0, got '$v'" >&2; exit 2; }
+done
+for v in $rates; do
+  [[ "${v,,}" =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] \
+    || { echo "network_scaling.sh: every --rates entry must be NUMBER[k|m|g]bit (100mbit, 1gbit), got '$v'" >&2; exit 2; }
+done
+for l in hosts_list rph_list rates delays; do
+  [[ -n "${!l// }" ]] || { echo "network_scaling.sh: an empty list (--hosts, --ranks_per_host, --rates and --delays_ms need one value or more)" >&2; exit 2; }
+done
+lemrt_positive_int --batch_per_chip "$batch_per_chip"
+lemrt_positive_int --steps "$steps"
+lemrt_positive_int --repeats "$repeats"
+lemrt_file --config "$config"
 [[ -x "$bin/lemrt_train" ]] || { echo "network_scaling.sh: no $bin/lemrt_train (build first or pass --bin)" >&2; exit 1; }
 emu="$LEMRT_ROOT/scripts/cluster_emulator.sh"
 if [[ "$delays" != 0 ]] && ! "$emu" has-netem; then
@@ -77,13 +95,13 @@ run_cell() {
   "$emu" --prefix="$prefix" up "$h" --slots="$r"
   [[ "$d" == 0 ]] || shape+=(--delay="$d")
   "$emu" --prefix="$prefix" shape all "${shape[@]}"
-  timeout 600 "$emu" --prefix="$prefix" exec "$prefix-h0" "$LEMRT_ROOT/scripts/lemrt_run" \
+  lemrt_fg timeout 600 "$emu" --prefix="$prefix" exec "$prefix-h0" "$LEMRT_ROOT/scripts/lemrt_run" \
     --hostfile "$state/hostfile" --network "$(cat "$state/subnet")" \
     --mpirun-args --mca plm_rsh_agent "$state/rsh" --mca btl tcp,vader,self -- \
     "$bin/lemrt_train" --config="$config" \
     --override="training { global_batch: $gb steps: $steps eval_every: 0 eval_samples: $gb log_every: 0 } $extra_override" \
     --summary_json="$out/$name.json" > "$out/$name.log" 2>&1 \
-    || { tail -5 "$out/$name.log" >&2; echo "network_scaling.sh: the $name run failed (log: $out/$name.log)" >&2; exit 1; }
+    || { grep -m 5 error "$out/$name.log" >&2 || tail -5 "$out/$name.log" >&2; echo "network_scaling.sh: the $name run failed (log: $out/$name.log)" >&2; exit 1; }
   # Host 0's switch port, both directions.
   bytes=$(ip -n "$prefix-sw" -s -j link show h0 | python3 -c '
 import json, sys
