@@ -35,9 +35,13 @@
 # Not part of ctest (minutes).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+lemrt_no_args "$@"
 BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
 [[ "$BUILD" = /* ]] || BUILD="$LEMRT_ROOT/$BUILD"
 SEEDS="${SEEDS:-1 2 3}"
+for s in $SEEDS; do lemrt_nonneg_int "every SEEDS entry" "$s"; done
+[ -n "${SEEDS// }" ] || { echo "$LEMRT_ME: SEEDS is empty" >&2; exit 2; }
+lemrt_positive_int NP "${NP:-1}"
 DATA="${DATA:-}"
 case "$DATA" in
   "") STEPS="${STEPS-500}" ;;
@@ -45,6 +49,7 @@ case "$DATA" in
   *) echo "DATA must be empty or criteo_like, got '$DATA'"; exit 1 ;;
 esac
 base="$(realpath -m "${CONFIG:-$LEMRT_ROOT/examples/configs/dlrm_synthetic.pbtxt}")"
+[ -z "$STEPS" ] || lemrt_positive_int STEPS "$STEPS"
 [ -f "$base" ] || { echo "no config file $base"; exit 1; }
 OUT="$(realpath -m "${OUT:-$LEMRT_ROOT/out/bf16_quality/$(basename "$base" .pbtxt)}")"
 mkdir -p "$OUT"
@@ -99,10 +104,10 @@ for seed in $SEEDS; do
     name="${variant%@*}"
     np="${NP:-1}"
     [[ "$variant" != *@* ]] || np="${variant#*@}"
-    (cd "${workdir[$seed]}" && mpirun --oversubscribe --bind-to none -np "$np" "$BUILD/bin/lemrt_train" \
+    lemrt_fg env -C "${workdir[$seed]}" mpirun --oversubscribe --bind-to none -np "$np" "$BUILD/bin/lemrt_train" \
       --config="$OUT/$name.pbtxt" \
       --override="training { seed: $seed $length } ${overrides[$name]:-} ${schema[$seed]} ${OVERRIDE:-}" \
-      --summary_json="$OUT/${variant/@/_np}_$seed.json") > "$OUT/${variant/@/_np}_$seed.log" 2>&1 \
+      --summary_json="$OUT/${variant/@/_np}_$seed.json" > "$OUT/${variant/@/_np}_$seed.log" 2>&1 \
       || { tail -5 "$OUT/${variant/@/_np}_$seed.log"; exit 1; }
   done
 done

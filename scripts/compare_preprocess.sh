@@ -26,11 +26,14 @@
 # JAX_SC_PYTHON (default: the environment scripts/install_jax_sc.sh made).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+lemrt_no_args "$@"
 BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
 [[ "$BUILD" = /* ]] || BUILD="$LEMRT_ROOT/$BUILD"
 PER_SC="${SAMPLES_PER_SC:-16384}"
 ROUNDS="${ROUNDS:-3}"
 OUT="${OUT:-$LEMRT_ROOT/out/preprocess}"
+lemrt_positive_int SAMPLES_PER_SC "$PER_SC"; lemrt_positive_int ROUNDS "$ROUNDS"
+lemrt_positive_int PEER_THREADS "${PEER_THREADS:-1}"
 mkdir -p "$OUT"
 PEER_PY="${JAX_SC_PYTHON:-}"
 if [ -z "$PEER_PY" ]; then

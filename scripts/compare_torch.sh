@@ -34,6 +34,10 @@
 # "none" skips TorchRec).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+lemrt_no_args "$@"
+lemrt_positive_int STEPS "${STEPS:-100}"; lemrt_positive_int ROUNDS "${ROUNDS:-3}"
+for v in ${BATCHES:-128 1024}; do lemrt_positive_int "every BATCHES entry" "$v"; done
+for v in ${RANKS:-1 2}; do lemrt_positive_int "every RANKS entry" "$v"; done
 "$LEMRT_ROOT/scripts/install_torch.sh"
 BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
 [[ "$BUILD" = /* ]] || BUILD="$LEMRT_ROOT/$BUILD"

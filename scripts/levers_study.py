@@ -101,6 +101,14 @@ def main():
     p.add_argument("--only", default="", help="variant names separated by semicolons")
     p.add_argument("--override", default="", help="text merged into every run's config")
     args = p.parse_args()
+    if not os.path.isfile(args.config):
+        p.error(f"--config '{args.config}' is not a readable file")
+    if not os.access(os.path.join(args.bin, "lemrt_train"), os.X_OK):
+        p.error(f"no {args.bin}/lemrt_train (build first or pass --bin)")
+    if args.ranks < 1:
+        p.error(f"--ranks must be a positive integer, got {args.ranks}")
+    if not all(x.strip().isdigit() for x in args.seeds.split(",")):
+        p.error(f"--seeds must be integers separated by commas, got '{args.seeds}'")
     os.makedirs(args.out, exist_ok=True)
     base = open(args.config).read()
 

@@ -43,12 +43,19 @@
 # Needs about 7 GB of memory (FP32, 10^6 rows). Not part of ctest.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+lemrt_no_args "$@"
 BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
 [[ "$BUILD" = /* ]] || BUILD="$LEMRT_ROOT/$BUILD"
 STEPS="${STEPS:-60}"
 WARMUP="${WARMUP:-10}"
 OUT="${OUT:-$LEMRT_ROOT/out/multihot}"
 DTYPE="${DTYPE:-FP32}"
+lemrt_positive_int STEPS "$STEPS"
+lemrt_nonneg_int WARMUP "$WARMUP"
+lemrt_positive_int LOG_EVERY "${LOG_EVERY:-5}"
+[ -z "${VOCAB:-}" ] || lemrt_positive_int VOCAB "$VOCAB"
+case "$DTYPE" in FP32|BF16) ;; *) echo "$LEMRT_ME: DTYPE must be FP32 or BF16, got '$DTYPE'" >&2; exit 2 ;; esac
+case "${DATA:-synthetic}" in synthetic|binary) ;; *) echo "$LEMRT_ME: DATA must be synthetic or binary, got '$DATA'" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 sed -e "s/vocab_size: 1000000 dim: 64 combiner: SUM/vocab_size: ${VOCAB:-1000000} dim: 64 combiner: SUM dtype: $DTYPE/" \
   "$LEMRT_ROOT/examples/configs/multihot_large.pbtxt" > "$OUT/config.pbtxt"
@@ -68,7 +75,7 @@ esac
 "$BUILD/bin/bench_sparsecore" --benchmark_filter='BM_StreamCopy|BM_RandomRowGather' \
   --benchmark_format=json > "$OUT/stream.json"
 START_NS=$(date +%s%N)
-mpirun --oversubscribe --bind-to none -np 1 "$BUILD/bin/lemrt_train" \
+lemrt_fg mpirun --oversubscribe --bind-to none -np 1 "$BUILD/bin/lemrt_train" \
   --config="$OUT/config.pbtxt" \
   --override="training { steps: $STEPS log_every: ${LOG_EVERY:-5} } $DATA_OVERRIDE ${OVERRIDE:-}" \
   --summary_json="$OUT/summary.json" \

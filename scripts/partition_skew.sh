@@ -17,17 +17,22 @@
 #   [LEMRT_BUILD=build] [BATCHES=20] [SEED=0] [HOT_ROWS=64] scripts/partition_skew.sh
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+lemrt_no_args "$@"
 BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
 [[ "$BUILD" = /* ]] || BUILD="$LEMRT_ROOT/$BUILD"
 BATCHES="${BATCHES:-20}"
 SEED="${SEED:-0}"
 HOT_ROWS="${HOT_ROWS:-64}"
+lemrt_positive_int BATCHES "$BATCHES"
+lemrt_nonneg_int SEED "$SEED"
+lemrt_positive_int HOT_ROWS "$HOT_ROWS"
+[ -x "$BUILD/bin/lemrt_limits" ] || { echo "$LEMRT_ME: no $BUILD/bin/lemrt_limits (build first, or set LEMRT_BUILD)" >&2; exit 1; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 limits() {  # limits NAME NP CONFIG OVERRIDE [FLAGS...]
   local name="$1" np="$2" config="$3" override="$4"; shift 4
-  mpirun --oversubscribe --bind-to none -np "$np" "$BUILD/bin/lemrt_limits" \
+  lemrt_fg mpirun --oversubscribe --bind-to none -np "$np" "$BUILD/bin/lemrt_limits" \
     --config="$LEMRT_ROOT/examples/configs/$config" --override="$override" --batches="$BATCHES" \
     --headroom=1.0 --out="$work/$name.pbtxt" "$@" > "$work/$name.txt" 2>&1 \
     || { cat "$work/$name.txt"; exit 1; }

@@ -10,6 +10,11 @@ config="${1:-$LEMRT_ROOT/examples/configs/pipeline_balanced.pbtxt}"
 ranks="${2:-1}"
 warmup="${3:-100}"
 out="$LEMRT_ROOT/out/pipeline_study"
+[[ $# -le 3 && "${1:-}" != -* ]] || { [[ "${1:-}" == -h || "${1:-}" == --help ]] && { sed -n '2,6p' "$0"; exit 0; }
+  echo "pipeline_study.sh: usage: scripts/pipeline_study.sh [CONFIG] [RANKS] [WARMUP_STEPS], got '$*'" >&2; exit 2; }
+lemrt_file CONFIG "$config"
+lemrt_positive_int RANKS "$ranks"
+lemrt_nonneg_int WARMUP_STEPS "$warmup"
 mkdir -p "$out"
 [ -x "$LEMRT_ROOT/build/bin/lemrt_train" ] || { "$LEMRT_ROOT/scripts/install_deps.sh"; lemrt_build "$LEMRT_ROOT/build"; }
 
@@ -20,7 +25,7 @@ declare -A modes=(
 )
 for mode in off on warmup; do
   echo "== pipelining $mode"
-  mpirun -np "$ranks" --oversubscribe --bind-to none "$LEMRT_ROOT/build/bin/lemrt_train" --config="$config" \
+  lemrt_fg mpirun -np "$ranks" --oversubscribe --bind-to none "$LEMRT_ROOT/build/bin/lemrt_train" --config="$config" \
     --override="${modes[$mode]} training { eval_every: 50 log_every: 50 }" \
     --metrics_csv="$out/$mode.csv" --summary_json="$out/$mode.json" > "$out/$mode.log" 2>&1 \
     || { cat "$out/$mode.log"; exit 1; }

@@ -116,9 +116,17 @@ def main():
     p.add_argument("--out", required=True, help="directory for the PNGs")
     p.add_argument("--dpi", type=int, default=80)
     a = p.parse_args()
+    for flag, path in (("--metrics", a.metrics), ("--summary", a.summary)):
+        if not os.path.isfile(path):
+            p.error(f"{flag} '{path}' is not a readable file")
+    if a.dpi < 1:
+        p.error(f"--dpi must be a positive integer, got {a.dpi}")
     rows = read_metrics(a.metrics)
-    with open(a.summary) as f:
-        summary = json.load(f)
+    try:
+        with open(a.summary) as f:
+            summary = json.load(f)
+    except ValueError as e:
+        p.error(f"--summary '{a.summary}' is not JSON ({e})")
     os.makedirs(a.out, exist_ok=True)
     for name, fn in [("loss_auc", lambda ax: plot_loss(ax, rows)),
                      ("breakdown", lambda ax: plot_breakdown(ax, rows)),

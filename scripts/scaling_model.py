@@ -40,6 +40,7 @@ Usage:
 import argparse
 import csv
 import json
+import os
 import re
 import sys
 
@@ -196,6 +197,25 @@ def model(args):
 
 def main(argv):
     args = parse_args(argv)
+    try:
+        with open(args.summary) as f:
+            json.load(f)["world_size"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"scaling_model.py: --summary '{args.summary}' is not a lemrt_train summary JSON"
+                 f" ({e.__class__.__name__}: {e})")
+    if args.config is not None and not os.path.isfile(args.config):
+        sys.exit(f"scaling_model.py: --config '{args.config}' is not a readable file")
+    try:
+        chips = [int(c) for c in args.chips.split(",")]
+    except ValueError:
+        chips = []
+    if not chips or min(chips) < 1:
+        sys.exit(f"scaling_model.py: --chips must be positive integers separated by commas, got '{args.chips}'")
+    for name in ("bandwidth_gbps", "wire_overhead", "ranks_per_host"):
+        if getattr(args, name) <= 0:
+            sys.exit(f"scaling_model.py: --{name} must be > 0, got {getattr(args, name)}")
+    if args.latency_us < 0:
+        sys.exit(f"scaling_model.py: --latency_us must be >= 0, got {args.latency_us}")
     rows, info = model(args)
     print(f"# from {args.summary}: {info['ids_per_sample']:.2f} ids/sample after dedup, "
           f"dim {info['dim']:.1f}, {info['dense_params']:.0f} dense params, "

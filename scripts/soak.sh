@@ -18,6 +18,7 @@
 # Exit 0 when the checksums match. Usage: scripts/soak.sh
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
+lemrt_no_args "$@"
 bin="${LEMRT_BIN:-$LEMRT_ROOT/build/bin}"
 seconds="${SOAK_SECONDS:-600}"
 np="${SOAK_NP:-2}"
@@ -27,8 +28,25 @@ freeze_percent="${SOAK_FREEZE_PERCENT:-25}"
 watchdog_s="${SOAK_WATCHDOG_S:-5}"
 config="${SOAK_CONFIG:-$LEMRT_ROOT/tests/testdata/small_dlrm.pbtxt}"
 RANDOM="${SOAK_SEED:-1}"
+lemrt_positive_int SOAK_SECONDS "$seconds"; lemrt_positive_int SOAK_NP "$np"
+lemrt_positive_int SOAK_STEPS "$steps"; lemrt_positive_int SOAK_EVERY "$every"
+lemrt_nonneg_int SOAK_FREEZE_PERCENT "$freeze_percent"; lemrt_positive_int SOAK_WATCHDOG_S "$watchdog_s"
+lemrt_nonneg_int SOAK_SEED "${SOAK_SEED:-1}"
+lemrt_file SOAK_CONFIG "$config"
+[ -x "$bin/lemrt_train" ] || { echo "$LEMRT_ME: no $bin/lemrt_train (build first, or set LEMRT_BIN)" >&2; exit 1; }
 work="$(mktemp -d)"
+# A signal ends the run in flight (its mpirun and ranks) before the script.
+# (job: the subshell running train; its child is mpirun.)
+stop_job() {
+  [ -n "${job:-}" ] || return 0
+  echo "soak: stopping the run in flight" >&2
+  { pkill -TERM -P "$job"; sleep 3; pkill -KILL -P "$job"; kill -KILL "$job" "${ranks[@]}"; } 2>/dev/null
+  wait "$job" 2>/dev/null
+}
 trap 'rm -rf "$work"' EXIT
+trap 'stop_job; exit 130' INT
+trap 'stop_job; exit 143' TERM
+ranks=()
 override="training { steps: $steps log_every: 0 } watchdog { collective_timeout_s: $watchdog_s }"
 train() {  # train SUMMARY [args...]
   local summary="$1"; shift
@@ -42,7 +60,9 @@ ended_within() { for _ in $(seq "$1"); do kill -0 "$job" 2>/dev/null || return 0
 echo "soak: reference run, $steps steps on $np ranks, a checkpoint every $every"
 start=$SECONDS
 train "$work/ref.json" --checkpoint_dir="$work/refck" --checkpoint_every="$every" \
-  > "$work/ref.log" 2>&1 || { echo "soak: reference run failed"; tail "$work/ref.log"; exit 1; }
+  > "$work/ref.log" 2>&1 &
+job=$!
+wait "$job" || { echo "soak: reference run failed"; tail "$work/ref.log"; exit 1; }
 ref_secs=$((SECONDS - start))
 ref=$(checksum "$work/ref.json")
 echo "soak: reference checksum $ref (${ref_secs}s)"

@@ -16,6 +16,7 @@
 # (default 3), OUT (default out/thread_defaults).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+lemrt_no_args "$@"
 BUILD="${LEMRT_BUILD:-$LEMRT_ROOT/build}"
 [[ "$BUILD" = /* ]] || BUILD="$LEMRT_ROOT/$BUILD"
 CONFIG="${CONFIG:-$LEMRT_ROOT/examples/configs/criteo_kaggle_shape.pbtxt}"
@@ -25,6 +26,10 @@ STEPS="${STEPS:-200}"
 RANKS="${RANKS:-1 2 4}"
 ROUNDS="${ROUNDS:-3}"
 OUT="${OUT:-$LEMRT_ROOT/out/thread_defaults}"
+lemrt_file CONFIG "$CONFIG"
+lemrt_positive_int BATCH "$BATCH"; lemrt_positive_int STEPS "$STEPS"; lemrt_positive_int ROUNDS "$ROUNDS"
+for w in $RANKS; do lemrt_positive_int "every RANKS entry" "$w"; done
+[ -n "${RANKS// }" ] || { echo "$LEMRT_ME: RANKS is empty" >&2; exit 2; }
 mkdir -p "$OUT"
 if [ ! -x "$BUILD/bin/lemrt_train" ]; then lemrt_build "$BUILD"; fi
 
@@ -59,7 +64,7 @@ for w in $RANKS; do
     for i in "${!variants[@]}"; do
       v="${variants[$(( (i + r - 1) % ${#variants[@]} ))]}"
       tag="w${w}_$v"
-      mpirun --bind-to none -np "$w" "$BUILD/bin/lemrt_train" --config="$CONFIG" \
+      lemrt_fg mpirun --bind-to none -np "$w" "$BUILD/bin/lemrt_train" --config="$CONFIG" \
         --override="$data training { global_batch: $BATCH steps: $STEPS log_every: 0 eval_samples: 0 } $(override_of "$v")" \
         --summary_json="$OUT/$tag.json" > "$OUT/$tag.log" 2>&1 || { cat "$OUT/$tag.log"; exit 1; }
       rate[$v]="$("$LEMRT_PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))['samples_per_sec'])" "$OUT/$tag.json")"
