@@ -8,7 +8,8 @@ set -uo pipefail
 src="${LEMRT_SRC:-$(cd "$(dirname "$0")/.." && pwd)}"
 s="$src/scripts"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# (Were a check missing, cluster_emulator.sh up would make hosts: removed at exit.)
+trap 'bash "$s/cluster_emulator.sh" --prefix=argtest down quiet 2>/dev/null; rm -rf "$work"' EXIT
 pass=0 fail=0
 mkdir -p "$work/bin"
 printf '#!/bin/sh\nexit 0\n' > "$work/bin/lemrt_train"
