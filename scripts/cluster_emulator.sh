@@ -108,6 +108,12 @@ shape_dev() {
     burst 256kb latency 200ms
 }
 
+# check_rate COMMAND RATE: RATE is empty or a tc rate (100mbit, 1gbit, 10mbps).
+check_rate() {
+  [[ -z "$2" || "${2,,}" =~ ^[0-9]+(\.[0-9]+)?([kmgt]i?)?(bit|bps)$ ]] \
+    || bad "$1: --rate must be a tc rate such as 100mbit or 1gbit, got '$2'"
+}
+
 cmd_shape() {
   local target="$1" rate="" delay="" loss=""; shift
   for a in "$@"; do
@@ -120,8 +126,7 @@ cmd_shape() {
   done
   [[ -z "$delay" || "$delay" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "shape: --delay must be milliseconds (a number >= 0), got '$delay'"
   [[ -z "$loss" || "$loss" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "shape: --loss must be a percentage (a number >= 0), got '$loss'"
-  [[ -z "$rate" || "${rate,,}" =~ ^[0-9]+(\.[0-9]+)?([kmgt]i?)?(bit|bps)$ ]] \
-    || bad "shape: --rate must be a tc rate such as 100mbit or 1gbit, got '$rate'"
+  check_rate shape "$rate"
   if [[ -n "$delay$loss" ]] && ! netem_available; then
     note "this kernel has no sch_netem: delay/loss not applied, shaping bandwidth only"
     delay="" loss=""
@@ -165,8 +170,7 @@ cmd_up() {
   done
   [[ "$slots" =~ ^[1-9][0-9]{0,3}$ ]] || bad "up: --slots must be a positive integer, got '$slots'"
   [[ -z "$retries" || "$retries" =~ ^[0-9]{1,3}$ ]] || bad "up: --tcp-retries2 must be a non-negative integer, got '$retries'"
-  [[ -z "$rate" || "${rate,,}" =~ ^[0-9]+(\.[0-9]+)?([kmgt]i?)?(bit|bps)$ ]] \
-    || bad "up: --rate must be a tc rate such as 100mbit or 1gbit, got '$rate'"
+  check_rate up "$rate"
   local why; why="$(check)"
   [[ -z "$why" ]] || die "cannot emulate hosts: $why"
   cmd_down quiet

@@ -46,6 +46,7 @@
 #include "host/input/dense_stats.h"
 #include "host/input/source_registry.h"
 #include "proto/config_loader.h"
+#include "runtime/checkpoint/durable_files.h"
 #include "proto/criteo_preset.h"
 #include "runtime/comm/mpi_session.h"
 #include "tools/tool_help.h"
@@ -335,24 +336,15 @@ struct Share {
 // Creates --out_dir and its missing parents (as mkdir -p) and checks that a
 // file can be created in it.
 absl::Status PrepareOutDir(const std::string& dir) {
-  auto cannot = [&dir](const std::string& why) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot write the vocabularies into --out_dir=", dir, ": ", why));
-  };
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos < dir.size() && dir[pos] != '/') continue;
-    const std::string prefix = dir.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return cannot(absl::StrCat("cannot create '", prefix, "': ", std::strerror(errno)));
-    }
-  }
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return cannot("it exists and is not a directory");
-  }
+  const std::string prefix =
+      absl::StrCat("cannot write the vocabularies into --out_dir=", dir, ": ");
+  LEMRT_RETURN_IF_ERROR(lemrt::checkpoint::MakeDirs(dir, prefix));
   std::string probe = absl::StrCat(dir, "/.lemrt_vocab.XXXXXX");
   const int fd = mkstemp(probe.data());
-  if (fd < 0) return cannot(absl::StrCat("no file can be created in it: ", std::strerror(errno)));
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(prefix, "no file can be created in it: ", std::strerror(errno)));
+  }
   close(fd);
   unlink(probe.c_str());
   return absl::OkStatus();

@@ -91,17 +91,22 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes
 
 absl::Status SyncDir(const std::string& dir) { return SyncDirNamed(dir, "checkpoint: "); }
 
-absl::Status MakeDirs(const std::string& path) {
-  if (path.empty()) return absl::InvalidArgumentError("checkpoint: the directory name is empty.");
+absl::Status MakeDirs(const std::string& path, std::string_view prefix) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(prefix), "the directory name is empty."));
+  }
   for (size_t pos = 1; pos <= path.size(); ++pos) {
     if (pos < path.size() && path[pos] != '/') continue;
-    const std::string prefix = path.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return Errno("create directory", prefix);
+    const std::string parent = path.substr(0, pos);
+    if (mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Errno("create directory", parent, prefix);
+    }
   }
   struct stat st;
   if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint: '", path, "' exists and is not a directory."));
+        absl::StrCat(std::string(prefix), "'", path, "' exists and is not a directory."));
   }
   return absl::OkStatus();
 }

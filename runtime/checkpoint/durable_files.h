@@ -31,8 +31,8 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes
 absl::Status SyncDir(const std::string& dir);
 
 // Creates `path` and its missing parents (mkdir -p). FailedPrecondition when
-// `path` exists and is not a directory.
-absl::Status MakeDirs(const std::string& path);
+// `path` exists and is not a directory. Messages start with `prefix`.
+absl::Status MakeDirs(const std::string& path, std::string_view prefix = "checkpoint: ");
 
 // Removes `path` and everything below it (rm -rf; symbolic links are removed,
 // not followed). OK when `path` does not exist.

@@ -14,29 +14,29 @@ void SetOrNull(double value, google::protobuf::Value* out) {
   }
 }
 
-}  // namespace
-
-void FillEvalStats(const EvalResult& eval, summary::EvalStats* out) {
+// The defined metrics of `eval` into `out` (EvalStats or TaskEvalStats,
+// whose metric fields share their names); NaN ones stay absent.
+template <typename Stats>
+void FillMetrics(const EvalResult& eval, Stats* out) {
   if (!std::isnan(eval.auc)) out->set_auc(eval.auc);
   if (!std::isnan(eval.logloss)) out->set_logloss(eval.logloss);
-  out->set_samples(eval.samples);
   if (!std::isnan(eval.ne)) out->set_ne(eval.ne);
   if (!std::isnan(eval.calibration)) out->set_calibration(eval.calibration);
   if (!std::isnan(eval.gauc)) {
     out->set_gauc(eval.gauc);
     out->set_gauc_groups(static_cast<double>(eval.gauc_groups));
   }
+}
+
+}  // namespace
+
+void FillEvalStats(const EvalResult& eval, summary::EvalStats* out) {
+  FillMetrics(eval, out);
+  out->set_samples(eval.samples);
   for (const EvalResult& task : eval.tasks) {
     summary::TaskEvalStats* t = out->add_tasks();
     t->set_name(task.task);
-    if (!std::isnan(task.auc)) t->set_auc(task.auc);
-    if (!std::isnan(task.logloss)) t->set_logloss(task.logloss);
-    if (!std::isnan(task.ne)) t->set_ne(task.ne);
-    if (!std::isnan(task.calibration)) t->set_calibration(task.calibration);
-    if (!std::isnan(task.gauc)) {
-      t->set_gauc(task.gauc);
-      t->set_gauc_groups(static_cast<double>(task.gauc_groups));
-    }
+    FillMetrics(task, t);
     t->set_labelled(task.labelled);
   }
   SetOrNull(eval.teacher_auc, out->mutable_teacher_auc());
